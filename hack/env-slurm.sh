@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# env-slurm.sh up|down|status|exec CMD...: a standalone real Slurm 24.11 for integration tests.
+#
+#   slurmctld   host network, 10.77.0.1:6817 on bridge sunk-slurm0 (configless, JWT enabled)
+#   slurmrestd  127.0.0.1:$SUNK_SLURMRESTD_PORT (default 6820), rest_auth/jwt
+#   slurmd      $SUNK_SLURM_NODES dynamic nodes (slurmd -Z), each in its own network namespace
+#
+# Every daemon runs in the cached trixie root filesystem under a private mount namespace, so
+# `down` has only processes, network namespaces and the bridge to remove. Tests read
+# $SUNK_STATE/slurm/env.json for the REST URL, the JWT key and the node names.
+source "$(dirname "$0")/lib.sh"
+ENV_DIR=$SUNK_STATE/slurm
+NODES=${SUNK_SLURM_NODES:-3}
+REST_PORT=${SUNK_SLURMRESTD_PORT:-6820}
+BRIDGE=sunk-slurm0
+NET=10.77.0
+CHROOT=$SUNK_ROOT/hack/slurm-chroot.sh
+
+node_name() { echo "slurm-n$1"; }
+
+write_config() {
+  mkdir -p "$ENV_DIR"/{etc,etc-node,logs,shared,spool/ctld,spool/restd}
+  chmod 1777 "$ENV_DIR/shared"
+  head -c 1024 /dev/urandom > "$ENV_DIR/etc/slurm.key"
+  head -c 32 /dev/urandom > "$ENV_DIR/etc/jwt.key"
+  chmod 600 "$ENV_DIR/etc/slurm.key" "$ENV_DIR/etc/jwt.key"
+  # slurmd learns its configuration from slurmctld (configless): its /etc/slurm holds only the key.
+  cp -p "$ENV_DIR/etc/slurm.key" "$ENV_DIR/etc-node/slurm.key"
+  printf '127.0.0.1 localhost\n%s.1 slurmctld\n' "$NET" > "$ENV_DIR/hosts"
+  for i in $(seq "$NODES"); do printf '%s.%d %s\n' "$NET" $((10 + i)) "$(node_name "$i")" >> "$ENV_DIR/hosts"; done
+  cat > "$ENV_DIR/etc/slurm.conf" <<CONF
+ClusterName=sunk-test
+SlurmctldHost=slurmctld($NET.1)
+SlurmUser=root
+AuthType=auth/slurm
+CredType=cred/slurm
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=/etc/slurm/jwt.key
+SlurmctldParameters=enable_configless,cloud_reg_addrs
+StateSaveLocation=/var/spool/slurmctld
+SlurmdSpoolDir=/var/spool/slurmd
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+ReturnToService=2
+MaxNodeCount=6000
+SlurmdTimeout=30
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+CONF
+  printf 'CgroupPlugin=autodetect\n' > "$ENV_DIR/etc/cgroup.conf"
+}
+
+network() {
+  ip link show "$BRIDGE" >/dev/null 2>&1 || {
+    ip link add "$BRIDGE" type bridge
+    ip addr add "$NET.1/24" dev "$BRIDGE"
+  }
+  ip link set "$BRIDGE" up
+  local i ns
+  for i in $(seq "$NODES"); do
+    ns=sunk-slurm-n$i
+    ip netns add "$ns"
+    ip link add "sunk-sn$i" type veth peer name eth0 netns "$ns"
+    ip link set "sunk-sn$i" master "$BRIDGE" up
+    ip -n "$ns" addr add "$NET.$((10 + i))/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+    ip -n "$ns" route add default via "$NET.1"
+  done
+}
+
+# in_chroot HOSTNAME ETC SPOOL CMD...: the command line that runs CMD in the Slurm root filesystem.
+in_chroot() { echo unshare --mount --uts --propagation private "$CHROOT" "$ENV_DIR" "$@"; }
+
+# rest_ok: slurmrestd answers an authenticated ping (a token minted by scontrol, as a user would).
+rest_ok() {
+  local token
+  token=$(exec_in scontrol token username=root lifespan=60 2>/dev/null | sed -n 's/^SLURM_JWT=//p')
+  [ -n "$token" ] && curl -sf -o /dev/null -H "X-SLURM-USER-NAME: root" -H "X-SLURM-USER-TOKEN: $token" \
+    "http://127.0.0.1:$REST_PORT/slurm/v0.0.41/ping"
+}
+nodes_idle() {
+  local idle
+  idle=$(exec_in scontrol -o show nodes 2>/dev/null | grep -c 'State=IDLE' || true)
+  [ "$idle" -ge "$NODES" ]
+}
+
+exec_in() { $(in_chroot slurmctld "$ENV_DIR/etc" "$ENV_DIR/spool/restd") "$@"; }
+
+up() {
+  if [ -f "$ENV_DIR/env.json" ] && rest_ok; then log "slurm environment already up"; return 0; fi
+  "$SUNK_ROOT/hack/provision.sh" host rootfs
+  down_quiet
+  log "starting Slurm: slurmctld, slurmrestd and $NODES dynamic slurmd nodes"
+  write_config
+  network
+  start_bg slurmctld $(in_chroot slurmctld "$ENV_DIR/etc" "$ENV_DIR/spool/ctld") slurmctld -D -i
+  wait_for "slurmctld" 60 exec_in scontrol ping || { tail -n 20 "$ENV_DIR"/logs/slurmctld.* >&2; return 1; }
+  start_bg slurmrestd env SLURM_JWT=daemon $(in_chroot slurmctld "$ENV_DIR/etc" "$ENV_DIR/spool/restd") \
+    slurmrestd -u slurmrestd -g slurmrestd -a rest_auth/jwt -s openapi/slurmctld "127.0.0.1:$REST_PORT"
+  local i
+  for i in $(seq "$NODES"); do
+    mkdir -p "$ENV_DIR/spool/n$i/slurmd"
+    start_bg "slurmd-n$i" nsenter --net=/run/netns/sunk-slurm-n$i $(in_chroot "$(node_name "$i")" "$ENV_DIR/etc-node" "$ENV_DIR/spool/n$i") \
+      slurmd -D -Z -N "$(node_name "$i")" --conf-server "$NET.1:6817" --conf "CPUs=2 RealMemory=1024 Features=sunk-test"
+  done
+  wait_for "slurmrestd" 60 rest_ok || { cat "$ENV_DIR/logs/slurmrestd.stdout" >&2; return 1; }
+  wait_for "$NODES idle nodes" 90 nodes_idle || { exec_in scontrol show nodes >&2; tail -n 20 "$ENV_DIR"/logs/slurmd-* >&2; return 1; }
+  local names
+  names=$(for i in $(seq "$NODES"); do printf '"%s",' "$(node_name "$i")"; done)
+  cat > "$ENV_DIR/env.json" <<JSON
+{"restURL": "http://127.0.0.1:$REST_PORT", "jwtKeyFile": "$ENV_DIR/etc/jwt.key", "user": "root",
+ "nodes": [${names%,}], "sharedDir": "$ENV_DIR/shared", "clusterName": "sunk-test",
+ "execCommand": ["$SUNK_ROOT/hack/env-slurm.sh", "exec"]}
+JSON
+  log "slurm environment up: REST http://127.0.0.1:$REST_PORT ($ENV_DIR/env.json)"
+}
+
+down_quiet() {
+  local f
+  for f in "$ENV_DIR"/pids/*; do [ -e "$f" ] && stop_bg "$(basename "$f")"; done
+  for f in $(ip netns list 2>/dev/null | awk '/^sunk-slurm-/{print $1}'); do
+    ip netns pids "$f" 2>/dev/null | xargs -r kill -KILL
+    ip netns del "$f"
+  done
+  ip link del "$BRIDGE" 2>/dev/null || true
+  rm -rf "$ENV_DIR"
+}
+
+down() { down_quiet; log "slurm environment down"; }
+
+status() {
+  [ -f "$ENV_DIR/env.json" ] && rest_ok || { echo "slurm environment: down"; return 1; }
+  echo "slurm environment: up"; exec_in sinfo -N
+}
+
+case ${1:-} in
+  up) with_lock slurm-env up || { log "slurm environment failed to start; logs were in $ENV_DIR/logs"; with_lock slurm-env down_quiet; exit 1; } ;;
+  down) with_lock slurm-env down ;;
+  status) status ;;
+  exec) shift; exec_in "$@" ;;
+  *) die "usage: $0 up|down|status|exec CMD..." ;;
+esac

@@ -1,0 +1,58 @@
+# Shared settings of the hack/ scripts. Sourced, never run.
+# Everything heavy lives in SUNK_CACHE, outside the repository, so that a warm machine is fast
+# and a `git clean` never throws away ten minutes of Kubernetes builds.
+set -euo pipefail
+
+SUNK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SUNK_CACHE=${SUNK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sunk}
+SUNK_BIN=$SUNK_CACHE/bin          # kube-*, kubectl, kubelet, helm, kwok, controller-gen, ...
+SUNK_STATE=${SUNK_STATE:-$SUNK_CACHE/state}   # running environments; emptied by `down`
+SUNK_IMAGES=$SUNK_CACHE/images    # docker-archive tarballs for containerd
+KUBE_VERSION=v1.33.13
+export PATH=$SUNK_BIN:/usr/local/go/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin
+export GOFLAGS=-buildvcs=false
+
+log() { printf '\033[1m[sunk]\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[31m[sunk] error:\033[0m %s\n' "$*" >&2; exit 1; }
+
+# stamp_ok NAME INPUT...: true when NAME was last produced from exactly these inputs.
+stamp_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
+stamp_ok() { local n=$1; shift; [ -f "$SUNK_CACHE/stamps/$n" ] && [ "$(cat "$SUNK_CACHE/stamps/$n")" = "$(stamp_of "$@")" ]; }
+stamp_set() { local n=$1; shift; mkdir -p "$SUNK_CACHE/stamps"; stamp_of "$@" > "$SUNK_CACHE/stamps/$n"; }
+
+# wait_for DESC SECONDS CMD...: poll CMD every 0.2 s until it succeeds or the deadline passes.
+wait_for() {
+  local desc=$1 secs=$2; shift 2
+  local deadline=$(( $(date +%s) + secs ))
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$deadline" ] || { log "timed out after ${secs}s waiting for $desc"; return 1; }
+    sleep 0.2
+  done
+}
+
+# start_bg NAME CMD...: run CMD as a daemon of the current environment, logging to $ENV_DIR/logs.
+start_bg() {
+  local n=$1; shift
+  mkdir -p "$ENV_DIR/logs" "$ENV_DIR/pids"
+  setsid "$@" >"$ENV_DIR/logs/$n.stdout" 2>&1 </dev/null 9>&- &
+  echo $! > "$ENV_DIR/pids/$n"
+}
+
+# stop_bg NAME: TERM the daemon's process group, KILL it after 10 s.
+stop_bg() {
+  local f=$ENV_DIR/pids/$1 p
+  [ -f "$f" ] || return 0
+  p=$(cat "$f")
+  if kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; then
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+# with_lock NAME CMD...: serialise CMD against other runs (parallel test packages start envs).
+with_lock() {
+  local n=$1; shift
+  mkdir -p "$SUNK_CACHE/locks"
+  ( flock 9; "$@" ) 9>"$SUNK_CACHE/locks/$n"
+}

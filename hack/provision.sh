@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# provision.sh [host|tools|rootfs|images|all]...: install everything the tests and the demo need.
+# Idempotent and cached in SUNK_CACHE: a step whose inputs did not change does nothing.
+source "$(dirname "$0")/lib.sh"
+
+HOST_PACKAGES=(etcd-server containerd runc containernetworking-plugins iptables conntrack
+  mmdebstrap busybox-static iproute2 util-linux openssl curl)
+TRIXIE_MIRROR=${TRIXIE_MIRROR:-http://deb.debian.org/debian}
+
+host() {
+  local missing=() p
+  for p in "${HOST_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing host packages: ${missing[*]}"
+  [ "$(id -u)" = 0 ] || die "installing packages needs root"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# go_tools MODULE_DIR LDFLAGS PKG...: build tool binaries pinned by a checked-in tools module.
+go_tools() {
+  local dir=$SUNK_ROOT/hack/tools/$1 ldflags=$2; shift 2
+  local name=tools-$1
+  stamp_ok "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" "$0" && return 0
+  log "building $(basename "$dir") tools (cold: minutes; cached afterwards)"
+  mkdir -p "$SUNK_BIN"
+  (cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$SUNK_BIN/" "$@")
+  stamp_set "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" "$0"
+}
+
+tools() {
+  local minor ldf="-s -w" p
+  minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldf+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+    ldf+=" -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.buildDate=2025-01-01T00:00:00Z"
+  done
+  go_tools kube "$ldf" k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,kube-proxy,kubectl}
+  go_tools helm "-s -w -X helm.sh/helm/v3/internal/version.version=v3.16.4 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" \
+    helm.sh/helm/v3/cmd/helm
+  go_tools kwok "-s -w" sigs.k8s.io/kwok/cmd/kwok
+  go_tools codegen "-s -w" sigs.k8s.io/controller-tools/cmd/controller-gen github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+  # envtest wants etcd, kube-apiserver and kubectl in one folder (KUBEBUILDER_ASSETS).
+  mkdir -p "$SUNK_CACHE/envtest"
+  ln -sf "$(command -v etcd)" "$SUNK_CACHE/envtest/etcd"
+  ln -sf "$SUNK_BIN/kube-apiserver" "$SUNK_CACHE/envtest/kube-apiserver"
+  ln -sf "$SUNK_BIN/kubectl" "$SUNK_CACHE/envtest/kubectl"
+}
+
+# The Slurm root filesystem: Debian trixie with the packages of images/slurm/packages.txt.
+# The host is bookworm (Slurm 22.05 is too old), so Slurm never touches the host's packages.
+rootfs() {
+  local list=$SUNK_ROOT/images/slurm/packages.txt out=$SUNK_CACHE/rootfs/slurm
+  stamp_ok rootfs-slurm "$list" "$SUNK_ROOT/images/slurm/rootfs-setup.sh" && [ -x "$out/usr/sbin/slurmctld-wlm" ] && return 0
+  local pkgs
+  pkgs=$(grep -v '^#' "$list" | grep -v '^$' | paste -sd, -)
+  log "building the Slurm 24.11 root filesystem from trixie ($pkgs)"
+  rm -rf "$out.tmp" && mkdir -p "$(dirname "$out")"
+  mmdebstrap --variant=apt --include="$pkgs" --customize-hook="$SUNK_ROOT/images/slurm/rootfs-setup.sh \"\$1\"" \
+    trixie "$out.tmp" "$TRIXIE_MIRROR"
+  rm -rf "$out" && mv "$out.tmp" "$out"
+  stamp_set rootfs-slurm "$list" "$SUNK_ROOT/images/slurm/rootfs-setup.sh"
+}
+
+images() {
+  "$SUNK_ROOT/hack/images.sh"
+}
+
+[ $# -gt 0 ] || set -- all
+for step in "$@"; do
+  case $step in
+    all) host; tools; rootfs; images ;;
+    host|tools|rootfs|images) $step ;;
+    *) die "unknown step $step (host|tools|rootfs|images|all)" ;;
+  esac
+done

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# slurm-chroot.sh ENV_DIR HOSTNAME ETC_DIR SPOOL_DIR CMD...: exec CMD inside the cached Slurm root
+# filesystem. Meant to run under `unshare --mount --uts --propagation private`: every mount made
+# here lives in that private namespace and vanishes with the daemon, and the cached root
+# filesystem itself is never written to.
+set -euo pipefail
+env_dir=$1 host=$2 etc=$3 spool=$4; shift 4
+R=${SUNK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sunk}/rootfs/slurm
+hostname "$host"
+mount -t proc proc "$R/proc"
+mount --rbind /sys "$R/sys"
+mount --rbind /dev "$R/dev"
+# /run is per host name: scontrol run as "slurmctld" reaches slurmctld's sack socket there.
+mkdir -p "$env_dir/run/$host"
+mount --bind "$env_dir/run/$host" "$R/run"
+mount -t tmpfs tmpfs "$R/tmp"
+mount --bind "$etc" "$R/etc/slurm"
+mount --bind "$spool" "$R/var/spool"
+mount --bind "$env_dir/logs" "$R/var/log/slurm"
+mount --bind "$env_dir/hosts" "$R/etc/hosts"
+mount --bind "$env_dir/shared" "$R/shared"
+exec chroot "$R" "$@"

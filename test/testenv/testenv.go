@@ -1,0 +1,68 @@
+// Package testenv starts or attaches to the real environments of the test bed (hack/env-*.sh)
+// for integration and end-to-end tests. A test that asks for an environment and cannot get one
+// fails with the reason; it never skips, so a green run always means the real thing answered.
+package testenv
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// RepoRoot is the root of the sunk checkout the tests run from.
+func RepoRoot() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		panic("testenv: cannot locate source file")
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// CacheDir is where hack/ keeps binaries, root filesystems and environment state.
+func CacheDir() string {
+	if d := os.Getenv("SUNK_CACHE"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "sunk")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		panic(err)
+	}
+	return filepath.Join(home, ".cache", "sunk")
+}
+
+// StateDir is where the running environments keep their files.
+func StateDir() string {
+	if d := os.Getenv("SUNK_STATE"); d != "" {
+		return d
+	}
+	return filepath.Join(CacheDir(), "state")
+}
+
+// hack runs a hack/ script and fails the test with its output when it fails.
+func hack(t testing.TB, script string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", script), args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("testenv: hack/%s %v failed: %v\n%s", script, args, err, out.String())
+	}
+}
+
+// run executes a command and returns its combined output, with the command in the error.
+func run(name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s %v: %w\n%s", name, args, err, out.String())
+	}
+	return out.String(), nil
+}
