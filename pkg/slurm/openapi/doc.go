@@ -1,0 +1,10 @@
+// Package openapi holds the slurmrestd OpenAPI specs printed by Slurm 24.11
+// (`slurmrestd --generate-openapi-spec -s openapi/slurmctld -d <version>`) and the typed clients
+// oapi-codegen generates from them, one package per data parser version (v0041, v0042).
+//
+// Nothing outside pkg/slurm imports these packages: pkg/slurm adapts them to its own
+// version-independent types. Regenerate with hack/gen-slurm-openapi.sh (fetch needs the test
+// bed's Slurm; generate runs offline from the checked-in specs).
+package openapi
+
+//go:generate ../../../hack/gen-slurm-openapi.sh generate
