@@ -22,12 +22,12 @@ host() {
 # go_tools MODULE_DIR LDFLAGS PKG...: build tool binaries pinned by a checked-in tools module.
 go_tools() {
   local dir=$SUNK_ROOT/hack/tools/$1 ldflags=$2; shift 2
-  local name=tools-$1
-  stamp_ok "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" "$0" && return 0
+  local what="$ldflags $*"
+  stamp_ok "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" <(echo "$what") && return 0
   log "building $(basename "$dir") tools (cold: minutes; cached afterwards)"
   mkdir -p "$SUNK_BIN"
   (cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$SUNK_BIN/" "$@")
-  stamp_set "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" "$0"
+  stamp_set "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" <(echo "$what")
 }
 
 tools() {

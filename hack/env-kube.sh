@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# env-kube.sh up api|cluster | down | status: a real Kubernetes v1.33.13 on this machine.
+#
+#   api      etcd + kube-apiserver (https://127.0.0.1:6443); envtest can also use the binaries
+#            directly through KUBEBUILDER_ASSETS=$SUNK_CACHE/envtest
+#   cluster  api + kube-controller-manager + kube-scheduler + one real node "sunk-node"
+#            (containerd/runc, CNI bridge sunk0 on 10.88.0.0/16, kube-proxy in iptables mode)
+#            SUNK_KWOK_NODES=N adds N kwok fake nodes (label type=kwok) for scale tests.
+#
+# Admin kubeconfig: $SUNK_STATE/kube/admin.kubeconfig. `down` removes processes, mounts,
+# iptables chains, cgroups, the bridge and the state directory.
+source "$(dirname "$0")/lib.sh"
+ENV_DIR=$SUNK_STATE/kube
+P=$ENV_DIR/pki
+NODE=sunk-node
+NODE_IP=${SUNK_NODE_IP:-$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')}
+[ -n "$NODE_IP" ] || NODE_IP=$(hostname -I | awk '{print $1}')
+SERVICE_CIDR=10.96.0.0/16
+POD_CIDR=10.88.0.0/16
+export KUBECONFIG=$ENV_DIR/admin.kubeconfig
+CTR="ctr -a $ENV_DIR/containerd/containerd.sock -n k8s.io"
+
+certs() {
+  mkdir -p "$P" && cd "$P"
+  openssl genrsa -out sa.key 2048 2>/dev/null; openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 -subj "/CN=sunk-testbed-ca" 2>/dev/null
+  issue() {  # issue NAME SUBJECT EXTENSIONS
+    openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null
+    printf '%s\n' "$3" > "$1.ext"
+    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 3650 -extfile "$1.ext" 2>/dev/null
+    rm -f "$1.csr" "$1.ext"
+  }
+  issue apiserver /CN=kube-apiserver "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,IP:$NODE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
+extendedKeyUsage=serverAuth"
+  issue admin "/O=system:masters/CN=sunk-admin" extendedKeyUsage=clientAuth
+  issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" extendedKeyUsage=clientAuth
+  issue controller-manager /CN=system:kube-controller-manager extendedKeyUsage=clientAuth
+  issue scheduler /CN=system:kube-scheduler extendedKeyUsage=clientAuth
+  issue kube-proxy /CN=system:kube-proxy extendedKeyUsage=clientAuth
+  issue kubelet "/O=system:nodes/CN=system:node:$NODE" extendedKeyUsage=clientAuth
+  issue kubelet-serving "/CN=$NODE" "subjectAltName=IP:127.0.0.1,IP:$NODE_IP,DNS:localhost,DNS:$NODE
+extendedKeyUsage=serverAuth"
+  local u
+  for u in admin controller-manager scheduler kube-proxy kubelet; do
+    cat > "$ENV_DIR/$u.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters: [{name: sunk, cluster: {server: "https://127.0.0.1:6443", certificate-authority: "$P/ca.crt"}}]
+users: [{name: $u, user: {client-certificate: "$P/$u.crt", client-key: "$P/$u.key"}}]
+contexts: [{name: sunk, context: {cluster: sunk, user: $u}}]
+current-context: sunk
+KC
+  done
+  chmod 600 "$P"/*.key "$ENV_DIR"/*.kubeconfig
+  cd - >/dev/null
+}
+
+apiserver_ready() { [ "$(kubectl get --raw /readyz 2>/dev/null)" = ok ]; }
+
+start_api() {
+  certs
+  start_bg etcd etcd --name sunk --data-dir "$ENV_DIR/etcd" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster sunk=http://127.0.0.1:2380
+  wait_for etcd 30 sh -c 'curl -s http://127.0.0.1:2379/health | grep -q true'
+  # Bound to every address so that pods reach it through the kubernetes Service at $NODE_IP.
+  start_bg kube-apiserver kube-apiserver --etcd-servers=http://127.0.0.1:2379 \
+    --bind-address=0.0.0.0 --advertise-address="$NODE_IP" --secure-port=6443 \
+    --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \
+    --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local --service-cluster-ip-range=$SERVICE_CIDR \
+    --authorization-mode=Node,RBAC --allow-privileged=true --kubelet-preferred-address-types=InternalIP \
+    --kubelet-client-certificate="$P/apiserver-kubelet-client.crt" --kubelet-client-key="$P/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority="$P/ca.crt" --cert-dir="$ENV_DIR/apiserver-certs" \
+    --enable-priority-and-fairness=false
+  wait_for kube-apiserver 120 apiserver_ready || { tail -n 30 "$ENV_DIR/logs/kube-apiserver.stdout" >&2; return 1; }
+  echo api > "$ENV_DIR/mode"
+}
+
+configs() {
+  mkdir -p "$ENV_DIR"/{containerd,cni/net.d,kubelet}
+  containerd config default | sed \
+    -e "s#^root = .*#root = \"$ENV_DIR/containerd/root\"#" -e "s#^state = .*#state = \"$ENV_DIR/containerd/state\"#" \
+    -e "s#address = \"/run/containerd/containerd.sock\"#address = \"$ENV_DIR/containerd/containerd.sock\"#" \
+    -e 's#sandbox_image = .*#sandbox_image = "registry.k8s.io/pause:3.10"#' \
+    -e 's#bin_dir = "/opt/cni/bin"#bin_dir = "/usr/lib/cni"#' -e "s#conf_dir = \"/etc/cni/net.d\"#conf_dir = \"$ENV_DIR/cni/net.d\"#" \
+    -e 's#restrict_oom_score_adj = false#restrict_oom_score_adj = true#' > "$ENV_DIR/containerd/config.toml"
+  # restrict_oom_score_adj: this machine lacks CAP_SYS_RESOURCE, so runc cannot lower a sandbox's
+  # oom_score_adj ("can't get final child's PID from pipe: EOF") unless containerd clamps it.
+  cat > "$ENV_DIR/cni/net.d/10-sunk-bridge.conflist" <<JSON
+{"cniVersion": "0.4.0", "name": "sunk", "plugins": [
+  {"type": "bridge", "bridge": "sunk0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+   "ipam": {"type": "host-local", "dataDir": "$ENV_DIR/cni/ipam", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}]}
+JSON
+  cat > "$ENV_DIR/kubelet/config.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+cgroupRoot: /sunk
+failCgroupV1: false
+containerRuntimeEndpoint: unix://$ENV_DIR/containerd/containerd.sock
+podLogsDir: $ENV_DIR/pod-logs
+authentication: {anonymous: {enabled: false}, webhook: {enabled: true}, x509: {clientCAFile: $P/ca.crt}}
+authorization: {mode: Webhook}
+tlsCertFile: $P/kubelet-serving.crt
+tlsPrivateKeyFile: $P/kubelet-serving.key
+clusterDNS: ["10.96.0.10"]
+clusterDomain: cluster.local
+failSwapOn: false
+imageGCHighThresholdPercent: 100
+evictionHard: {}
+maxPods: 110
+YAML
+}
+
+# kubelet's cgroupRoot must exist in every hierarchy; cpuset needs its CPUs and memory nodes set.
+cgroups() {
+  local h
+  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    [ -d "$h" ] && [ -w "$h" ] || continue
+    case $h in /sys/fs/cgroup/unified/|/sys/fs/cgroup/) [ "$(stat -fc %T "$h")" = cgroup2fs ] || continue ;; esac
+    mkdir -p "$h/sunk"
+  done
+  if [ -f /sys/fs/cgroup/cpuset/cpuset.cpus ]; then
+    cat /sys/fs/cgroup/cpuset/cpuset.cpus > /sys/fs/cgroup/cpuset/sunk/cpuset.cpus
+    cat /sys/fs/cgroup/cpuset/cpuset.mems > /sys/fs/cgroup/cpuset/sunk/cpuset.mems
+  fi
+}
+
+node_ready() {
+  kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True
+}
+
+start_cluster() {
+  start_bg kube-controller-manager kube-controller-manager --kubeconfig="$ENV_DIR/controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$ENV_DIR/controller-manager.kubeconfig" --authorization-kubeconfig="$ENV_DIR/controller-manager.kubeconfig" \
+    --bind-address=127.0.0.1 --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
+    --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
+    --use-service-account-credentials=true --leader-elect=false --controllers='*,-nodeipam' --service-cluster-ip-range=$SERVICE_CIDR
+  start_bg kube-scheduler kube-scheduler --kubeconfig="$ENV_DIR/scheduler.kubeconfig" \
+    --authentication-kubeconfig="$ENV_DIR/scheduler.kubeconfig" --authorization-kubeconfig="$ENV_DIR/scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --leader-elect=false
+  configs
+  cgroups
+  start_bg containerd containerd --config "$ENV_DIR/containerd/config.toml"
+  wait_for containerd 30 $CTR version
+  local img
+  for img in "$SUNK_IMAGES"/*.tar; do $CTR images import --no-unpack=false "$img" >/dev/null; done
+  start_bg kubelet kubelet --config="$ENV_DIR/kubelet/config.yaml" --kubeconfig="$ENV_DIR/kubelet.kubeconfig" \
+    --root-dir="$ENV_DIR/kubelet/root" --hostname-override=$NODE --node-ip="$NODE_IP"
+  start_bg kube-proxy kube-proxy --kubeconfig="$ENV_DIR/kube-proxy.kubeconfig" --hostname-override=$NODE \
+    --cluster-cidr=$POD_CIDR --proxy-mode=iptables --conntrack-max-per-core=0 \
+    --metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256
+  wait_for "node $NODE Ready" 120 node_ready || { tail -n 30 "$ENV_DIR/logs/kubelet.stdout" >&2; return 1; }
+  wait_for "default service account" 60 kubectl get serviceaccount default
+  if [ "${SUNK_KWOK_NODES:-0}" -gt 0 ]; then start_kwok; fi
+  echo cluster > "$ENV_DIR/mode"
+}
+
+start_kwok() {
+  local stages=$ENV_DIR/kwok-stages.yaml src i
+  src=$(cd "$SUNK_ROOT/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
+  : > "$stages"
+  for f in "$src"/node/fast/node-initialize.yaml "$src"/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml "$src"/pod/fast/pod-*.yaml; do
+    cat "$f" >> "$stages"; echo --- >> "$stages"
+  done
+  start_bg kwok kwok --kubeconfig="$ENV_DIR/admin.kubeconfig" --config="$stages" --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake --cidr=10.89.0.0/16 --node-ip=10.89.0.1 \
+    --node-lease-duration-seconds=40 --server-address=127.0.0.1:10247
+  for i in $(seq "$SUNK_KWOK_NODES"); do
+    kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$i
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {type: kwok, kubernetes.io/hostname: kwok-node-$i}
+spec:
+  taints: [{key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}]
+status:
+  allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
+  capacity: {cpu: "32", memory: 256Gi, pods: "110"}
+YAML
+  done
+}
+
+up() {
+  local want=$1 have=""
+  [ -f "$ENV_DIR/mode" ] && have=$(cat "$ENV_DIR/mode")
+  if [ -n "$have" ] && apiserver_ready; then
+    if [ "$have" = cluster ] || [ "$want" = api ]; then log "kube environment already up ($have)"; return 0; fi
+    "$SUNK_ROOT/hack/provision.sh" host tools images
+    log "extending the kube environment to a cluster"
+    start_cluster
+    return
+  fi
+  "$SUNK_ROOT/hack/provision.sh" host tools
+  if [ "$want" = cluster ]; then "$SUNK_ROOT/hack/provision.sh" images; fi
+  down_quiet
+  mkdir -p "$ENV_DIR"
+  log "starting Kubernetes $KUBE_VERSION ($want)"
+  start_api
+  if [ "$want" = cluster ]; then start_cluster; fi
+  log "kube environment up ($want): export KUBECONFIG=$KUBECONFIG"
+}
+
+down_quiet() {
+  if [ -f "$ENV_DIR/pids/kube-apiserver" ] && apiserver_ready; then
+    # Let kubelet tear pods down properly (CNI DEL, unmounts) before it goes.
+    stop_bg kwok; stop_bg kube-controller-manager; stop_bg kube-scheduler
+    kubectl delete node -l type=kwok --wait=false >/dev/null 2>&1 || true
+    kubectl delete pods --all -A --grace-period=0 --force >/dev/null 2>&1 || true
+    [ -S "$ENV_DIR/containerd/containerd.sock" ] && wait_for "pods to stop" 60 sh -c "[ -z \"\$($CTR tasks ls -q 2>/dev/null)\" ]" || true
+  fi
+  stop_bg kubelet; stop_bg kube-proxy
+  if [ -S "$ENV_DIR/containerd/containerd.sock" ]; then
+    local t
+    for t in $($CTR tasks ls -q 2>/dev/null); do $CTR tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true; done
+    for t in $($CTR tasks ls -q 2>/dev/null); do $CTR tasks delete -f "$t" >/dev/null 2>&1 || true; done
+  fi
+  local f
+  for f in "$ENV_DIR"/pids/*; do [ -e "$f" ] && stop_bg "$(basename "$f")"; done
+  [ -x "$SUNK_BIN/kube-proxy" ] && kube-proxy --cleanup >/dev/null 2>&1 || true
+  ip link del sunk0 2>/dev/null || true
+  for f in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns del "$f" 2>/dev/null || true; done
+  # kubelet bind-mounts pod volumes and leaves tmpfs mounts behind when stopped.
+  findmnt -rn -o TARGET | { grep "^$ENV_DIR/" || true; } | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" || true; done
+  clean_iptables
+  # Pod cgroups live under /sunk (cgroupRoot) in every v1 hierarchy and in the unified one.
+  for f in /sys/fs/cgroup/*/sunk /sys/fs/cgroup/sunk; do
+    [ -d "$f" ] && find "$f" -depth -type d -exec rmdir {} \; 2>/dev/null
+  done
+  # Paths that kubelet, containerd and libcni hard-code outside the state directory.
+  rm -f /var/lib/kubelet/device-plugins/kubelet.sock /var/lib/cni/results/sunk-*
+  rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet /var/lib/cni/results /var/lib/cni \
+    /run/containerd/runc/k8s.io /run/containerd/runc /run/containerd/s /run/containerd 2>/dev/null || true
+  rm -rf "$ENV_DIR"
+}
+
+# kubelet and kube-proxy leave KUBE-* chains and the jumps to them behind.
+clean_iptables() {
+  local ipt t c
+  for ipt in iptables ip6tables; do for t in filter nat mangle; do
+    $ipt -t $t -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j (KUBE-|CNI-)' | grep -vE '^-A (KUBE-|CNI-)' | sed 's/^-A/-D/' |
+      while read -r r; do eval "$ipt -t $t $r" 2>/dev/null || true; done || true
+    for c in $($ipt -t $t -S 2>/dev/null | awk '/^-N (KUBE-|CNI-)/{print $2}'); do $ipt -t $t -F "$c" 2>/dev/null || true; done
+    for c in $($ipt -t $t -S 2>/dev/null | awk '/^-N (KUBE-|CNI-)/{print $2}'); do $ipt -t $t -X "$c" 2>/dev/null || true; done
+  done; done
+}
+
+down() { down_quiet; log "kube environment down"; }
+
+status() {
+  apiserver_ready || { echo "kube environment: down"; return 1; }
+  echo "kube environment: up ($(cat "$ENV_DIR/mode")), KUBECONFIG=$KUBECONFIG"
+  kubectl get nodes -o wide
+}
+
+case ${1:-} in
+  up) case ${2:-cluster} in api|cluster) ;; *) die "usage: $0 up api|cluster" ;; esac
+      with_lock kube-env up "${2:-cluster}" || { log "kube environment failed to start"; with_lock kube-env down_quiet; exit 1; } ;;
+  down) with_lock kube-env down ;;
+  status) status ;;
+  *) die "usage: $0 up api|cluster | down | status" ;;
+esac
