@@ -1,0 +1,46 @@
+# sunk: Slurm on Kubernetes. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+SUNK_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sunk
+BIN := $(SUNK_CACHE)/bin
+ENV ?= cluster
+export SUNK_CACHE
+
+.PHONY: help build generate lint test unit provision testbed-up testbed-down demo demo-down
+
+help: ## this list
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+build: ## compile every command into bin/
+	go build ./...
+	@if [ -d cmd ]; then go build -o bin/ ./cmd/...; fi
+
+generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST client)
+	@if [ -d api ]; then $(BIN)/controller-gen object paths=./api/... && \
+	  $(BIN)/controller-gen crd rbac:roleName=sunk-operator webhook paths=./... output:crd:artifacts:config=config/crd/bases; fi
+	go generate ./...
+
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	go vet -tags integration,e2e ./...
+
+unit: ## unit tests only (no processes, seconds)
+	go test ./...
+
+test: ## THE test command: provision, lint, unit + integration (real Slurm, apiserver) + e2e (real kubelet)
+	hack/test.sh
+
+provision: ## install host packages, build Kubernetes/helm/kwok/codegen tools, Slurm rootfs and images
+	hack/provision.sh all
+
+testbed-up: ## start an environment: ENV=api|cluster|slurm (default cluster)
+	@if [ "$(ENV)" = slurm ]; then hack/env-slurm.sh up; else hack/env-kube.sh up $(ENV); fi
+
+testbed-down: ## stop every environment, leaving nothing behind
+	hack/env-kube.sh down
+	hack/env-slurm.sh down
+
+demo: ## the local cluster with real Slurm and Kubernetes, and a first job
+	hack/demo.sh up
+
+demo-down: ## tear the demo down
+	hack/demo.sh down

@@ -1,0 +1,100 @@
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// APIOptions tunes the API environment a test starts.
+type APIOptions struct {
+	// CRDDirectoryPaths are installed before the test runs (e.g. config/crd/bases).
+	CRDDirectoryPaths []string
+}
+
+// API starts a private etcd + kube-apiserver for the test with controller-runtime's envtest,
+// from the binaries hack/provision.sh builds, and stops it when the test ends.
+func API(t testing.TB, opts APIOptions) *rest.Config {
+	t.Helper()
+	assets := filepath.Join(CacheDir(), "envtest")
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		hack(t, "provision.sh", "host", "tools")
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
+		ErrorIfCRDPathMissing: len(opts.CRDDirectoryPaths) > 0,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("testenv: starting etcd + kube-apiserver (assets in %s): %v", assets, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("testenv: stopping the API environment: %v", err)
+		}
+	})
+	return cfg
+}
+
+// ClusterEnv is the local cluster of hack/env-kube.sh: a real control plane and one real
+// kubelet node running containerd and runc.
+type ClusterEnv struct {
+	Kubeconfig string
+	Config     *rest.Config
+	Clientset  *kubernetes.Clientset
+	NodeName   string
+	stateDir   string
+}
+
+// Cluster starts the local cluster unless it is already up, and connects to it.
+func Cluster(t testing.TB) *ClusterEnv {
+	t.Helper()
+	hack(t, "env-kube.sh", "up", "cluster")
+	dir := filepath.Join(StateDir(), "kube")
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("testenv: loading %s: %v", kubeconfig, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("testenv: clientset: %v", err)
+	}
+	return &ClusterEnv{Kubeconfig: kubeconfig, Config: cfg, Clientset: cs, NodeName: "sunk-node", stateDir: dir}
+}
+
+// BuildImage packs rootfs into a single-layer image named ref and imports it into the node's
+// containerd, so that pods can use it with imagePullPolicy Never (there is no registry).
+func (c *ClusterEnv) BuildImage(t testing.TB, rootfs, ref string, entrypoint string) {
+	t.Helper()
+	tarball := filepath.Join(t.TempDir(), "image.tar")
+	if out, err := run(filepath.Join(RepoRoot(), "hack", "mkimage.sh"), rootfs, ref, tarball, entrypoint); err != nil {
+		t.Fatalf("testenv: building image %s: %v\n%s", ref, err, out)
+	}
+	if out, err := c.ctr("images", "import", tarball); err != nil {
+		t.Fatalf("testenv: importing image %s: %v\n%s", ref, err, out)
+	}
+}
+
+func (c *ClusterEnv) ctr(args ...string) (string, error) {
+	all := append([]string{"-a", filepath.Join(c.stateDir, "containerd", "containerd.sock"), "-n", "k8s.io"}, args...)
+	return run("ctr", all...)
+}
+
+// GoBinary builds a Go main package statically into dir/name, for test images.
+func GoBinary(t testing.TB, pkgDir, out string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, ".")
+	cmd.Dir = pkgDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("testenv: go build %s: %v\n%s", pkgDir, err, b)
+	}
+}
