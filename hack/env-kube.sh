@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# env-kube.sh up api|cluster | down | status: a real Kubernetes v1.33.13 on this machine.
+# env-kube.sh up api|cluster | down | status | kwok N: a real Kubernetes v1.33.13 on this machine.
 #
 #   api      etcd + kube-apiserver (https://127.0.0.1:6443); envtest can also use the binaries
 #            directly through KUBEBUILDER_ASSETS=$SUNK_CACHE/envtest
@@ -155,22 +155,25 @@ start_cluster() {
     --metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256
   wait_for "node $NODE Ready" 120 node_ready || { tail -n 30 "$ENV_DIR/logs/kubelet.stdout" >&2; return 1; }
   wait_for "default service account" 60 kubectl get serviceaccount default
-  if [ "${SUNK_KWOK_NODES:-0}" -gt 0 ]; then start_kwok; fi
+  if [ "${SUNK_KWOK_NODES:-0}" -gt 0 ]; then start_kwok "$SUNK_KWOK_NODES"; fi
   echo cluster > "$ENV_DIR/mode"
 }
 
+# start_kwok N: kwok manages nodes annotated kwok.x-k8s.io/node=fake; make sure N of them exist.
 start_kwok() {
-  local stages=$ENV_DIR/kwok-stages.yaml src i
-  src=$(cd "$SUNK_ROOT/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
-  : > "$stages"
-  for f in "$src"/node/fast/node-initialize.yaml "$src"/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml "$src"/pod/fast/pod-*.yaml; do
-    cat "$f" >> "$stages"; echo --- >> "$stages"
-  done
-  start_bg kwok kwok --kubeconfig="$ENV_DIR/admin.kubeconfig" --config="$stages" --manage-all-nodes=false \
-    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake --cidr=10.89.0.0/16 --node-ip=10.89.0.1 \
-    --node-lease-duration-seconds=40 --server-address=127.0.0.1:10247
-  for i in $(seq "$SUNK_KWOK_NODES"); do
-    kubectl apply -f - >/dev/null <<YAML
+  local want=$1 stages=$ENV_DIR/kwok-stages.yaml src f i
+  if ! { [ -f "$ENV_DIR/pids/kwok" ] && kill -0 "$(cat "$ENV_DIR/pids/kwok")" 2>/dev/null; }; then
+    src=$(cd "$SUNK_ROOT/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
+    : > "$stages"
+    for f in "$src"/node/fast/node-initialize.yaml "$src"/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml "$src"/pod/fast/pod-*.yaml; do
+      cat "$f" >> "$stages"; echo --- >> "$stages"
+    done
+    start_bg kwok kwok --kubeconfig="$ENV_DIR/admin.kubeconfig" --config="$stages" --manage-all-nodes=false \
+      --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake --cidr=10.89.0.0/16 --node-ip=10.89.0.1 \
+      --node-lease-duration-seconds=40 --server-address=127.0.0.1:10247
+  fi
+  for i in $(seq "$want"); do
+    cat <<YAML
 apiVersion: v1
 kind: Node
 metadata:
@@ -182,8 +185,14 @@ spec:
 status:
   allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
   capacity: {cpu: "32", memory: 256Gi, pods: "110"}
+---
 YAML
-  done
+  done | kubectl apply -f - >/dev/null
+  wait_for "$want kwok nodes Ready" 120 kwok_ready "$want"
+}
+
+kwok_ready() {
+  [ "$(kubectl get nodes -l type=kwok -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True)" -ge "$1" ]
 }
 
 up() {
@@ -263,5 +272,7 @@ case ${1:-} in
       with_lock kube-env up "${2:-cluster}" || { log "kube environment failed to start"; with_lock kube-env down_quiet; exit 1; } ;;
   down) with_lock kube-env down ;;
   status) status ;;
-  *) die "usage: $0 up api|cluster | down | status" ;;
+  kwok) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "kwok nodes need the cluster environment"
+        with_lock kube-env start_kwok "${2:?usage: $0 kwok N}" ;;
+  *) die "usage: $0 up api|cluster | down | status | kwok N" ;;
 esac

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -97,4 +98,11 @@ func GoBinary(t testing.TB, pkgDir, out string) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("testenv: go build %s: %v\n%s", pkgDir, err, b)
 	}
+}
+
+// KwokNodes makes sure the cluster has n kwok fake nodes (kwok-node-1..n, label type=kwok,
+// taint kwok.x-k8s.io/node=fake:NoSchedule), all Ready, for tests at scale.
+func (c *ClusterEnv) KwokNodes(t testing.TB, n int) {
+	t.Helper()
+	hack(t, "env-kube.sh", "kwok", strconv.Itoa(n))
 }
