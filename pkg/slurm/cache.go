@@ -1,0 +1,263 @@
+package slurm
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"time"
+)
+
+// MinPollInterval is the floor of an Informer's interval.
+const MinPollInterval = 100 * time.Millisecond
+
+// Handler receives an Informer's events. Nil funcs are skipped. Handlers run on the polling
+// goroutine, in order; a slow handler delays the next poll.
+type Handler[T any] struct {
+	OnAdd    func(obj T)
+	OnUpdate func(old, obj T)
+	OnDelete func(obj T)
+}
+
+// InformerOptions configures an Informer.
+type InformerOptions struct {
+	// Interval between polls (default 1s, at least MinPollInterval).
+	Interval time.Duration
+	// ResyncEvery forces a full list (no update_time) every so many polls, a safety net against
+	// a missed change (e.g. a wrong ServerLocation for v0.0.41). Default 300; negative disables.
+	ResyncEvery int
+}
+
+// PollResult says what one poll did.
+type PollResult struct {
+	NotModified             bool
+	Added, Updated, Deleted int
+	Full                    bool // listed without update_time
+}
+
+// Informer keeps a local copy of Slurm's nodes or jobs and emits add/update/delete events.
+//
+// Each poll lists with update_time set to the previous answer's last_update. Slurm 24.11 answers
+// 304 Not Modified when nothing changed (an unchanged cluster costs one small request) and the
+// full list otherwise — update_time is a "changed since" test, not a filter — so a deletion shows
+// up as a record missing from the next full list, and the Informer diffs full lists to find it.
+//
+// A failed poll changes nothing: the store keeps its last good contents and no event is sent
+// (fail closed: an error never looks like "every node disappeared"). LastError and LastSuccess
+// tell callers how fresh the store is.
+type Informer[K comparable, T any] struct {
+	list  func(ctx context.Context, since time.Time) ([]T, time.Time, bool, error)
+	key   func(*T) K
+	opts  InformerOptions
+	equal func(a, b *T) bool
+
+	mu          sync.RWMutex
+	items       map[K]T
+	since       time.Time
+	synced      bool
+	lastErr     error
+	lastSuccess time.Time
+	polls       int
+	handlers    []Handler[T]
+	pollMu      sync.Mutex
+}
+
+// NewNodeInformer watches nodes through c.
+func NewNodeInformer(c Client, opts InformerOptions) *Informer[string, Node] {
+	return newInformer(opts, func(ctx context.Context, since time.Time) ([]Node, time.Time, bool, error) {
+		l, err := c.ListNodes(ctx, since)
+		if err != nil {
+			return nil, time.Time{}, false, err
+		}
+		return l.Nodes, l.LastUpdate, l.NotModified, nil
+	}, func(n *Node) string { return n.Name })
+}
+
+// NewJobInformer watches jobs through c.
+func NewJobInformer(c Client, opts InformerOptions) *Informer[uint32, Job] {
+	return newInformer(opts, func(ctx context.Context, since time.Time) ([]Job, time.Time, bool, error) {
+		l, err := c.ListJobs(ctx, since)
+		if err != nil {
+			return nil, time.Time{}, false, err
+		}
+		return l.Jobs, l.LastUpdate, l.NotModified, nil
+	}, func(j *Job) uint32 { return j.ID })
+}
+
+func newInformer[K comparable, T any](opts InformerOptions, list func(context.Context, time.Time) ([]T, time.Time, bool, error), key func(*T) K) *Informer[K, T] {
+	if opts.Interval == 0 {
+		opts.Interval = time.Second
+	}
+	if opts.Interval < MinPollInterval {
+		opts.Interval = MinPollInterval
+	}
+	if opts.ResyncEvery == 0 {
+		opts.ResyncEvery = 300
+	}
+	return &Informer[K, T]{list: list, key: key, opts: opts, items: map[K]T{},
+		equal: func(a, b *T) bool { return reflect.DeepEqual(a, b) }}
+}
+
+// Interval is the effective polling interval.
+func (i *Informer[K, T]) Interval() time.Duration { return i.opts.Interval }
+
+// AddHandler registers h; objects already in the store are replayed to h.OnAdd.
+func (i *Informer[K, T]) AddHandler(h Handler[T]) {
+	i.pollMu.Lock() // no poll may emit between the replay and the registration
+	defer i.pollMu.Unlock()
+	i.mu.Lock()
+	i.handlers = append(i.handlers, h)
+	existing := make([]T, 0, len(i.items))
+	for _, v := range i.items {
+		existing = append(existing, v)
+	}
+	i.mu.Unlock()
+	if h.OnAdd != nil {
+		for _, v := range existing {
+			h.OnAdd(v)
+		}
+	}
+}
+
+// Run polls until ctx ends and returns ctx.Err(). Poll errors are kept in LastError.
+func (i *Informer[K, T]) Run(ctx context.Context) error {
+	t := time.NewTicker(i.opts.Interval)
+	defer t.Stop()
+	for {
+		_, _ = i.Poll(ctx)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Poll lists once and applies the answer.
+func (i *Informer[K, T]) Poll(ctx context.Context) (PollResult, error) {
+	i.pollMu.Lock()
+	defer i.pollMu.Unlock()
+	i.mu.RLock()
+	since, polls, synced := i.since, i.polls, i.synced
+	i.mu.RUnlock()
+	var res PollResult
+	if !synced || (i.opts.ResyncEvery > 0 && polls%i.opts.ResyncEvery == 0) {
+		since, res.Full = time.Time{}, true
+	}
+	objs, last, notModified, err := i.list(ctx, since)
+	i.mu.Lock()
+	i.polls++
+	if err != nil {
+		i.lastErr = err
+		i.mu.Unlock()
+		return res, err
+	}
+	i.lastErr, i.lastSuccess = nil, time.Now()
+	if notModified {
+		i.mu.Unlock()
+		res.NotModified = true
+		return res, nil
+	}
+	type update struct{ old, obj T }
+	var adds, dels []T
+	var upds []update
+	seen := make(map[K]struct{}, len(objs))
+	for n := range objs {
+		obj := &objs[n]
+		k := i.key(obj)
+		seen[k] = struct{}{}
+		old, ok := i.items[k]
+		switch {
+		case !ok:
+			adds = append(adds, *obj)
+		case !i.equal(&old, obj):
+			upds = append(upds, update{old, *obj})
+		default:
+			continue
+		}
+		i.items[k] = *obj
+	}
+	for k, v := range i.items {
+		if _, ok := seen[k]; !ok {
+			dels = append(dels, v)
+			delete(i.items, k)
+		}
+	}
+	i.since, i.synced = last, true
+	handlers := i.handlers
+	i.mu.Unlock()
+
+	res.Added, res.Updated, res.Deleted = len(adds), len(upds), len(dels)
+	for _, h := range handlers {
+		for _, v := range adds {
+			if h.OnAdd != nil {
+				h.OnAdd(v)
+			}
+		}
+		for _, u := range upds {
+			if h.OnUpdate != nil {
+				h.OnUpdate(u.old, u.obj)
+			}
+		}
+		for _, v := range dels {
+			if h.OnDelete != nil {
+				h.OnDelete(v)
+			}
+		}
+	}
+	return res, nil
+}
+
+// HasSynced reports whether one full list has been applied.
+func (i *Informer[K, T]) HasSynced() bool {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return i.synced
+}
+
+// WaitForSync polls until HasSynced or ctx ends.
+func (i *Informer[K, T]) WaitForSync(ctx context.Context) error {
+	for !i.HasSynced() {
+		select {
+		case <-ctx.Done():
+			if err := i.LastError(); err != nil {
+				return err
+			}
+			return ctx.Err()
+		case <-time.After(i.opts.Interval / 4):
+		}
+	}
+	return nil
+}
+
+// Get returns the stored object with key k.
+func (i *Informer[K, T]) Get(k K) (T, bool) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	v, ok := i.items[k]
+	return v, ok
+}
+
+// List returns every stored object, in no particular order.
+func (i *Informer[K, T]) List() []T {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	out := make([]T, 0, len(i.items))
+	for _, v := range i.items {
+		out = append(out, v)
+	}
+	return out
+}
+
+// LastError is the error of the last poll, nil if it succeeded.
+func (i *Informer[K, T]) LastError() error {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return i.lastErr
+}
+
+// LastSuccess is when a poll last succeeded (zero before the first).
+func (i *Informer[K, T]) LastSuccess() time.Time {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return i.lastSuccess
+}

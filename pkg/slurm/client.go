@@ -1,0 +1,172 @@
+// Package slurm is sunk's only way to talk to Slurm: a client of slurmrestd built on the typed
+// clients generated from Slurm 24.11's own OpenAPI specs (pkg/slurm/openapi), a token source
+// that mints the JWTs slurmrestd expects, and an incremental polling cache.
+//
+// The client fails closed. Every answer that is not a clean success is an error the caller can
+// tell apart with errors.Is (ErrNotFound, ErrUnauthorized, ErrUnavailable, ErrDecode) or
+// errors.As (*SlurmError with Slurm's error number and text). Nothing turns an error into an empty
+// list, a missing node into a state, or an undecodable answer into a default.
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Client is the set of Slurm operations sunk needs. The real implementation speaks one REST API
+// version (New); slurmfake provides an in-memory one for unit tests.
+type Client interface {
+	// Ping asks every slurmctld whether it responds.
+	Ping(ctx context.Context) ([]ControllerPing, error)
+	// Diag returns slurmctld statistics.
+	Diag(ctx context.Context) (*Diag, error)
+	// Reconfigure makes slurmctld reread its configuration (scontrol reconfigure).
+	Reconfigure(ctx context.Context) error
+
+	// ListNodes lists all nodes. With a non-zero since (the LastUpdate of an earlier list) Slurm
+	// answers NotModified when no node changed; otherwise it returns every node.
+	ListNodes(ctx context.Context, since time.Time) (*NodeList, error)
+	// GetNode returns one node or ErrNotFound.
+	GetNode(ctx context.Context, name string) (*Node, error)
+	// UpdateNode changes a node (or a hostlist expression of nodes).
+	UpdateNode(ctx context.Context, name string, u NodeUpdate) error
+	// DeleteNode removes a dynamic node.
+	DeleteNode(ctx context.Context, name string) error
+
+	SubmitJob(ctx context.Context, j JobSubmit) (*SubmitResult, error)
+	// GetJob returns one job or ErrNotFound (also once slurmctld has purged a finished job).
+	GetJob(ctx context.Context, id uint32) (*Job, error)
+	// ListJobs lists all jobs; since works as for ListNodes.
+	ListJobs(ctx context.Context, since time.Time) (*JobList, error)
+	CancelJob(ctx context.Context, id uint32) error
+	// SignalJob sends a signal by name or number (e.g. "SIGTERM", "USR1", "9").
+	SignalJob(ctx context.Context, id uint32, signal string) error
+	UpdateJob(ctx context.Context, id uint32, u JobUpdate) error
+
+	ListPartitions(ctx context.Context) ([]Partition, error)
+	GetPartition(ctx context.Context, name string) (*Partition, error)
+
+	ListReservations(ctx context.Context) ([]Reservation, error)
+	GetReservation(ctx context.Context, name string) (*Reservation, error)
+	// CreateReservation and DeleteReservation return ErrUnsupported against Slurm 24.11:
+	// neither v0.0.41 nor v0.0.42 has a reservation write endpoint.
+	CreateReservation(ctx context.Context, r ReservationCreate) error
+	DeleteReservation(ctx context.Context, name string) error
+}
+
+// API versions New knows.
+const (
+	V0041 = "v0.0.41"
+	V0042 = "v0.0.42"
+)
+
+// Config configures New.
+type Config struct {
+	// URL of slurmrestd, e.g. http://slurmrestd:6820 (no version path).
+	URL string
+	// APIVersion is V0041 (default) or V0042.
+	APIVersion string
+	// Tokens supplies the user name and token sent with each request (required).
+	Tokens TokenSource
+	// HTTPClient to use; default a client with Timeout.
+	HTTPClient *http.Client
+	// Timeout bounds each request (default 30s) when HTTPClient is nil; a context deadline
+	// applies either way.
+	Timeout time.Duration
+	// Metrics records request counts and latencies; nil records nothing.
+	Metrics *Metrics
+	// ServerLocation is slurmrestd's local time zone (default UTC). Only v0.0.41 needs it: its
+	// parser of update_time rejects UNIX timestamps and reads a local "YYYY-MM-DDTHH:MM:SS".
+	ServerLocation *time.Location
+}
+
+// New returns a Client for the configured API version.
+func New(cfg Config) (Client, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("slurm: Config.URL is required")
+	}
+	if cfg.Tokens == nil {
+		return nil, errors.New("slurm: Config.Tokens is required")
+	}
+	if cfg.HTTPClient == nil {
+		t := cfg.Timeout
+		if t == 0 {
+			t = 30 * time.Second
+		}
+		cfg.HTTPClient = &http.Client{Timeout: t}
+	}
+	if cfg.ServerLocation == nil {
+		cfg.ServerLocation = time.UTC
+	}
+	base := &core{cfg: cfg, url: strings.TrimRight(cfg.URL, "/")}
+	switch cfg.APIVersion {
+	case "", V0041:
+		return newV0041(base)
+	case V0042:
+		return newV0042(base)
+	}
+	return nil, fmt.Errorf("slurm: unknown API version %q (known: %s, %s)", cfg.APIVersion, V0041, V0042)
+}
+
+// core is what every version adapter shares: authentication, transport errors, classification
+// and metrics.
+type core struct {
+	cfg Config
+	url string
+}
+
+type endpointKey struct{}
+
+// Do is the HTTP doer handed to the generated clients: it adds the credentials and turns
+// transport failures into ErrUnavailable.
+func (c *core) Do(req *http.Request) (*http.Response, error) {
+	user, token, err := c.cfg.Tokens.Token(req.Context())
+	if err != nil {
+		return nil, fmt.Errorf("slurm: token: %w: %w", ErrUnauthorized, err)
+	}
+	req.Header.Set("X-SLURM-USER-NAME", user)
+	req.Header.Set("X-SLURM-USER-TOKEN", token)
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		if ctxErr := req.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return resp, nil
+}
+
+// answer is what an adapter reports about one exchange, for classify.
+type answer struct {
+	status  int
+	errs    []ErrorDetail
+	missing bool
+}
+
+// call runs one operation: fn performs the request and decodes; call classifies, measures and
+// wraps. allowNotModified makes a 304 a success (incremental lists).
+func (c *core) call(ctx context.Context, endpoint string, allowNotModified bool, fn func(ctx context.Context) (answer, error)) error {
+	start := time.Now()
+	a, err := fn(ctx)
+	switch {
+	case err != nil && (errors.Is(err, ErrUnavailable) || errors.Is(err, ErrUnauthorized)):
+		err = fmt.Errorf("slurm %s: %w", endpoint, err)
+	case err != nil && ctx.Err() != nil:
+		err = fmt.Errorf("slurm %s: %w: %w", endpoint, ErrUnavailable, err)
+	case err != nil && a.status == 0:
+		// Transport errors that are not the context's (e.g. the client's own Timeout) are
+		// unavailability too.
+		err = fmt.Errorf("slurm %s: %w: %w", endpoint, ErrUnavailable, err)
+	case a.status == http.StatusNotModified && allowNotModified:
+		err = nil
+	default:
+		err = classify(endpoint, a.status, a.errs, err, a.missing)
+	}
+	c.cfg.Metrics.observe(endpoint, outcome(err, a.status), time.Since(start))
+	return err
+}

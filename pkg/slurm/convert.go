@@ -1,0 +1,184 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Helpers shared by the version adapters.
+
+// alloc makes *p non-nil and returns it. The v0.0.41 types are anonymous structs, which cannot
+// be named to allocate them; type inference can.
+func alloc[T any](p **T) *T {
+	if *p == nil {
+		*p = new(T)
+	}
+	return *p
+}
+
+// pick returns the first non-nil of the generated response's JSON200 and JSONDefault.
+func pick[T any](a, b *T) *T {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func strs(p *[]string) []string {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func num[T ~int32 | ~int64 | ~int](p *T) int {
+	if p == nil {
+		return 0
+	}
+	return int(*p)
+}
+
+func boolean(p *bool) bool { return p != nil && *p }
+
+func ptr[T any](v T) *T { return &v }
+
+func stringsOf[T ~string](p *[]T) []string {
+	if p == nil {
+		return nil
+	}
+	out := make([]string, len(*p))
+	for i, s := range *p {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// noVal reads Slurm's {set, infinite, number} struct: ok is false when unset or infinite.
+func noVal[T ~int32 | ~int64](set, infinite *bool, number *T) (int64, bool) {
+	if set == nil || !*set || (infinite != nil && *infinite) || number == nil {
+		return 0, false
+	}
+	return int64(*number), true
+}
+
+func unixTime(v int64, ok bool) time.Time {
+	if !ok || v <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(v, 0)
+}
+
+func minutes(v int64, ok bool) time.Duration {
+	if !ok {
+		return 0
+	}
+	return time.Duration(v) * time.Minute
+}
+
+// ceilMinutes rounds a positive duration up to whole minutes, Slurm's time limit unit.
+func ceilMinutes(d time.Duration) int64 {
+	m := int64(math.Ceil(d.Minutes()))
+	if m < 1 {
+		m = 1
+	}
+	return m
+}
+
+func gresTRES(g string) string {
+	if g == "" || strings.HasPrefix(g, "gres/") || strings.Contains(g, ",") {
+		return g
+	}
+	return "gres/" + g
+}
+
+func defaultEnv(env []string) []string {
+	if len(env) == 0 {
+		return []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	}
+	return env
+}
+
+// noJSON is the decode failure of a 2xx answer that carried no JSON body.
+type noJSON struct{ contentType string }
+
+func (e noJSON) Error() string {
+	return "answer is not JSON (Content-Type " + e.contentType + ")"
+}
+
+// bodyless decides about an answer with no decoded JSON: a 2xx without JSON is a decode error,
+// anything else is classified by its status.
+func bodyless(resp *http.Response) (answer, error) {
+	a := answer{status: resp.StatusCode}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return a, noJSON{resp.Header.Get("Content-Type")}
+	}
+	return a, nil
+}
+
+func cmpOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// only returns the record named name from the answer of a by-name lookup.
+func only[T any](l []T, endpoint, name string, nameOf func(*T) string) (*T, error) {
+	for i := range l {
+		if nameOf(&l[i]) == name {
+			return &l[i], nil
+		}
+	}
+	return nil, &SlurmError{Endpoint: endpoint, HTTPStatus: http.StatusOK, Kind: ErrNotFound,
+		Description: fmt.Sprintf("answer has %d records, none named %q", len(l), name)}
+}
+
+// unsupported reports an operation the API version has no endpoint for.
+func (c *core) unsupported(endpoint, what string) error {
+	err := fmt.Errorf("slurm %s: %w: slurmrestd 24.11 has no %s endpoint (v0.0.41, v0.0.42)", endpoint, ErrUnsupported, what)
+	c.cfg.Metrics.observe(endpoint, OutcomeUnsupported, 0)
+	return err
+}
+
+// nodeFlags are the show flags of node queries: slurmrestd's defaults (ALL, DETAIL, MIXED) plus
+// FUTURE, without which nodes in state FUTURE (e.g. created by `scontrol create nodename=...
+// state=future`) are missing from lists and a lookup by name reports them as unknown. Passing
+// any flag replaces the defaults, hence the full set. slurmrestd 24.11 takes a list as a
+// repeated parameter (flags=A&flags=B); a comma, raw or escaped, is refused.
+var nodeFlags = []string{"ALL", "DETAIL", "MIXED", "FUTURE"}
+
+// isPartitionsNoChange recognises a Slurm 24.11 bug: GET /nodes/?update_time=T loads the nodes
+// and then the partitions with the same update_time; when nodes changed since T but partitions
+// did not, the partition load answers "no change" and slurmrestd fails the whole request with
+// HTTP 500, error -1 "Unable to query partitions" (source _dump_nodes). It means "nodes
+// changed", and the caller lists again without update_time.
+func isPartitionsNoChange(err error) bool {
+	var se *SlurmError
+	return errors.As(err, &se) && len(se.Errors) == 1 && se.Code == -1 &&
+		se.Description == "Unable to query partitions" && se.Source == "_dump_nodes"
+}
+
+// rawQuery adds key=value for each value to a request's query: the generated clients model
+// list-valued parameters (flags) as a single enum value.
+func rawQuery(key string, values []string) func(context.Context, *http.Request) error {
+	return func(_ context.Context, req *http.Request) error {
+		q := req.URL.Query()
+		for _, v := range values {
+			q.Add(key, v)
+		}
+		req.URL.RawQuery = q.Encode()
+		return nil
+	}
+}

@@ -1,0 +1,254 @@
+package slurm
+
+import (
+	"slices"
+	"time"
+)
+
+// The types below are sunk's own view of Slurm objects. They do not depend on the REST API
+// version; each version's adapter fills them from its generated types.
+
+// Node is a Slurm node record.
+type Node struct {
+	Name     string
+	Hostname string
+	Address  string
+	// State is Slurm's state list: the base state first (IDLE, ALLOCATED, MIXED, DOWN, FUTURE,
+	// UNKNOWN, ...), then flags (DRAIN, DYNAMIC_NORM, NOT_RESPONDING, ...).
+	State           []string
+	Reason          string
+	ReasonSetBy     string
+	ReasonChangedAt time.Time
+	Comment         string
+	Extra           string
+	Features        []string
+	ActiveFeatures  []string
+	Partitions      []string
+	Gres            string
+	GresUsed        string
+	CPUs            int
+	AllocCPUs       int
+	RealMemoryMB    int64
+	AllocMemoryMB   int64
+	Weight          uint32
+	Version         string
+	BootTime        time.Time
+	SlurmdStartTime time.Time
+	LastBusy        time.Time
+}
+
+// BaseState is the first entry of State ("" if none).
+func (n *Node) BaseState() string {
+	if len(n.State) == 0 {
+		return ""
+	}
+	return n.State[0]
+}
+
+// HasState reports whether s is the base state or one of the flags.
+func (n *Node) HasState(s string) bool { return slices.Contains(n.State, s) }
+
+// Drained reports a node that is draining or drained (the DRAIN flag).
+func (n *Node) Drained() bool { return n.HasState("DRAIN") }
+
+// NodeState is a state to set on a node.
+type NodeState string
+
+const (
+	NodeStateDrain   NodeState = "DRAIN"
+	NodeStateResume  NodeState = "RESUME"
+	NodeStateUndrain NodeState = "UNDRAIN"
+	NodeStateDown    NodeState = "DOWN"
+	NodeStateIdle    NodeState = "IDLE"
+	NodeStateFuture  NodeState = "FUTURE"
+)
+
+// NodeUpdate changes a node. Nil and empty fields are left as they are. Slurm requires a Reason
+// with DRAIN and DOWN.
+type NodeUpdate struct {
+	State    NodeState
+	Reason   *string
+	Features *[]string
+	Comment  *string
+	Extra    *string
+	Weight   *uint32
+	Gres     *string
+}
+
+// NodeList is a full list of nodes or, for an incremental list, NotModified.
+type NodeList struct {
+	Nodes []Node
+	// LastUpdate is Slurm's timestamp of this answer; pass it as `since` to the next list.
+	LastUpdate time.Time
+	// NotModified: Slurm reported no change since `since`; Nodes is empty and means nothing.
+	NotModified bool
+}
+
+// Job is a Slurm job record.
+type Job struct {
+	ID        uint32
+	Name      string
+	UserName  string
+	UserID    int
+	Account   string
+	Partition string
+	QOS       string
+	// State is Slurm's job state list: base state first (PENDING, RUNNING, COMPLETED, FAILED,
+	// CANCELLED, TIMEOUT, PREEMPTED, NODE_FAIL, ...), then flags (COMPLETING, REQUEUED, ...).
+	State            []string
+	StateReason      string
+	StateDescription string
+	Nodes            string // hostlist expression of allocated nodes
+	BatchHost        string
+	NodeCount        int
+	CPUs             int
+	CPUsPerTask      int
+	MemoryPerNodeMB  int64
+	TRESPerNode      string // GRES request, e.g. "gres/gpu:2"
+	TRESAlloc        string
+	Priority         uint32
+	Nice             int
+	Hold             bool
+	TimeLimit        time.Duration // 0: none / infinite
+	Reservation      string
+	RequiredNodes    string
+	ExcludedNodes    string
+	Exclusive        bool
+	Comment          string
+	WorkDir          string
+	StdOut           string
+	ExitCode         int // return code of the batch script, when set
+	ExitSignal       int
+	SubmitTime       time.Time
+	StartTime        time.Time
+	EndTime          time.Time
+}
+
+// BaseState is the first entry of State ("" if none).
+func (j *Job) BaseState() string {
+	if len(j.State) == 0 {
+		return ""
+	}
+	return j.State[0]
+}
+
+// HasState reports whether s is the base state or one of the flags.
+func (j *Job) HasState(s string) bool { return slices.Contains(j.State, s) }
+
+// JobList is a full list of jobs or, for an incremental list, NotModified.
+type JobList struct {
+	Jobs        []Job
+	LastUpdate  time.Time
+	NotModified bool
+}
+
+// JobSubmit describes a batch job. Zero values are left to Slurm's defaults.
+type JobSubmit struct {
+	Name            string
+	Script          string // must start with #!
+	Partition       string
+	Account         string
+	QOS             string
+	Reservation     string
+	Tasks           int
+	CPUsPerTask     int
+	MinNodes        int
+	MaxNodes        int
+	MemoryPerNodeMB int64
+	// GRES per node in TRES form, e.g. "gres/gpu:2" (or "gpu:2", which is prefixed).
+	GRES          string
+	Constraints   string // node features
+	Priority      *uint32
+	Nice          *int
+	TimeLimit     time.Duration // rounded up to minutes; 0: partition default
+	RequiredNodes []string
+	ExcludedNodes []string
+	Exclusive     bool
+	Hold          bool
+	Comment       string
+	// Environment of the batch script as KEY=VALUE; slurmrestd requires one, so a minimal PATH is
+	// sent when empty.
+	Environment []string
+	WorkDir     string // default "/tmp"
+	StdOut      string
+	StdErr      string
+}
+
+// SubmitResult is what Slurm says about a submitted job.
+type SubmitResult struct {
+	JobID   uint32
+	Message string // job_submit_user_msg
+}
+
+// JobUpdate changes a job. Nil fields are left as they are.
+type JobUpdate struct {
+	Priority  *uint32
+	Nice      *int
+	Hold      *bool // true holds, false releases
+	TimeLimit *time.Duration
+	Comment   *string
+}
+
+// Partition is a Slurm partition.
+type Partition struct {
+	Name      string
+	Nodes     string // hostlist expression
+	NodeCount int
+	TotalCPUs int
+	State     []string      // UP, DOWN, DRAIN, INACTIVE
+	MaxTime   time.Duration // 0: infinite
+	Priority  int           // priority tier
+}
+
+// Reservation is a Slurm reservation.
+type Reservation struct {
+	Name      string
+	Nodes     string
+	NodeCount int
+	StartTime time.Time
+	EndTime   time.Time
+	Flags     []string
+	Users     string
+	Accounts  string
+	Partition string
+}
+
+// ReservationCreate asks for a reservation (e.g. Flags MAINT, IGNORE_JOBS for maintenance).
+type ReservationCreate struct {
+	Name      string
+	Nodes     []string
+	StartTime time.Time
+	Duration  time.Duration
+	Users     []string
+	Accounts  []string
+	Flags     []string
+	Partition string
+}
+
+// ControllerPing is the answer of one slurmctld to a ping.
+type ControllerPing struct {
+	Hostname   string
+	Responding bool
+	Primary    bool
+	Mode       string
+	Latency    time.Duration
+}
+
+// Diag is a subset of slurmctld's statistics (sdiag).
+type Diag struct {
+	ServerThreadCount   int
+	AgentQueueSize      int
+	JobsSubmitted       int
+	JobsStarted         int
+	JobsCompleted       int
+	JobsCanceled        int
+	JobsFailed          int
+	JobsPending         int
+	JobsRunning         int
+	ScheduleCycleLast   time.Duration
+	ScheduleCycleMax    time.Duration
+	ScheduleQueueLength int
+	BackfillActive      bool
+	BackfillCycleLast   time.Duration
+	RequestTime         time.Time
+}
