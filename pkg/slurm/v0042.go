@@ -46,13 +46,13 @@ func newV0042(base *core) (Client, error) {
 	return &v0042{core: base, c: c}, nil
 }
 
-// updateTime formats `since` for v0.0.41, whose parser rejects a UNIX timestamp (error 9202)
-// but takes slurmrestd's local time as YYYY-MM-DDTHH:MM:SS.
+// updateTime formats `since` for v0.0.42, which takes a UNIX timestamp (no time zone to agree
+// on, unlike v0.0.41).
 func (a *v0042) updateTime(since time.Time) *string {
 	if since.IsZero() {
 		return nil
 	}
-	return ptr(since.In(a.cfg.ServerLocation).Format("2006-01-02T15:04:05"))
+	return ptr(strconv.FormatInt(since.Unix(), 10))
 }
 
 func (a *v0042) Ping(ctx context.Context) ([]ControllerPing, error) {

@@ -1,0 +1,125 @@
+package slurm_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/slurm/slurmfake"
+)
+
+func TestInformerEventsAndFailClosed(t *testing.T) {
+	ctx := context.Background()
+	f := slurmfake.New()
+	f.AddNode(slurm.Node{Name: "a"})
+	f.AddNode(slurm.Node{Name: "b"})
+	inf := slurm.NewNodeInformer(f, slurm.InformerOptions{Interval: time.Nanosecond})
+	if inf.Interval() != slurm.MinPollInterval {
+		t.Fatalf("floor: %v", inf.Interval())
+	}
+	var events []string
+	inf.AddHandler(slurm.Handler[slurm.Node]{
+		OnAdd:    func(n slurm.Node) { events = append(events, "add "+n.Name) },
+		OnUpdate: func(o, n slurm.Node) { events = append(events, "update "+n.Name+" "+n.BaseState()+">"+n.State[len(n.State)-1]) },
+		OnDelete: func(n slurm.Node) { events = append(events, "delete "+n.Name) },
+	})
+	if res, err := inf.Poll(ctx); err != nil || !res.Full || res.Added != 2 || !inf.HasSynced() {
+		t.Fatalf("first poll %+v %v", res, err)
+	}
+	time.Sleep(time.Millisecond)
+	if res, err := inf.Poll(ctx); err != nil || !res.NotModified {
+		t.Fatalf("unchanged: %+v %v", res, err)
+	}
+	if err := f.UpdateNode(ctx, "a", slurm.NodeUpdate{State: slurm.NodeStateDrain, Reason: ptr("k8s: test")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.DeleteNode(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := inf.Poll(ctx); err != nil || res.Updated != 1 || res.Deleted != 1 {
+		t.Fatalf("changed: %+v %v", res, err)
+	}
+	// A failing Slurm changes nothing: no deletes, store intact, the error is reported.
+	f.SetError("*", slurm.ErrUnavailable)
+	if _, err := inf.Poll(ctx); !errors.Is(err, slurm.ErrUnavailable) || !errors.Is(inf.LastError(), slurm.ErrUnavailable) {
+		t.Fatalf("want the error, got %v", err)
+	}
+	if n, ok := inf.Get("a"); !ok || !n.Drained() || len(inf.List()) != 1 {
+		t.Fatalf("store after an error: %+v", inf.List())
+	}
+	f.SetError("*", nil)
+	want := []string{"add a", "add b", "update a IDLE>DRAIN", "delete b"}
+	if len(events) != len(want) {
+		t.Fatalf("events %v, want %v", events, want)
+	}
+	for i := range want {
+		if events[i] != want[i] && !(i < 2 && (events[0]+events[1] == "add badd a")) {
+			t.Fatalf("events %v, want %v", events, want)
+		}
+	}
+	// A late handler gets the current contents replayed.
+	var replay []string
+	inf.AddHandler(slurm.Handler[slurm.Node]{OnAdd: func(n slurm.Node) { replay = append(replay, n.Name) }})
+	if len(replay) != 1 || replay[0] != "a" {
+		t.Fatalf("replay %v", replay)
+	}
+}
+
+func TestInformerRunAndWaitForSync(t *testing.T) {
+	f := slurmfake.New()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	inf := slurm.NewJobInformer(f, slurm.InformerOptions{Interval: 100 * time.Millisecond})
+	added := make(chan uint32, 10)
+	inf.AddHandler(slurm.Handler[slurm.Job]{OnAdd: func(j slurm.Job) { added <- j.ID }})
+	done := make(chan error)
+	go func() { done <- inf.Run(ctx) }()
+	if err := inf.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.SubmitJob(ctx, slurm.JobSubmit{Script: "#!/bin/sh\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-added:
+		if id != r.JobID {
+			t.Fatalf("added %d", id)
+		}
+	case <-ctx.Done():
+		t.Fatal("job never added")
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
+
+func TestFakeContract(t *testing.T) {
+	ctx := context.Background()
+	f := slurmfake.New()
+	f.AddNode(slurm.Node{Name: "n1"})
+	if _, err := f.GetNode(ctx, "nope"); !errors.Is(err, slurm.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if err := f.UpdateNode(ctx, "n1", slurm.NodeUpdate{State: slurm.NodeStateDrain}); err == nil {
+		t.Fatal("drain without a reason accepted")
+	}
+	if err := f.UpdateNode(ctx, "n1", slurm.NodeUpdate{State: slurm.NodeStateResume}); err == nil {
+		t.Fatal("resume of an idle node accepted (Slurm refuses it)")
+	}
+	r, _ := f.SubmitJob(ctx, slurm.JobSubmit{Script: "#!/bin/sh\n", Hold: true})
+	if err := f.CancelJob(ctx, r.JobID); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := f.GetJob(ctx, r.JobID); j.BaseState() != "CANCELLED" {
+		t.Fatalf("job %v", j.State)
+	}
+	if f.Calls("GetJob") != 1 {
+		t.Fatal(f.Calls("GetJob"))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

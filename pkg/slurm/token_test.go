@@ -1,0 +1,128 @@
+package slurm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+func parse(t *testing.T, tok string, key []byte) jwt.MapClaims {
+	t.Helper()
+	claims := jwt.MapClaims{}
+	_, err := jwt.ParseWithClaims(tok, claims, func(tk *jwt.Token) (any, error) {
+		if tk.Method != jwt.SigningMethodHS256 {
+			t.Fatalf("method %v", tk.Method.Alg())
+		}
+		return key, nil
+	}, jwt.WithoutClaimsValidation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claims
+}
+
+func TestJWTSourceMintsAndRefreshes(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	now := time.Unix(1_700_000_000, 0)
+	s, err := NewJWTSource("slurm", key, WithLifetime(10*time.Minute), WithRefreshMargin(2*time.Minute), WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, tok1, err := s.Token(context.Background())
+	if err != nil || user != "slurm" {
+		t.Fatal(user, err)
+	}
+	c := parse(t, tok1, key)
+	if c["sun"] != "slurm" || c["iat"].(float64) != float64(now.Unix()) || c["exp"].(float64) != float64(now.Add(10*time.Minute).Unix()) {
+		t.Fatalf("claims %v", c)
+	}
+	now = now.Add(7 * time.Minute) // before exp-margin: reused
+	if _, tok2, _ := s.Token(context.Background()); tok2 != tok1 {
+		t.Fatal("token refreshed too early")
+	}
+	now = now.Add(90 * time.Second) // 8m30s: inside the margin: refreshed
+	_, tok3, err := s.Token(context.Background())
+	if err != nil || tok3 == tok1 {
+		t.Fatalf("token not refreshed: %v", err)
+	}
+	if exp := parse(t, tok3, key)["exp"].(float64); exp != float64(now.Add(10*time.Minute).Unix()) {
+		t.Fatalf("refreshed exp %v", exp)
+	}
+}
+
+func TestJWTSourceFromFileRereadsKey(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "jwt.key")
+	if err := os.WriteFile(file, []byte("key-one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	s, err := NewJWTSourceFromFile("root", file, WithLifetime(time.Minute), WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := s.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse(t, tok, []byte("key-one"))
+	if err := os.WriteFile(file, []byte("key-two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Minute)
+	if _, tok, err = s.Token(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	parse(t, tok, []byte("key-two"))
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Minute)
+	if _, _, err := s.Token(context.Background()); err == nil {
+		t.Fatal("a missing key file must be an error")
+	}
+}
+
+func TestTokenSourceErrors(t *testing.T) {
+	if _, err := NewJWTSource("u", nil); err == nil {
+		t.Error("empty key accepted")
+	}
+	if _, err := NewJWTSource("", []byte("k")); err == nil {
+		t.Error("empty user accepted")
+	}
+	if _, err := NewJWTSourceFromFile("u", filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Error("missing file accepted")
+	}
+	if _, _, err := (StaticToken{User: "u"}).Token(context.Background()); err == nil {
+		t.Error("empty static token accepted")
+	}
+	if u, v, err := (StaticToken{User: "u", Value: "t"}).Token(context.Background()); err != nil || u != "u" || v != "t" {
+		t.Error(u, v, err)
+	}
+}
+
+func TestTokenErrorIsUnauthorized(t *testing.T) {
+	s, err := NewJWTSourceFromFile("root", writeTemp(t, "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(s.keyFile)
+	c, err := New(Config{URL: "http://127.0.0.1:1", Tokens: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListNodes(context.Background(), time.Time{}); !isUnauthorized(err) {
+		t.Fatalf("want ErrUnauthorized, got %v", err)
+	}
+}
+
+func writeTemp(t *testing.T, content string) string {
+	f := filepath.Join(t.TempDir(), "k")
+	if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
