@@ -21,8 +21,10 @@ func TestInformerEventsAndFailClosed(t *testing.T) {
 	}
 	var events []string
 	inf.AddHandler(slurm.Handler[slurm.Node]{
-		OnAdd:    func(n slurm.Node) { events = append(events, "add "+n.Name) },
-		OnUpdate: func(o, n slurm.Node) { events = append(events, "update "+n.Name+" "+n.BaseState()+">"+n.State[len(n.State)-1]) },
+		OnAdd: func(n slurm.Node) { events = append(events, "add "+n.Name) },
+		OnUpdate: func(o, n slurm.Node) {
+			events = append(events, "update "+n.Name+" "+n.BaseState()+">"+n.State[len(n.State)-1])
+		},
 		OnDelete: func(n slurm.Node) { events = append(events, "delete "+n.Name) },
 	})
 	if res, err := inf.Poll(ctx); err != nil || !res.Full || res.Added != 2 || !inf.HasSynced() {

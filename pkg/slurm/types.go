@@ -66,13 +66,16 @@ const (
 // NodeUpdate changes a node. Nil and empty fields are left as they are. Slurm requires a Reason
 // with DRAIN and DOWN.
 type NodeUpdate struct {
-	State    NodeState
-	Reason   *string
-	Features *[]string
-	Comment  *string
-	Extra    *string
-	Weight   *uint32
-	Gres     *string
+	State  NodeState
+	Reason *string
+	// Features sets the available features and, unless ActiveFeatures is given, the active
+	// ones too (Slurm refuses active features that are not available: error 2031).
+	Features       *[]string
+	ActiveFeatures *[]string
+	Comment        *string
+	Extra          *string
+	Weight         *uint32
+	Gres           *string
 }
 
 // NodeList is a full list of nodes or, for an incremental list, NotModified.

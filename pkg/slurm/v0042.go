@@ -211,7 +211,10 @@ func (a *v0042) UpdateNode(ctx context.Context, name string, u NodeUpdate) error
 		body.State = &g.V0042NodeStates{string(u.State)}
 	}
 	body.Reason, body.Comment, body.Extra, body.Gres = u.Reason, u.Comment, u.Extra, u.Gres
-	body.Features = u.Features
+	body.Features, body.FeaturesAct = u.Features, u.ActiveFeatures
+	if u.Features != nil && u.ActiveFeatures == nil {
+		body.FeaturesAct = u.Features
+	}
 	if u.Weight != nil {
 		body.Weight = set42u32(int32(*u.Weight))
 	}

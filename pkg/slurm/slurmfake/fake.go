@@ -231,7 +231,10 @@ func (f *Fake) UpdateNode(ctx context.Context, name string, u slurm.NodeUpdate) 
 		n.State = append([]string{string(u.State)}, withoutBase(n.State)...)
 	}
 	if u.Features != nil {
-		n.Features = slices.Clone(*u.Features)
+		n.Features, n.ActiveFeatures = slices.Clone(*u.Features), slices.Clone(*u.Features)
+	}
+	if u.ActiveFeatures != nil {
+		n.ActiveFeatures = slices.Clone(*u.ActiveFeatures)
 	}
 	if u.Comment != nil {
 		n.Comment = *u.Comment

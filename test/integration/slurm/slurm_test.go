@@ -203,7 +203,9 @@ func TestUpdateNodeFeaturesWeight(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = c.UpdateNode(context.Background(), name, slurm.NodeUpdate{Features: &orig.Features, Weight: &orig.Weight})
+		if err := c.UpdateNode(context.Background(), name, slurm.NodeUpdate{Features: &orig.Features, Weight: &orig.Weight}); err != nil {
+			t.Errorf("restoring %s: %v", name, err)
+		}
 	})
 	feats, w := append(append([]string{}, orig.Features...), "sunk-extra"), uint32(7)
 	if err := c.UpdateNode(ctx, name, slurm.NodeUpdate{Features: &feats, Weight: &w}); err != nil {
@@ -213,8 +215,8 @@ func TestUpdateNodeFeaturesWeight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slicesContains(n.Features, "sunk-extra") || n.Weight != 7 {
-		t.Fatalf("features %v weight %d", n.Features, n.Weight)
+	if !slicesContains(n.Features, "sunk-extra") || !slicesContains(n.ActiveFeatures, "sunk-extra") || n.Weight != 7 {
+		t.Fatalf("features %v active %v weight %d", n.Features, n.ActiveFeatures, n.Weight)
 	}
 }
 
