@@ -234,6 +234,7 @@ down_quiet() {
   [ -x "$SUNK_BIN/kube-proxy" ] && kube-proxy --cleanup >/dev/null 2>&1 || true
   ip link del sunk0 2>/dev/null || true
   for f in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns del "$f" 2>/dev/null || true; done
+  release_netns_dir
   # kubelet bind-mounts pod volumes and leaves tmpfs mounts behind when stopped.
   findmnt -rn -o TARGET | { grep "^$ENV_DIR/" || true; } | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" || true; done
   clean_iptables

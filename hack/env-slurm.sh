@@ -131,6 +131,7 @@ down_quiet() {
     ip netns del "$f"
   done
   ip link del "$BRIDGE" 2>/dev/null || true
+  release_netns_dir
   rm -rf "$ENV_DIR"
 }
 

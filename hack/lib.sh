@@ -56,3 +56,11 @@ with_lock() {
   mkdir -p "$SUNK_CACHE/locks"
   ( flock 9; "$@" ) 9>"$SUNK_CACHE/locks/$n"
 }
+
+# release_netns_dir: `ip netns add` (and CNI) make /run/netns a bind mount; once no namespace is
+# left in it, undo that so that a stopped environment leaves no mount behind.
+release_netns_dir() {
+  [ -d /run/netns ] && [ -z "$(ls -A /run/netns)" ] || return 0
+  if findmnt -rn /run/netns >/dev/null; then umount /run/netns 2>/dev/null || true; fi
+  rmdir /run/netns 2>/dev/null || true
+}
