@@ -16,8 +16,11 @@ started=()
 hack/env-slurm.sh status >/dev/null 2>&1 || started+=(slurm)
 hack/env-kube.sh status >/dev/null 2>&1 || started+=(kube)
 cleanup() {
-  local e
-  for e in "${started[@]}"; do hack/env-$e.sh down || true; done
+  local rc=$? e
+  for e in "${started[@]}"; do hack/env-$e.sh down || rc=1; done
+  # When this run owned both environments, stopping them must leave the host as it was.
+  if [ ${#started[@]} -eq 2 ]; then hack/leftovers.sh || rc=1; fi
+  exit $rc
 }
 trap cleanup EXIT
 hack/env-slurm.sh up
