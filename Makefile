@@ -5,7 +5,7 @@ BIN := $(SUNK_CACHE)/bin
 ENV ?= cluster
 export SUNK_CACHE
 
-.PHONY: help build generate lint test unit provision testbed-up testbed-down demo demo-down
+.PHONY: help build generate slurm-openapi lint test unit provision testbed-up testbed-down demo demo-down
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -18,6 +18,9 @@ generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST client)
 	@if [ -d api ]; then $(BIN)/controller-gen object paths=./api/... && \
 	  $(BIN)/controller-gen crd rbac:roleName=sunk-operator webhook paths=./... output:crd:artifacts:config=config/crd/bases; fi
 	go generate ./...
+
+slurm-openapi: ## refetch Slurm's OpenAPI specs from the test bed's slurmrestd and regenerate the client
+	hack/gen-slurm-openapi.sh all
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
