@@ -230,7 +230,7 @@ down_quiet() {
     for t in $($CTR tasks ls -q 2>/dev/null); do $CTR tasks delete -f "$t" >/dev/null 2>&1 || true; done
   fi
   local f
-  for f in "$ENV_DIR"/pids/*; do [ -e "$f" ] && stop_bg "$(basename "$f")"; done
+  stop_all_bg
   [ -x "$SUNK_BIN/kube-proxy" ] && kube-proxy --cleanup >/dev/null 2>&1 || true
   ip link del sunk0 2>/dev/null || true
   for f in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns del "$f" 2>/dev/null || true; done

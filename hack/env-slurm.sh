@@ -125,7 +125,7 @@ JSON
 
 down_quiet() {
   local f
-  for f in "$ENV_DIR"/pids/*; do [ -e "$f" ] && stop_bg "$(basename "$f")"; done
+  stop_all_bg
   for f in $(ip netns list 2>/dev/null | awk '/^sunk-slurm-/{print $1}'); do
     ip netns pids "$f" 2>/dev/null | xargs -r kill -KILL
     ip netns del "$f"

@@ -50,6 +50,13 @@ stop_bg() {
   rm -f "$f"
 }
 
+# stop_all_bg: stop every daemon the current environment started.
+stop_all_bg() {
+  local f
+  for f in "$ENV_DIR"/pids/*; do [ -e "$f" ] && stop_bg "$(basename "$f")"; done
+  return 0
+}
+
 # with_lock NAME CMD...: serialise CMD against other runs (parallel test packages start envs).
 with_lock() {
   local n=$1; shift

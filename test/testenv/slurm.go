@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
+	"sunk.dev/sunk/pkg/slurm"
 )
 
 // SlurmEnv is the standalone real Slurm of hack/env-slurm.sh: slurmctld, slurmrestd (JWT) and
@@ -48,15 +49,16 @@ func (e *SlurmEnv) JWTKey(t testing.TB) []byte {
 	return key
 }
 
-// Token mints a token for user, valid for an hour, the way `scontrol token` does.
+// Token mints a token for user, valid for an hour, with sunk's own token source.
 func (e *SlurmEnv) Token(t testing.TB, user string) string {
 	t.Helper()
-	now := time.Now()
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix(), "sun": user,
-	}).SignedString(e.JWTKey(t))
+	src, err := slurm.NewJWTSource(user, e.JWTKey(t), slurm.WithLifetime(time.Hour))
 	if err != nil {
-		t.Fatalf("testenv: signing a slurm token: %v", err)
+		t.Fatalf("testenv: slurm token source: %v", err)
+	}
+	_, tok, err := src.Token(context.Background())
+	if err != nil {
+		t.Fatalf("testenv: minting a slurm token: %v", err)
 	}
 	return tok
 }
