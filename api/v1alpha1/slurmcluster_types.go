@@ -1,0 +1,447 @@
+package v1alpha1
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SlurmClusterSpec describes one Slurm cluster's control plane: slurmctld, slurmrestd,
+// accounting, login pods and the configuration every Slurm daemon shares.
+// +kubebuilder:validation:XValidation:rule="!has(self.partitions) || self.partitions.filter(p, has(p.default) && p.default).size() <= 1",message="spec.partitions: at most one partition may be the default"
+type SlurmClusterSpec struct {
+	// Image is the Slurm image every component runs unless it names its own.
+	// +kubebuilder:validation:MinLength=1
+	Image string `json:"image"`
+
+	// ImagePullPolicy of every Slurm container.
+	// +kubebuilder:default=IfNotPresent
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// ClusterName is Slurm's ClusterName (the accounting database key). Defaults to the
+	// object's name with dashes turned into underscores. Immutable: Slurm refuses to start
+	// when the state directory belongs to another cluster name.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{0,39}$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.clusterName is immutable"
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+
+	// Controller is slurmctld.
+	// +optional
+	Controller ControllerSpec `json:"controller,omitempty"`
+
+	// RestAPI is slurmrestd, the endpoint sunk's own components use.
+	// +optional
+	RestAPI RestAPISpec `json:"restApi,omitempty"`
+
+	// Accounting is slurmdbd and its database.
+	// +optional
+	Accounting AccountingSpec `json:"accounting,omitempty"`
+
+	// Login pods, where users run sbatch, srun and squeue.
+	// +optional
+	Login LoginSpec `json:"login,omitempty"`
+
+	// Partitions of the cluster. Without any, one default partition "all" holds every node.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Partitions []PartitionSpec `json:"partitions,omitempty"`
+
+	// Prolog scripts run on the compute node before every job, in the order listed; the
+	// first failing script fails the prolog (Slurm then drains the node and requeues the job).
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Prolog []Script `json:"prolog,omitempty"`
+
+	// Epilog scripts run on the compute node after every job, in the order listed.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Epilog []Script `json:"epilog,omitempty"`
+
+	// JobSubmitLua is the job_submit.lua script (Slurm's job_submit/lua plugin). It is
+	// parsed on admission: a script that does not parse would crash slurmctld.
+	// +kubebuilder:validation:MaxLength=262144
+	// +optional
+	JobSubmitLua string `json:"jobSubmitLua,omitempty"`
+
+	// CgroupConf lines are added to cgroup.conf; a line whose key sunk also sets replaces
+	// sunk's line.
+	// +optional
+	CgroupConf string `json:"cgroupConf,omitempty"`
+
+	// SharedVolumes are PersistentVolumeClaims mounted into login and compute pods at the
+	// same path (for example /home and /data), so that a job sees what its user sees.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	SharedVolumes []SharedVolume `json:"sharedVolumes,omitempty"`
+}
+
+// ControllerSpec configures slurmctld.
+type ControllerSpec struct {
+	// Image overrides spec.image for slurmctld.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Resources of the slurmctld container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// StateStorage is the volume of StateSaveLocation: jobs, nodes and reservations survive
+	// a slurmctld restart because of it.
+	// +optional
+	StateStorage StorageSpec `json:"stateStorage,omitempty"`
+
+	// Backup runs a second slurmctld as a hot standby (Slurm's backup controller). Both
+	// share one ReadWriteMany state volume, so the storage class must offer that mode.
+	// +optional
+	Backup bool `json:"backup,omitempty"`
+
+	// ExtraConf lines are added to slurm.conf. A line whose key sunk also sets replaces
+	// sunk's line (the admin wins); keys that only a restart applies (ports, auth, state
+	// location) cause a rolling restart, everything else a reconfigure.
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	ExtraConf string `json:"extraConf,omitempty"`
+}
+
+// StorageSpec is a PersistentVolumeClaim that sunk creates and keeps.
+type StorageSpec struct {
+	// Size of the claim.
+	// +kubebuilder:default="1Gi"
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// StorageClassName of the claim; empty means the cluster's default class.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// RestAPISpec configures slurmrestd.
+type RestAPISpec struct {
+	// Replicas of slurmrestd.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Image overrides spec.image for slurmrestd.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Resources of the slurmrestd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// AccountingMode says where job accounting goes.
+// +kubebuilder:validation:Enum=None;Managed;External
+type AccountingMode string
+
+const (
+	// AccountingNone keeps no accounting (sacct has nothing to show).
+	AccountingNone AccountingMode = "None"
+	// AccountingManaged runs slurmdbd and a MariaDB that sunk owns.
+	AccountingManaged AccountingMode = "Managed"
+	// AccountingExternal runs slurmdbd against a database the admin provides.
+	AccountingExternal AccountingMode = "External"
+)
+
+// AccountingSpec configures slurmdbd and its database.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'External' || has(self.external)",message="spec.accounting.external is required when mode is External"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'External' || !has(self.external)",message="spec.accounting.external is only allowed when mode is External"
+type AccountingSpec struct {
+	// Mode of accounting.
+	// +kubebuilder:default=None
+	// +optional
+	Mode AccountingMode `json:"mode,omitempty"`
+
+	// Image overrides spec.image for slurmdbd and the managed database.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Resources of the slurmdbd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// DatabaseStorage is the managed database's volume.
+	// +optional
+	DatabaseStorage StorageSpec `json:"databaseStorage,omitempty"`
+
+	// DatabaseResources of the managed database container.
+	// +optional
+	DatabaseResources corev1.ResourceRequirements `json:"databaseResources,omitempty"`
+
+	// External is the database when mode is External.
+	// +optional
+	External *ExternalDatabase `json:"external,omitempty"`
+}
+
+// ExternalDatabase is a MySQL/MariaDB server that slurmdbd uses.
+type ExternalDatabase struct {
+	// Host name or address of the database server.
+	// +kubebuilder:validation:MinLength=1
+	Host string `json:"host"`
+
+	// Port of the database server.
+	// +kubebuilder:default=3306
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// Database name (StorageLoc).
+	// +kubebuilder:default=slurm_acct_db
+	// +optional
+	Database string `json:"database,omitempty"`
+
+	// User slurmdbd logs in as.
+	// +kubebuilder:validation:MinLength=1
+	User string `json:"user"`
+
+	// PasswordSecretRef names the Secret key holding the user's password.
+	PasswordSecretRef corev1.SecretKeySelector `json:"passwordSecretRef"`
+}
+
+// LoginSpec configures the login pods.
+type LoginSpec struct {
+	// Replicas of the login Deployment; 0 runs no login pods.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Image overrides spec.image for login pods.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Resources of the login container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// SSH configures sshd in the login pods.
+	// +optional
+	SSH SSHSpec `json:"ssh,omitempty"`
+
+	// SSSDConfigSecretRef names a Secret with the key sssd.conf: with it, login pods run
+	// SSSD so that users and groups come from LDAP.
+	// +optional
+	SSSDConfigSecretRef *corev1.LocalObjectReference `json:"sssdConfigSecretRef,omitempty"`
+
+	// Services are s6 services run in every login pod.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Services []S6Service `json:"services,omitempty"`
+
+	// Sidecars are extra containers of the login pods.
+	// +optional
+	Sidecars []corev1.Container `json:"sidecars,omitempty"`
+}
+
+// SSHSpec configures sshd.
+type SSHSpec struct {
+	// Enabled runs sshd and exposes it with a Service.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// AuthorizedKeysSecretRef names a Secret with the key authorized_keys for root.
+	// +optional
+	AuthorizedKeysSecretRef *corev1.LocalObjectReference `json:"authorizedKeysSecretRef,omitempty"`
+
+	// ServiceType of the SSH Service.
+	// +kubebuilder:default=ClusterIP
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	// +optional
+	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
+}
+
+// S6ServiceType is oneshot (runs once before the others start) or longrun (supervised).
+// +kubebuilder:validation:Enum=oneshot;longrun
+type S6ServiceType string
+
+const (
+	S6Oneshot S6ServiceType = "oneshot"
+	S6Longrun S6ServiceType = "longrun"
+)
+
+// S6Service is a service supervised by s6 inside a Slurm pod.
+type S6Service struct {
+	// Name of the service; oneshots run in name order.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9_.-]{0,62}$`
+	Name string `json:"name"`
+
+	// Type of the service.
+	// +kubebuilder:default=longrun
+	// +optional
+	Type S6ServiceType `json:"type,omitempty"`
+
+	// Run is the service's run script (with its #! line).
+	// +kubebuilder:validation:MinLength=1
+	Run string `json:"run"`
+}
+
+// PartitionSpec is a Slurm partition.
+type PartitionSpec struct {
+	// Name of the partition.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`
+	Name string `json:"name"`
+
+	// NodeSets whose nodes belong to the partition (by the Feature each NodeSet's nodes
+	// carry). Empty means every node.
+	// +listType=set
+	// +optional
+	NodeSets []string `json:"nodeSets,omitempty"`
+
+	// Default makes this the partition of jobs that name none.
+	// +optional
+	Default bool `json:"default,omitempty"`
+
+	// MaxTime is the partition's time limit in Slurm's format ("INFINITE", "60", "1-00:00:00").
+	// +kubebuilder:default=INFINITE
+	// +kubebuilder:validation:Pattern=`^(INFINITE|UNLIMITED|[0-9]+(-[0-9]{1,2})?(:[0-9]{1,2}){0,2})$`
+	// +optional
+	MaxTime string `json:"maxTime,omitempty"`
+
+	// ExtraConf is added to the partition's line as is (for example "PriorityTier=10 OverSubscribe=NO").
+	// +kubebuilder:validation:Pattern=`^[^\n#]*$`
+	// +optional
+	ExtraConf string `json:"extraConf,omitempty"`
+}
+
+// Script is a prolog or epilog script: inline, or a key of a ConfigMap.
+// +kubebuilder:validation:XValidation:rule="has(self.inline) != has(self.configMapKeyRef)",message="exactly one of inline and configMapKeyRef must be set"
+type Script struct {
+	// Name of the script (its file name).
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`
+	Name string `json:"name"`
+
+	// Inline is the script's text (with its #! line).
+	// +optional
+	Inline *string `json:"inline,omitempty"`
+
+	// ConfigMapKeyRef names a ConfigMap key holding the script.
+	// +optional
+	ConfigMapKeyRef *corev1.ConfigMapKeySelector `json:"configMapKeyRef,omitempty"`
+}
+
+// SharedVolume is a PersistentVolumeClaim mounted into login and compute pods.
+type SharedVolume struct {
+	// Name of the volume in the pods.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// ClaimName of an existing PersistentVolumeClaim (ReadWriteMany for several nodes).
+	// +kubebuilder:validation:MinLength=1
+	ClaimName string `json:"claimName"`
+
+	// MountPath in login and compute containers.
+	// +kubebuilder:validation:Pattern=`^/.*`
+	MountPath string `json:"mountPath"`
+
+	// ReadOnly mounts the claim read-only.
+	// +optional
+	ReadOnly bool `json:"readOnly,omitempty"`
+}
+
+// SlurmClusterStatus is what sunk observed.
+type SlurmClusterStatus struct {
+	// ObservedGeneration is the generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, ControllerReady, RestApiReady, AccountingReady, LoginReady, ConfigApplied.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ClusterName is Slurm's ClusterName in use.
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+
+	// Endpoints of the cluster's services.
+	// +optional
+	Endpoints ClusterEndpoints `json:"endpoints,omitempty"`
+
+	// ConfigHash is the hash of the rendered configuration slurmctld runs with.
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+}
+
+// ClusterEndpoints are where clients reach the cluster.
+type ClusterEndpoints struct {
+	// Controller is slurmctld's host:port (the --conf-server of configless daemons).
+	// +optional
+	Controller string `json:"controller,omitempty"`
+	// RestAPI is slurmrestd's URL.
+	// +optional
+	RestAPI string `json:"restApi,omitempty"`
+	// Login is the SSH Service's host:port.
+	// +optional
+	Login string `json:"login,omitempty"`
+}
+
+// Condition types of a SlurmCluster.
+const (
+	ConditionReady           = "Ready"
+	ConditionControllerReady = "ControllerReady"
+	ConditionRestAPIReady    = "RestApiReady"
+	ConditionAccountingReady = "AccountingReady"
+	ConditionLoginReady      = "LoginReady"
+	ConditionConfigApplied   = "ConfigApplied"
+)
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=slurm;sc,categories=sunk
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.status.clusterName`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Controller",type=string,JSONPath=`.status.endpoints.controller`,priority=1
+// +kubebuilder:printcolumn:name="RestAPI",type=string,JSONPath=`.status.endpoints.restApi`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// SlurmCluster is a Slurm cluster's control plane deployed as Kubernetes resources.
+type SlurmCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   SlurmClusterSpec   `json:"spec,omitempty"`
+	Status SlurmClusterStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// SlurmClusterList is a list of SlurmClusters.
+type SlurmClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SlurmCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SlurmCluster{}, &SlurmClusterList{})
+}
+
+// SlurmName is Slurm's ClusterName: spec.clusterName, or the object's name with dashes
+// turned into underscores (Slurm uses it as a table prefix in the accounting database).
+func (c *SlurmCluster) SlurmName() string {
+	if c.Spec.ClusterName != "" {
+		return c.Spec.ClusterName
+	}
+	return strings.ReplaceAll(c.Name, "-", "_")
+}

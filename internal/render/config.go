@@ -1,0 +1,302 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+)
+
+// Config is the rendered configuration of a SlurmCluster.
+type Config struct {
+	// Files of the config ConfigMap (mounted at ConfigDir): slurm.conf, cgroup.conf,
+	// plugstack.conf, gres.conf and job_submit.lua when set.
+	Files map[string]string
+	// Scripts of the scripts ConfigMap (mounted at ScriptsDir, executable): the prolog
+	// and epilog drivers and the scripts they run in order.
+	Scripts map[string]string
+	// Hash covers every file and script: it changes exactly when Slurm must reread them.
+	Hash string
+	// RestartHash covers only the settings slurmctld applies at start (ports, auth,
+	// state location...): it changes exactly when a reconfigure is not enough.
+	RestartHash string
+}
+
+// ResolvedScript is a prolog or epilog script with its text read (from the spec or a ConfigMap).
+type ResolvedScript struct {
+	Name string
+	Text string
+}
+
+// ConfigInputs are what the controller reads from the cluster before rendering.
+type ConfigInputs struct {
+	Names  Names
+	Prolog []ResolvedScript
+	Epilog []ResolvedScript
+}
+
+// restartKeys are slurm.conf keys that slurmctld only reads at start (listening sockets,
+// authentication, state location, plugin choices), compared case-insensitively.
+var restartKeys = map[string]bool{
+	"clustername": true, "slurmctldhost": true, "slurmctldport": true, "slurmdport": true,
+	"slurmuser": true, "authtype": true, "authalttypes": true, "authaltparameters": true,
+	"credtype": true, "statesavelocation": true, "selecttype": true, "selecttypeparameters": true,
+	"plugindir": true, "switchtype": true, "proctracktype": true, "taskplugin": true,
+	"accountingstoragetype": true, "accountingstoragehost": true, "accountingstorageport": true,
+	"slurmctldparameters": true, "maxnodecount": true, "treewidth": true, "grestypes": true,
+}
+
+// RenderConfig renders slurm.conf and its companions. It fails only on input it cannot
+// express (for example a partition naming an unknown NodeSet is fine: Slurm allows empty
+// NodeSets, so that a partition can exist before its nodes do).
+func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
+	n := in.Names
+	files := map[string]string{
+		"slurm.conf":     slurmConf(sc, in),
+		"cgroup.conf":    mergeConf(defaultCgroupConf, sc.Spec.CgroupConf),
+		"plugstack.conf": "# SPANK plugins. Configless daemons receive this file with slurm.conf.\n",
+		"gres.conf":      "# GRES of dynamic nodes come from each slurmd's --conf \"Gres=...\" (NodeSet).\n",
+	}
+	if sc.Spec.JobSubmitLua != "" {
+		files["job_submit.lua"] = sc.Spec.JobSubmitLua
+	}
+	scripts := map[string]string{}
+	for _, kind := range []struct {
+		name    string
+		scripts []ResolvedScript
+	}{{"prolog", in.Prolog}, {"epilog", in.Epilog}} {
+		if len(kind.scripts) == 0 {
+			continue
+		}
+		var order []string
+		for i, s := range kind.scripts {
+			key := fmt.Sprintf("%s-%02d-%s", kind.name, i, s.Name)
+			scripts[key] = s.Text
+			order = append(order, key)
+		}
+		scripts[kind.name] = scriptDriver(n.Cluster, kind.name, order)
+	}
+	c := &Config{Files: files, Scripts: scripts}
+	c.Hash = hashOf(files, scripts)
+	c.RestartHash = hashOf(map[string]string{"restart": restartSettings(files["slurm.conf"])}, nil)
+	// The first line names the hash so that anyone (the controller included) can tell
+	// which rendering a pod sees.
+	files["slurm.conf"] = fmt.Sprintf("# Rendered by sunk for SlurmCluster %s/%s. sunk-config-hash: %s\n", n.Namespace, n.Cluster, c.Hash) + files["slurm.conf"]
+	return c, nil
+}
+
+// ConfigHashLine is the prefix of slurm.conf's first line that carries the config hash.
+const ConfigHashLine = "sunk-config-hash: "
+
+// HashInSlurmConf returns the config hash that a slurm.conf's first line names.
+func HashInSlurmConf(slurmConf string) string {
+	first, _, _ := strings.Cut(slurmConf, "\n")
+	_, h, ok := strings.Cut(first, ConfigHashLine)
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(h)
+}
+
+const defaultCgroupConf = `CgroupPlugin=autodetect
+IgnoreSystemd=yes
+ConstrainCores=yes
+ConstrainRAMSpace=yes
+`
+
+func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
+	n := in.Names
+	var ctld []string
+	for i := 0; i < Controllers(sc); i++ {
+		ctld = append(ctld, fmt.Sprintf("SlurmctldHost=%s(%s)", n.ControllerPod(i), n.ControllerHost(i)))
+	}
+	lines := []string{
+		"ClusterName=" + sc.SlurmName(),
+	}
+	lines = append(lines, ctld...)
+	lines = append(lines,
+		fmt.Sprintf("SlurmctldPort=%d", SlurmctldPort),
+		fmt.Sprintf("SlurmdPort=%d", SlurmdPort),
+		"SlurmUser=slurm",
+		"SlurmdUser=root",
+		"AuthType=auth/slurm",
+		"CredType=cred/slurm",
+		"AuthAltTypes=auth/jwt",
+		"AuthAltParameters=jwt_key="+KeysRuntimeDir+"/"+JWTKeyName,
+		// configless: slurmd and sackd fetch this file from slurmctld. cloud_reg_addrs: a
+		// dynamic node's address is where it registers from, since pod IPs change.
+		"SlurmctldParameters=enable_configless,cloud_reg_addrs",
+		"StateSaveLocation="+StateSaveDir,
+		"SlurmdSpoolDir=/var/spool/slurmd",
+		"SlurmctldPidFile=/run/slurmctld.pid",
+		"SlurmdPidFile=/run/slurmd.pid",
+		"ProctrackType=proctrack/cgroup",
+		"TaskPlugin=task/cgroup,task/affinity",
+		"JobAcctGatherType=jobacct_gather/linux",
+		"SelectType=select/cons_tres",
+		"SelectTypeParameters=CR_Core_Memory",
+		"GresTypes=gpu",
+		// Dynamic nodes: slurmctld cannot know their addresses ahead, so no message fan-out.
+		"TreeWidth=65533",
+		"MaxNodeCount=1024",
+		"ReturnToService=2",
+		"SlurmctldTimeout=30",
+		"SlurmdTimeout=60",
+		"MpiDefault=none",
+	)
+	if len(in.Prolog) > 0 {
+		lines = append(lines, "Prolog="+ScriptsDir+"/prolog")
+	}
+	if len(in.Epilog) > 0 {
+		lines = append(lines, "Epilog="+ScriptsDir+"/epilog")
+	}
+	if sc.Spec.JobSubmitLua != "" {
+		lines = append(lines, "JobSubmitPlugins=lua")
+	}
+	if sc.Spec.Accounting.Mode == sunkv1.AccountingManaged || sc.Spec.Accounting.Mode == sunkv1.AccountingExternal {
+		lines = append(lines,
+			"AccountingStorageType=accounting_storage/slurmdbd",
+			"AccountingStorageHost="+n.ServiceHost(n.Accounting),
+			fmt.Sprintf("AccountingStoragePort=%d", SlurmdbdPort),
+			"AccountingStorageTRES=gres/gpu",
+		)
+	}
+	conf := mergeConf(strings.Join(lines, "\n")+"\n", sc.Spec.Controller.ExtraConf)
+	return conf + partitions(sc)
+}
+
+// partitions renders NodeSet (by Feature, so that dynamic nodes join by their features)
+// and PartitionName lines. Without partitions in the spec there is one default "all".
+func partitions(sc *sunkv1.SlurmCluster) string {
+	var b strings.Builder
+	b.WriteString("\n# Partitions\n")
+	parts := sc.Spec.Partitions
+	if len(parts) == 0 {
+		parts = []sunkv1.PartitionSpec{{Name: "all", Default: true}}
+	}
+	hasDefault := false
+	for _, p := range parts {
+		hasDefault = hasDefault || p.Default
+	}
+	seen := map[string]bool{}
+	for _, p := range parts {
+		for _, ns := range p.NodeSets {
+			if !seen[ns] {
+				seen[ns] = true
+				fmt.Fprintf(&b, "NodeSet=%s Feature=%s\n", SlurmNodeSetName(ns), ns)
+			}
+		}
+	}
+	for i, p := range parts {
+		nodes := "ALL"
+		if len(p.NodeSets) > 0 {
+			var sets []string
+			for _, ns := range p.NodeSets {
+				sets = append(sets, SlurmNodeSetName(ns))
+			}
+			nodes = strings.Join(sets, ",")
+		}
+		// Without an explicit default the first partition is, as users expect sbatch
+		// without -p to work.
+		def := "NO"
+		if p.Default || (!hasDefault && i == 0) {
+			def = "YES"
+		}
+		maxTime := p.MaxTime
+		if maxTime == "" {
+			maxTime = "INFINITE"
+		}
+		line := fmt.Sprintf("PartitionName=%s Nodes=%s Default=%s MaxTime=%s State=UP", p.Name, nodes, def, maxTime)
+		if p.ExtraConf != "" {
+			line += " " + strings.TrimSpace(p.ExtraConf)
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
+
+// SlurmNodeSetName is the slurm.conf NodeSet of a NodeSet resource; its nodes carry the
+// resource's name as a Feature.
+func SlurmNodeSetName(nodeSet string) string { return "ns-" + nodeSet }
+
+// mergeConf appends extra lines to defaults; a default whose key an extra line sets is
+// dropped, so that the admin's line wins instead of Slurm seeing the key twice.
+func mergeConf(defaults, extra string) string {
+	extraKeys := map[string]bool{}
+	var extraLines []string
+	for _, l := range strings.Split(extra, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		extraLines = append(extraLines, l)
+		if k := confKey(l); k != "" {
+			extraKeys[k] = true
+		}
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(defaults, "\n"), "\n") {
+		if k := confKey(l); k != "" && extraKeys[k] && !multiValued[k] {
+			continue
+		}
+		out = append(out, l)
+	}
+	if len(extraLines) > 0 {
+		out = append(out, "# spec extra lines")
+		out = append(out, extraLines...)
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// multiValued keys may appear several times; an extra line adds to them.
+var multiValued = map[string]bool{"slurmctldhost": true, "nodename": true, "partitionname": true, "nodeset": true, "include": true}
+
+func confKey(line string) string {
+	if strings.HasPrefix(line, "#") {
+		return ""
+	}
+	k, _, ok := strings.Cut(line, "=")
+	if !ok {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSpace(k))
+}
+
+// restartSettings is the canonical form of the restart-only settings of a slurm.conf.
+func restartSettings(conf string) string {
+	var kv []string
+	for _, l := range strings.Split(conf, "\n") {
+		if k := confKey(strings.TrimSpace(l)); restartKeys[k] {
+			kv = append(kv, strings.TrimSpace(l))
+		}
+	}
+	sort.Strings(kv)
+	return strings.Join(kv, "\n")
+}
+
+func scriptDriver(cluster, kind string, order []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!/bin/sh\n# The %s of SlurmCluster %s: runs each script in order; the first failure fails the %s.\n", kind, cluster, kind)
+	fmt.Fprintf(&b, "for s in %s; do\n", strings.Join(order, " "))
+	fmt.Fprintf(&b, "  %s/\"$s\" || { rc=$?; echo \"sunk: %s script $s failed with exit $rc\" >&2; exit $rc; }\ndone\n", ScriptsDir, kind)
+	return b.String()
+}
+
+func hashOf(a, b map[string]string) string {
+	h := sha256.New()
+	for _, m := range []map[string]string{a, b} {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(h, "%s\x00%d\x00%s\x00", k, len(m[k]), m[k])
+		}
+		h.Write([]byte{1})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}

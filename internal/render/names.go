@@ -1,0 +1,113 @@
+// Package render turns a SlurmCluster into Slurm's configuration files and the Kubernetes
+// objects that run it. Every function here is pure: no I/O, no clocks, so that golden tests
+// pin the output and the controller only decides what to apply.
+package render
+
+import (
+	"fmt"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+)
+
+// Ports of the Slurm daemons.
+const (
+	SlurmctldPort  = 6817
+	SlurmdPort     = 6818
+	SlurmdbdPort   = 6819
+	SlurmrestdPort = 6820
+	MariaDBPort    = 3306
+	SSHPort        = 22
+)
+
+// SlurmUID and SlurmGID are Debian's fixed ids of the slurm user (the images keep them).
+const (
+	SlurmUID = 64030
+	SlurmGID = 64030
+)
+
+// Paths inside the Slurm containers: the contract with images/slurm (docs/images.md).
+const (
+	ConfigDir       = "/etc/slurm"
+	ScriptsDir      = "/etc/slurm-scripts"
+	KeysMountDir    = "/etc/sunk/keys"
+	KeysRuntimeDir  = "/run/slurm-keys"
+	SlurmdbdConfDir = "/etc/sunk/slurmdbd"
+	SSHKeysDir      = "/etc/sunk/ssh"
+	SSSDConfDir     = "/etc/sunk/sssd"
+	S6ServicesDir   = "/etc/sunk/s6"
+	StateSaveDir    = "/var/spool/slurmctld"
+	MariaDBDataDir  = "/var/lib/mysql"
+)
+
+// Keys of the generated Secrets.
+const (
+	AuthKeyName     = "slurm.key"
+	JWTKeyName      = "jwt.key"
+	SlurmdbdConfKey = "slurmdbd.conf"
+	DBPasswordKey   = "password"
+)
+
+// Names are the names of every object a SlurmCluster owns, and the DNS names its
+// daemons reach each other by.
+type Names struct {
+	Cluster       string // the SlurmCluster's name
+	Namespace     string
+	ClusterDomain string
+
+	AuthSecret, JWTSecret, SlurmdbdSecret, DatabaseSecret string
+	Config, Scripts, LoginServices                        string
+	Controller, RestAPI, Accounting, Database, Login      string
+}
+
+// NamesFor derives the object names of a SlurmCluster.
+func NamesFor(sc *sunkv1.SlurmCluster, clusterDomain string) Names {
+	n := sc.Name
+	if clusterDomain == "" {
+		clusterDomain = "cluster.local"
+	}
+	return Names{
+		Cluster: n, Namespace: sc.Namespace, ClusterDomain: clusterDomain,
+		AuthSecret: n + "-auth-key", JWTSecret: n + "-jwt-key",
+		SlurmdbdSecret: n + "-slurmdbd", DatabaseSecret: n + "-database",
+		Config: n + "-config", Scripts: n + "-scripts", LoginServices: n + "-login-services",
+		Controller: n + "-controller", RestAPI: n + "-restapi", Accounting: n + "-accounting",
+		Database: n + "-database", Login: n + "-login",
+	}
+}
+
+// ControllerPod is the pod name (and Slurm host name) of controller i (0 primary, 1 backup).
+func (n Names) ControllerPod(i int) string { return fmt.Sprintf("%s-%d", n.Controller, i) }
+
+// ControllerHost is the DNS name of controller i through the headless Service.
+func (n Names) ControllerHost(i int) string {
+	return fmt.Sprintf("%s.%s.%s.svc.%s", n.ControllerPod(i), n.Controller, n.Namespace, n.ClusterDomain)
+}
+
+// ServiceHost is the DNS name of a Service of the cluster.
+func (n Names) ServiceHost(svc string) string {
+	return fmt.Sprintf("%s.%s.svc.%s", svc, n.Namespace, n.ClusterDomain)
+}
+
+// AccountingPod is slurmdbd's pod name, which slurmdbd.conf's DbdHost must equal.
+func (n Names) AccountingPod() string { return n.Accounting + "-0" }
+
+// ConfServer is the --conf-server value of configless daemons (slurmd, sackd): every
+// controller, primary first.
+func (n Names) ConfServer(controllers int) string {
+	s := ""
+	for i := 0; i < controllers; i++ {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprintf("%s:%d", n.ControllerHost(i), SlurmctldPort)
+	}
+	return s
+}
+
+// Controllers is the number of slurmctld pods: 2 with a backup.
+func Controllers(sc *sunkv1.SlurmCluster) int {
+	if sc.Spec.Controller.Backup {
+		return 2
+	}
+	return 1
+}

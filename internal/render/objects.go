@@ -1,0 +1,418 @@
+package render
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+)
+
+// Component names, the value of the component label.
+const (
+	ComponentController = "controller"
+	ComponentRestAPI    = "restapi"
+	ComponentAccounting = "accounting"
+	ComponentDatabase   = "database"
+	ComponentLogin      = "login"
+)
+
+// Labels and annotations sunk puts on what it owns.
+const (
+	LabelCluster   = "sunk.dev/cluster"
+	LabelComponent = "sunk.dev/component"
+	// AnnotationRestartHash on a pod template rolls the pods when settings change that
+	// only a restart applies.
+	AnnotationRestartHash = "sunk.dev/restart-hash"
+	// AnnotationConfigHash on a slurmctld pod is the config it should see; writing it
+	// also makes kubelet refresh the pod's ConfigMap volumes promptly.
+	AnnotationConfigHash = "sunk.dev/config-hash"
+)
+
+// SelectorLabels select the pods of one component of one cluster.
+func SelectorLabels(n Names, component string) map[string]string {
+	return map[string]string{LabelCluster: n.Cluster, LabelComponent: component}
+}
+
+func labels(n Names, component string) map[string]string {
+	l := SelectorLabels(n, component)
+	l["app.kubernetes.io/name"] = "slurm"
+	l["app.kubernetes.io/instance"] = n.Cluster
+	l["app.kubernetes.io/component"] = component
+	l["app.kubernetes.io/managed-by"] = "sunk-operator"
+	return l
+}
+
+func meta(n Names, name, component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: n.Namespace, Labels: labels(n, component)}
+}
+
+func imageOf(sc *sunkv1.SlurmCluster, override string) string {
+	if override != "" {
+		return override
+	}
+	return sc.Spec.Image
+}
+
+// slurmContainer is a container of the Slurm image running sunk-entrypoint ROLE.
+func slurmContainer(sc *sunkv1.SlurmCluster, role, image string, res corev1.ResourceRequirements) corev1.Container {
+	return corev1.Container{
+		Name:            role,
+		Image:           imageOf(sc, image),
+		ImagePullPolicy: sc.Spec.ImagePullPolicy,
+		Args:            []string{role},
+		Resources:       res,
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/usr/local/bin/sunk-ready", role}}},
+			PeriodSeconds:    5,
+			TimeoutSeconds:   10,
+			FailureThreshold: 3,
+		},
+	}
+}
+
+func configMapVolume(name, cm string, mode int32) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: cm}, DefaultMode: ptr.To(mode)}}}
+}
+
+func secretVolume(name, secret string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: secret, DefaultMode: ptr.To(int32(0o400))}}}
+}
+
+// keysVolume projects the auth key, and the JWT key when withJWT, into KeysMountDir.
+func keysVolume(n Names, withJWT bool) corev1.Volume {
+	sources := []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: n.AuthSecret},
+		Items:                []corev1.KeyToPath{{Key: AuthKeyName, Path: AuthKeyName}}}}}
+	if withJWT {
+		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: n.JWTSecret},
+			Items:                []corev1.KeyToPath{{Key: JWTKeyName, Path: JWTKeyName}}}})
+	}
+	return corev1.Volume{Name: "keys", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: sources, DefaultMode: ptr.To(int32(0o400))}}}
+}
+
+func mount(name, path string) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: name, MountPath: path, ReadOnly: true}
+}
+
+func podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{FSGroup: ptr.To(int64(SlurmGID))}
+}
+
+func claimTemplate(name string, s sunkv1.StorageSpec, mode corev1.PersistentVolumeAccessMode) corev1.PersistentVolumeClaim {
+	size := resource.MustParse("1Gi")
+	if s.Size != nil {
+		size = *s.Size
+	}
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
+			StorageClassName: s.StorageClassName,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+}
+
+func headlessService(n Names, name, component string, port int32) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: meta(n, name, component),
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			// Daemons must resolve each other before they are Ready: slurmd registers with
+			// slurmctld long before either probe passes.
+			PublishNotReadyAddresses: true,
+			Selector:                 SelectorLabels(n, component),
+			Ports:                    []corev1.ServicePort{{Name: component, Port: port, TargetPort: intstr.FromInt32(port)}},
+		},
+	}
+}
+
+func service(n Names, name, component string, typ corev1.ServiceType, port int32) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: meta(n, name, component),
+		Spec: corev1.ServiceSpec{
+			Type:     typ,
+			Selector: SelectorLabels(n, component),
+			Ports:    []corev1.ServicePort{{Name: component, Port: port, TargetPort: intstr.FromInt32(port)}},
+		},
+	}
+}
+
+// ControllerService is slurmctld's headless Service: it gives each controller pod the
+// stable DNS name slurm.conf's SlurmctldHost uses.
+func ControllerService(n Names) *corev1.Service {
+	return headlessService(n, n.Controller, ComponentController, SlurmctldPort)
+}
+
+// ControllerStatefulSet runs slurmctld (and its backup) with the state volume.
+func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.StatefulSet {
+	c := slurmContainer(sc, "slurmctld", sc.Spec.Controller.Image, sc.Spec.Controller.Resources)
+	c.Ports = []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: SlurmctldPort}}
+	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir), {Name: "state", MountPath: StateSaveDir}}
+	pod := corev1.PodSpec{
+		Containers:      []corev1.Container{c},
+		SecurityContext: podSecurity(),
+		// slurmctld saves its state on SIGTERM; give it time for a large queue.
+		TerminationGracePeriodSeconds: ptr.To(int64(120)),
+		Volumes:                       []corev1.Volume{configMapVolume("config", n.Config, 0o444), keysVolume(n, true)},
+	}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: meta(n, n.Controller, ComponentController),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(int32(Controllers(sc))),
+			ServiceName:         n.Controller,
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: SelectorLabels(n, ComponentController)},
+			Template:            podTemplate(n, ComponentController, cfg.RestartHash, pod),
+		},
+	}
+	if sc.Spec.Controller.Backup {
+		// Primary and backup share one state directory: a claim of their own, not a template.
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "state", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: StateClaim(n)}}})
+		sts.Spec.Template.Spec = pod
+	} else {
+		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate("state", sc.Spec.Controller.StateStorage, corev1.ReadWriteOnce)}
+	}
+	return sts
+}
+
+// StateClaim is the shared state claim of a controller with a backup.
+func StateClaim(n Names) string { return n.Controller + "-state" }
+
+// SharedStateClaim is the ReadWriteMany claim that primary and backup slurmctld share.
+func SharedStateClaim(sc *sunkv1.SlurmCluster, n Names) *corev1.PersistentVolumeClaim {
+	pvc := claimTemplate(StateClaim(n), sc.Spec.Controller.StateStorage, corev1.ReadWriteMany)
+	pvc.ObjectMeta = meta(n, StateClaim(n), ComponentController)
+	return &pvc
+}
+
+func podTemplate(n Names, component, restartHash string, pod corev1.PodSpec) corev1.PodTemplateSpec {
+	t := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels(n, component)},
+		Spec:       pod,
+	}
+	if restartHash != "" {
+		t.Annotations = map[string]string{AnnotationRestartHash: restartHash}
+	}
+	return t
+}
+
+// RestAPIService is slurmrestd's Service.
+func RestAPIService(n Names) *corev1.Service {
+	return service(n, n.RestAPI, ComponentRestAPI, corev1.ServiceTypeClusterIP, SlurmrestdPort)
+}
+
+// RestAPIDeployment runs slurmrestd.
+func RestAPIDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Deployment {
+	c := slurmContainer(sc, "slurmrestd", sc.Spec.RestAPI.Image, sc.Spec.RestAPI.Resources)
+	c.Ports = []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: SlurmrestdPort}}
+	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir)}
+	pod := corev1.PodSpec{
+		Containers:      []corev1.Container{c},
+		SecurityContext: podSecurity(),
+		Volumes:         []corev1.Volume{configMapVolume("config", n.Config, 0o444), keysVolume(n, false)},
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: meta(n, n.RestAPI, ComponentRestAPI),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(ptr.Deref(sc.Spec.RestAPI.Replicas, 1)),
+			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(n, ComponentRestAPI)},
+			// slurmrestd reads slurm.conf only at start, but needs only what a restart applies anyway.
+			Template: podTemplate(n, ComponentRestAPI, cfg.RestartHash, pod),
+		},
+	}
+}
+
+// AccountingService is slurmdbd's Service (AccountingStorageHost).
+func AccountingService(n Names) *corev1.Service {
+	return service(n, n.Accounting, ComponentAccounting, corev1.ServiceTypeClusterIP, SlurmdbdPort)
+}
+
+// AccountingStatefulSet runs slurmdbd. A StatefulSet, because slurmdbd.conf's DbdHost must
+// name the pod's host name ahead of time.
+func AccountingStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config, slurmdbdConfHash string) *appsv1.StatefulSet {
+	c := slurmContainer(sc, "slurmdbd", sc.Spec.Accounting.Image, sc.Spec.Accounting.Resources)
+	c.Ports = []corev1.ContainerPort{{Name: "slurmdbd", ContainerPort: SlurmdbdPort}}
+	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir), mount("slurmdbd", SlurmdbdConfDir)}
+	pod := corev1.PodSpec{
+		Containers:      []corev1.Container{c},
+		SecurityContext: podSecurity(),
+		Volumes: []corev1.Volume{configMapVolume("config", n.Config, 0o444), keysVolume(n, true),
+			secretVolume("slurmdbd", n.SlurmdbdSecret)},
+	}
+	return &appsv1.StatefulSet{
+		ObjectMeta: meta(n, n.Accounting, ComponentAccounting),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    ptr.To(int32(1)),
+			ServiceName: n.Accounting,
+			Selector:    &metav1.LabelSelector{MatchLabels: SelectorLabels(n, ComponentAccounting)},
+			Template:    podTemplate(n, ComponentAccounting, slurmdbdConfHash, pod),
+		},
+	}
+}
+
+// DatabaseService is the managed MariaDB's Service.
+func DatabaseService(n Names) *corev1.Service {
+	return service(n, n.Database, ComponentDatabase, corev1.ServiceTypeClusterIP, MariaDBPort)
+}
+
+// DatabaseStatefulSet runs the managed MariaDB from the Slurm image (sunk-entrypoint mariadb).
+func DatabaseStatefulSet(sc *sunkv1.SlurmCluster, n Names) *appsv1.StatefulSet {
+	c := slurmContainer(sc, "mariadb", sc.Spec.Accounting.Image, sc.Spec.Accounting.DatabaseResources)
+	c.Ports = []corev1.ContainerPort{{Name: "mariadb", ContainerPort: MariaDBPort}}
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: MariaDBDataDir}}
+	secretEnv := func(name, key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: n.DatabaseSecret}, Key: key}}}
+	}
+	c.Env = []corev1.EnvVar{
+		{Name: "MARIADB_DATABASE", Value: ManagedDatabaseName},
+		{Name: "MARIADB_USER", Value: ManagedDatabaseUser},
+		secretEnv("MARIADB_PASSWORD", DBPasswordKey),
+	}
+	pod := corev1.PodSpec{Containers: []corev1.Container{c}}
+	return &appsv1.StatefulSet{
+		ObjectMeta: meta(n, n.Database, ComponentDatabase),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:             ptr.To(int32(1)),
+			ServiceName:          n.Database,
+			Selector:             &metav1.LabelSelector{MatchLabels: SelectorLabels(n, ComponentDatabase)},
+			Template:             podTemplate(n, ComponentDatabase, "", pod),
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claimTemplate("data", sc.Spec.Accounting.DatabaseStorage, corev1.ReadWriteOnce)},
+		},
+	}
+}
+
+// LoginService exposes sshd of the login pods.
+func LoginService(sc *sunkv1.SlurmCluster, n Names) *corev1.Service {
+	typ := sc.Spec.Login.SSH.ServiceType
+	if typ == "" {
+		typ = corev1.ServiceTypeClusterIP
+	}
+	return service(n, n.Login, ComponentLogin, typ, SSHPort)
+}
+
+// SSHEnabled says whether login pods run sshd.
+func SSHEnabled(sc *sunkv1.SlurmCluster) bool { return ptr.Deref(sc.Spec.Login.SSH.Enabled, true) }
+
+// LoginDeployment runs the login pods: sackd (configless, so sbatch and friends find the
+// controller), sshd, optional SSSD and the user's s6 services, supervised by s6.
+func LoginDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Deployment {
+	l := sc.Spec.Login
+	c := slurmContainer(sc, "login", l.Image, l.Resources)
+	c.Env = []corev1.EnvVar{{Name: "SLURM_CONF_SERVER", Value: n.ConfServer(Controllers(sc))}}
+	if !SSHEnabled(sc) {
+		c.Env = append(c.Env, corev1.EnvVar{Name: "SUNK_SSHD", Value: "false"})
+	} else {
+		c.Ports = []corev1.ContainerPort{{Name: "ssh", ContainerPort: SSHPort}}
+	}
+	c.VolumeMounts = []corev1.VolumeMount{mount("keys", KeysMountDir)}
+	vols := []corev1.Volume{keysVolume(n, false)}
+	if ref := l.SSH.AuthorizedKeysSecretRef; ref != nil {
+		vols = append(vols, secretVolume("ssh", ref.Name))
+		c.VolumeMounts = append(c.VolumeMounts, mount("ssh", SSHKeysDir))
+	}
+	if ref := l.SSSDConfigSecretRef; ref != nil {
+		vols = append(vols, secretVolume("sssd", ref.Name))
+		c.VolumeMounts = append(c.VolumeMounts, mount("sssd", SSSDConfDir))
+	}
+	if v, ok := S6ServicesVolume("services", n.LoginServices, l.Services); ok {
+		vols = append(vols, v)
+		c.VolumeMounts = append(c.VolumeMounts, mount("services", S6ServicesDir))
+	}
+	sv, sm := SharedVolumeMounts(sc.Spec.SharedVolumes)
+	vols, c.VolumeMounts = append(vols, sv...), append(c.VolumeMounts, sm...)
+	pod := corev1.PodSpec{
+		Containers:      append([]corev1.Container{c}, l.Sidecars...),
+		SecurityContext: podSecurity(),
+		Volumes:         vols,
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: meta(n, n.Login, ComponentLogin),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(ptr.Deref(l.Replicas, 1)),
+			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(n, ComponentLogin)},
+			Template: podTemplate(n, ComponentLogin, S6ServicesHash(l.Services), pod),
+		},
+	}
+}
+
+// S6ServicesConfigMap holds s6 services as <name>/run and <name>/type items.
+func S6ServicesConfigMap(n Names, name, component string, services []sunkv1.S6Service) *corev1.ConfigMap {
+	data := map[string]string{}
+	for _, s := range services {
+		data[s.Name+".run"] = s.Run
+		data[s.Name+".type"] = string(s6Type(s)) + "\n"
+	}
+	return &corev1.ConfigMap{ObjectMeta: meta(n, name, component), Data: data}
+}
+
+func s6Type(s sunkv1.S6Service) sunkv1.S6ServiceType {
+	if s.Type == "" {
+		return sunkv1.S6Longrun
+	}
+	return s.Type
+}
+
+// S6ServicesVolume mounts the services ConfigMap as one directory per service, the layout
+// sunk-entrypoint expects (S6ServicesDir/<name>/{run,type}).
+func S6ServicesVolume(volume, configMap string, services []sunkv1.S6Service) (corev1.Volume, bool) {
+	if len(services) == 0 {
+		return corev1.Volume{}, false
+	}
+	var items []corev1.KeyToPath
+	for _, s := range services {
+		items = append(items,
+			corev1.KeyToPath{Key: s.Name + ".run", Path: s.Name + "/run", Mode: ptr.To(int32(0o755))},
+			corev1.KeyToPath{Key: s.Name + ".type", Path: s.Name + "/type"})
+	}
+	return corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: configMap}, Items: items, DefaultMode: ptr.To(int32(0o444))}}}, true
+}
+
+// S6ServicesHash changes when the services change, so that pods restart to pick them up
+// (s6 reads its scan directory at start).
+func S6ServicesHash(services []sunkv1.S6Service) string {
+	if len(services) == 0 {
+		return ""
+	}
+	m := map[string]string{}
+	for _, s := range services {
+		m[s.Name] = string(s6Type(s)) + "\x00" + s.Run
+	}
+	return hashOf(m, nil)
+}
+
+// SharedVolumeMounts are the volumes and mounts of the cluster's shared PVCs.
+func SharedVolumeMounts(shared []sunkv1.SharedVolume) ([]corev1.Volume, []corev1.VolumeMount) {
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	for _, s := range shared {
+		vols = append(vols, corev1.Volume{Name: "shared-" + s.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: s.ClaimName, ReadOnly: s.ReadOnly}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "shared-" + s.Name, MountPath: s.MountPath, ReadOnly: s.ReadOnly})
+	}
+	return vols, mounts
+}
+
+// ConfigMaps of the rendered configuration.
+func ConfigMaps(n Names, cfg *Config) []*corev1.ConfigMap {
+	return []*corev1.ConfigMap{
+		{ObjectMeta: meta(n, n.Config, ComponentController), Data: cfg.Files},
+		{ObjectMeta: meta(n, n.Scripts, ComponentController), Data: cfg.Scripts},
+	}
+}
+
+// ScriptsVolume mounts the prolog/epilog scripts, executable, at ScriptsDir (compute pods).
+func ScriptsVolume(n Names) (corev1.Volume, corev1.VolumeMount) {
+	return configMapVolume("scripts", n.Scripts, 0o755), mount("scripts", ScriptsDir)
+}

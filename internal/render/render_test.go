@@ -1,0 +1,176 @@
+package render
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/render -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from the golden file (go test ./internal/render -update rewrites it):\n--- got\n%s", name, got)
+	}
+}
+
+func minimal() *sunkv1.SlurmCluster {
+	return &sunkv1.SlurmCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-cluster", Namespace: "slurm"},
+		Spec:       sunkv1.SlurmClusterSpec{Image: "sunk.dev/slurm:24.11-local"},
+	}
+}
+
+func full() *sunkv1.SlurmCluster {
+	sc := minimal()
+	sc.Spec.ClusterName = "research"
+	sc.Spec.Controller = sunkv1.ControllerSpec{
+		Backup:       true,
+		StateStorage: sunkv1.StorageSpec{Size: ptr.To(resource.MustParse("5Gi")), StorageClassName: ptr.To("shared")},
+		ExtraConf:    "SlurmdTimeout=300\nSchedulerParameters=bf_continue\n\nNodeName=static-1 CPUs=4 State=CLOUD",
+	}
+	sc.Spec.Accounting = sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}
+	sc.Spec.Partitions = []sunkv1.PartitionSpec{
+		{Name: "cpu", NodeSets: []string{"cpu-a", "cpu-b"}},
+		{Name: "gpu", NodeSets: []string{"gpu"}, Default: true, MaxTime: "1-00:00:00", ExtraConf: "PriorityTier=10"},
+		{Name: "any"},
+	}
+	sc.Spec.JobSubmitLua = "function slurm_job_submit(job_desc, part_list, submit_uid)\n  return slurm.SUCCESS\nend\n"
+	sc.Spec.CgroupConf = "ConstrainRAMSpace=no\nAllowedRAMSpace=95"
+	sc.Spec.Login = sunkv1.LoginSpec{
+		Replicas: ptr.To(int32(2)),
+		SSH:      sunkv1.SSHSpec{AuthorizedKeysSecretRef: &corev1.LocalObjectReference{Name: "keys"}, ServiceType: corev1.ServiceTypeNodePort},
+		SSSDConfigSecretRef: &corev1.LocalObjectReference{Name: "sssd"},
+		Services: []sunkv1.S6Service{
+			{Name: "motd", Type: sunkv1.S6Oneshot, Run: "#!/bin/sh\necho hi > /etc/motd\n"},
+			{Name: "exporter", Run: "#!/bin/sh\nexec sleep infinity\n"},
+		},
+		Sidecars: []corev1.Container{{Name: "log-shipper", Image: "busybox"}},
+	}
+	sc.Spec.SharedVolumes = []sunkv1.SharedVolume{{Name: "home", ClaimName: "home", MountPath: "/home"}}
+	return sc
+}
+
+func fullInputs(sc *sunkv1.SlurmCluster) ConfigInputs {
+	return ConfigInputs{
+		Names:  NamesFor(sc, ""),
+		Prolog: []ResolvedScript{{Name: "check-gpus", Text: "#!/bin/sh\nexit 0\n"}, {Name: "marker", Text: "#!/bin/sh\ntouch /tmp/m\n"}},
+		Epilog: []ResolvedScript{{Name: "cleanup", Text: "#!/bin/sh\nrm -f /tmp/m\n"}},
+	}
+}
+
+func files(c *Config) string {
+	var b strings.Builder
+	for _, m := range []map[string]string{c.Files, c.Scripts} {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			b.WriteString("=== " + k + "\n" + m[k])
+		}
+	}
+	return b.String()
+}
+
+func TestRenderConfigGolden(t *testing.T) {
+	for name, sc := range map[string]*sunkv1.SlurmCluster{"minimal": minimal(), "full": full()} {
+		in := ConfigInputs{Names: NamesFor(sc, "")}
+		if name == "full" {
+			in = fullInputs(sc)
+		}
+		c, err := RenderConfig(sc, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden(t, name+".conf.golden", files(c))
+	}
+}
+
+func TestObjectsGolden(t *testing.T) {
+	for name, sc := range map[string]*sunkv1.SlurmCluster{"minimal": minimal(), "full": full()} {
+		n := NamesFor(sc, "")
+		c, err := RenderConfig(sc, ConfigInputs{Names: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs := []any{ControllerService(n), ControllerStatefulSet(sc, n, c), RestAPIService(n), RestAPIDeployment(sc, n, c),
+			LoginService(sc, n), LoginDeployment(sc, n, c), S6ServicesConfigMap(n, n.LoginServices, ComponentLogin, sc.Spec.Login.Services)}
+		if sc.Spec.Controller.Backup {
+			objs = append(objs, SharedStateClaim(sc, n))
+		}
+		if sc.Spec.Accounting.Mode == sunkv1.AccountingManaged {
+			objs = append(objs, AccountingService(n), AccountingStatefulSet(sc, n, c, "h"), DatabaseService(n), DatabaseStatefulSet(sc, n),
+				SlurmdbdConf(sc, n, "secret-password"))
+		}
+		var b strings.Builder
+		for _, o := range objs {
+			y, err := yaml.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString("---\n")
+			b.Write(y)
+		}
+		golden(t, name+".objects.golden", b.String())
+	}
+}
+
+func TestExtraConfReplacesDefaultsAndHashes(t *testing.T) {
+	sc := minimal()
+	n := NamesFor(sc, "")
+	base, _ := RenderConfig(sc, ConfigInputs{Names: n})
+
+	sc.Spec.Controller.ExtraConf = "slurmdtimeout=300"
+	c, _ := RenderConfig(sc, ConfigInputs{Names: n})
+	conf := c.Files["slurm.conf"]
+	if strings.Contains(conf, "SlurmdTimeout=60") || !strings.Contains(conf, "slurmdtimeout=300") {
+		t.Errorf("the extra line must replace the default, case-insensitively:\n%s", conf)
+	}
+	if c.Hash == base.Hash || c.RestartHash != base.RestartHash {
+		t.Errorf("a reconfigurable change must change Hash only: %v", [4]string{base.Hash, c.Hash, base.RestartHash, c.RestartHash})
+	}
+
+	sc.Spec.Controller.ExtraConf = "SlurmctldPort=7000"
+	c, _ = RenderConfig(sc, ConfigInputs{Names: n})
+	if c.RestartHash == base.RestartHash {
+		t.Error("a port change must change RestartHash")
+	}
+
+	sc.Spec.Controller.ExtraConf = ""
+	sc.Spec.Partitions = []sunkv1.PartitionSpec{{Name: "a"}, {Name: "b"}}
+	c, _ = RenderConfig(sc, ConfigInputs{Names: n})
+	if c.RestartHash != base.RestartHash || c.Hash == base.Hash {
+		t.Error("adding partitions is a reconfigure, not a restart")
+	}
+	if got := HashInSlurmConf(c.Files["slurm.conf"]); got != c.Hash {
+		t.Errorf("HashInSlurmConf = %q, want %q", got, c.Hash)
+	}
+	if !strings.Contains(c.Files["slurm.conf"], "PartitionName=a Nodes=ALL Default=YES") {
+		t.Errorf("the first partition is the default when none is marked:\n%s", c.Files["slurm.conf"])
+	}
+}

@@ -1,0 +1,47 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+)
+
+// DatabaseUser and DatabaseName of the managed MariaDB.
+const (
+	ManagedDatabaseUser = "slurm"
+	ManagedDatabaseName = "slurm_acct_db"
+)
+
+// SlurmdbdConf renders slurmdbd.conf. It carries the database password, so it lives in a
+// Secret, not in the config ConfigMap.
+func SlurmdbdConf(sc *sunkv1.SlurmCluster, n Names, password string) string {
+	host, port, user, db := n.ServiceHost(n.Database), int32(MariaDBPort), ManagedDatabaseUser, ManagedDatabaseName
+	if ext := sc.Spec.Accounting.External; sc.Spec.Accounting.Mode == sunkv1.AccountingExternal && ext != nil {
+		host, user = ext.Host, ext.User
+		if ext.Port != 0 {
+			port = ext.Port
+		}
+		if ext.Database != "" {
+			db = ext.Database
+		}
+	}
+	lines := []string{
+		"# Rendered by sunk for SlurmCluster " + n.Namespace + "/" + n.Cluster + ".",
+		"AuthType=auth/slurm",
+		"AuthAltTypes=auth/jwt",
+		"AuthAltParameters=jwt_key=" + KeysRuntimeDir + "/" + JWTKeyName,
+		// slurmdbd insists that DbdHost names the host it runs on: the StatefulSet pod.
+		"DbdHost=" + n.AccountingPod(),
+		fmt.Sprintf("DbdPort=%d", SlurmdbdPort),
+		"SlurmUser=slurm",
+		"PidFile=/run/slurmdbd.pid",
+		"StorageType=accounting_storage/mysql",
+		"StorageHost=" + host,
+		fmt.Sprintf("StoragePort=%d", port),
+		"StorageUser=" + user,
+		"StoragePass=" + password,
+		"StorageLoc=" + db,
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
