@@ -300,3 +300,12 @@ func hashOf(a, b map[string]string) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
+
+// HashStrings is the short content hash sunk uses in annotations.
+func HashStrings(parts ...string) string {
+	m := map[string]string{}
+	for i, p := range parts {
+		m[fmt.Sprint(i)] = p
+	}
+	return hashOf(m, nil)
+}

@@ -61,8 +61,8 @@ func full() *sunkv1.SlurmCluster {
 	sc.Spec.JobSubmitLua = "function slurm_job_submit(job_desc, part_list, submit_uid)\n  return slurm.SUCCESS\nend\n"
 	sc.Spec.CgroupConf = "ConstrainRAMSpace=no\nAllowedRAMSpace=95"
 	sc.Spec.Login = sunkv1.LoginSpec{
-		Replicas: ptr.To(int32(2)),
-		SSH:      sunkv1.SSHSpec{AuthorizedKeysSecretRef: &corev1.LocalObjectReference{Name: "keys"}, ServiceType: corev1.ServiceTypeNodePort},
+		Replicas:            ptr.To(int32(2)),
+		SSH:                 sunkv1.SSHSpec{AuthorizedKeysSecretRef: &corev1.LocalObjectReference{Name: "keys"}, ServiceType: corev1.ServiceTypeNodePort},
 		SSSDConfigSecretRef: &corev1.LocalObjectReference{Name: "sssd"},
 		Services: []sunkv1.S6Service{
 			{Name: "motd", Type: sunkv1.S6Oneshot, Run: "#!/bin/sh\necho hi > /etc/motd\n"},

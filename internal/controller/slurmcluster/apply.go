@@ -1,0 +1,88 @@
+package slurmcluster
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+)
+
+// apply creates desired or brings the existing object to it, owned by the cluster. Fields
+// the API server owns (a Service's cluster IP, a StatefulSet's claim templates, which are
+// immutable) are kept from the existing object.
+func (r *Reconciler) apply(ctx context.Context, sc *sunkv1.SlurmCluster, desired client.Object) error {
+	existing := desired.DeepCopyObject().(client.Object)
+	existing.SetResourceVersion("")
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, existing, func() error {
+		if existing.GetUID() != "" && !metav1.IsControlledBy(existing, sc) {
+			return fmt.Errorf("%T %s exists and is not owned by SlurmCluster %s: refusing to take it over", existing, existing.GetName(), sc.Name)
+		}
+		existing.SetLabels(mergeMaps(existing.GetLabels(), desired.GetLabels()))
+		switch e := existing.(type) {
+		case *corev1.ConfigMap:
+			e.Data = desired.(*corev1.ConfigMap).Data
+		case *corev1.Secret:
+			e.Data = desired.(*corev1.Secret).Data
+		case *corev1.Service:
+			d := desired.(*corev1.Service)
+			ip, ips, fam, pol := e.Spec.ClusterIP, e.Spec.ClusterIPs, e.Spec.IPFamilies, e.Spec.IPFamilyPolicy
+			e.Spec = d.Spec
+			if ip != "" {
+				e.Spec.ClusterIP, e.Spec.ClusterIPs, e.Spec.IPFamilies, e.Spec.IPFamilyPolicy = ip, ips, fam, pol
+			}
+		case *appsv1.StatefulSet:
+			d := desired.(*appsv1.StatefulSet)
+			vct := e.Spec.VolumeClaimTemplates
+			e.Spec = d.Spec
+			if !e.CreationTimestamp.IsZero() {
+				e.Spec.VolumeClaimTemplates = vct
+			}
+		case *appsv1.Deployment:
+			e.Spec = desired.(*appsv1.Deployment).Spec
+		case *corev1.PersistentVolumeClaim:
+			if e.CreationTimestamp.IsZero() {
+				e.Spec = desired.(*corev1.PersistentVolumeClaim).Spec
+			}
+		default:
+			return fmt.Errorf("apply: unsupported %T", desired)
+		}
+		return controllerutil.SetControllerReference(sc, existing, r.Scheme)
+	})
+	if err != nil {
+		return fmt.Errorf("applying %T %s: %w", desired, desired.GetName(), err)
+	}
+	return nil
+}
+
+// deleteIfOwned removes an object that the spec no longer asks for.
+func (r *Reconciler) deleteIfOwned(ctx context.Context, sc *sunkv1.SlurmCluster, o client.Object, name string) error {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: name}, o); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(o, sc) {
+		return nil
+	}
+	if err := r.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+func mergeMaps(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,124 @@
+package slurmcluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
+)
+
+// Key sizes: auth/slurm wants a key with enough entropy (SchedMD suggests 1024 random
+// bytes); HS256 wants at least 32.
+const (
+	authKeyBytes = 1024
+	jwtKeyBytes  = 64
+)
+
+// ensureKeys creates the auth/slurm and JWT keys when their Secrets are absent. An
+// existing Secret is never replaced: a new key would lock every running daemon out. A
+// Secret without its key stops the reconcile with KeyMissing until a human fixes it.
+// It returns the JWT key, or nil when the reconcile cannot go on.
+func (r *Reconciler) ensureKeys(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, st *status) ([]byte, error) {
+	var jwtKey []byte
+	for _, k := range []struct {
+		secret, key string
+		size        int
+	}{
+		{n.AuthSecret, render.AuthKeyName, authKeyBytes},
+		{n.JWTSecret, render.JWTKeyName, jwtKeyBytes},
+	} {
+		data, err := r.ensureSecretKey(ctx, sc, k.secret, k.key, func() ([]byte, error) { return randomBytes(k.size) })
+		if err != nil {
+			return nil, err
+		}
+		if data == nil {
+			msg := fmt.Sprintf("Secret %s exists without the key %q; sunk does not replace existing keys, restore it or delete the Secret", k.secret, k.key)
+			r.event(sc, corev1.EventTypeWarning, ReasonKeyMissing, msg)
+			st.set(sunkv1.ConditionConfigApplied, false, ReasonKeyMissing, msg)
+			return nil, nil
+		}
+		jwtKey = data
+	}
+	return jwtKey, nil
+}
+
+// ensureSecretKey returns the key of a Secret, creating the Secret with generate() when it
+// does not exist; nil when the Secret exists without the key.
+func (r *Reconciler) ensureSecretKey(ctx context.Context, sc *sunkv1.SlurmCluster, name, key string, generate func() ([]byte, error)) ([]byte, error) {
+	s := &corev1.Secret{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: name}, s)
+	if err == nil {
+		return s.Data[key], nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	data, err := generate()
+	if err != nil {
+		return nil, err
+	}
+	s = &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sc.Namespace, Labels: map[string]string{render.LabelCluster: sc.Name}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{key: data},
+	}
+	if err := controllerutil.SetControllerReference(sc, s, r.Scheme); err != nil {
+		return nil, err
+	}
+	if err := r.Create(ctx, s); err != nil {
+		return nil, err
+	}
+	r.event(sc, corev1.EventTypeNormal, ReasonKeyCreated, fmt.Sprintf("generated %s in Secret %s", key, name))
+	return data, nil
+}
+
+// ensureSlurmdbdConf renders slurmdbd.conf (with the database password) into its Secret
+// and returns a hash that rolls slurmdbd when the file changes.
+func (r *Reconciler) ensureSlurmdbdConf(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names) (string, error) {
+	var password []byte
+	var err error
+	if ext := sc.Spec.Accounting.External; sc.Spec.Accounting.Mode == sunkv1.AccountingExternal && ext != nil {
+		s := &corev1.Secret{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: ext.PasswordSecretRef.Name}, s); err != nil {
+			return "", fmt.Errorf("reading the external database password: %w", err)
+		}
+		if password = s.Data[ext.PasswordSecretRef.Key]; password == nil {
+			return "", fmt.Errorf("secret %s has no key %q (spec.accounting.external.passwordSecretRef)", ext.PasswordSecretRef.Name, ext.PasswordSecretRef.Key)
+		}
+	} else {
+		password, err = r.ensureSecretKey(ctx, sc, n.DatabaseSecret, render.DBPasswordKey, func() ([]byte, error) {
+			b, err := randomBytes(24)
+			return []byte(base64.RawURLEncoding.EncodeToString(b)), err
+		})
+		if err != nil {
+			return "", err
+		}
+		if password == nil {
+			return "", fmt.Errorf("secret %s exists without the key %q", n.DatabaseSecret, render.DBPasswordKey)
+		}
+	}
+	conf := render.SlurmdbdConf(sc, n, string(password))
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: n.SlurmdbdSecret, Namespace: n.Namespace, Labels: map[string]string{render.LabelCluster: sc.Name}},
+		Data:       map[string][]byte{render.SlurmdbdConfKey: []byte(conf)},
+	}
+	if err := r.apply(ctx, sc, s); err != nil {
+		return "", err
+	}
+	return render.HashStrings(conf), nil
+}
+
+func randomBytes(n int) ([]byte, error) {
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	return b, err
+}

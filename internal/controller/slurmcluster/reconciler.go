@@ -1,0 +1,347 @@
+// Package slurmcluster reconciles SlurmCluster: keys, rendered configuration, the
+// workloads of the control plane, configuration changes reaching slurmctld, and status.
+package slurmcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/kube"
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/webhook"
+	"sunk.dev/sunk/pkg/slurm"
+)
+
+// SlurmFactory makes a slurmrestd client for a cluster, authenticated as SlurmUser with a
+// token signed by the cluster's JWT key.
+type SlurmFactory func(url string, jwtKey []byte) (slurm.Client, error)
+
+// DefaultSlurmFactory speaks v0.0.41 to slurmrestd.
+func DefaultSlurmFactory(url string, jwtKey []byte) (slurm.Client, error) {
+	tokens, err := slurm.NewJWTSource("slurm", jwtKey)
+	if err != nil {
+		return nil, err
+	}
+	return slurm.New(slurm.Config{URL: url, APIVersion: slurm.V0041, Tokens: tokens, Timeout: 15 * time.Second})
+}
+
+// Reconciler reconciles SlurmClusters.
+type Reconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+	// ClusterDomain is the Kubernetes cluster's DNS domain (cluster.local).
+	ClusterDomain string
+	// Exec reads files inside slurmctld pods (which slurm.conf kubelet has delivered).
+	Exec kube.Execer
+	// Slurm makes REST clients; DefaultSlurmFactory when nil.
+	Slurm SlurmFactory
+}
+
+// Reasons of conditions and events.
+const (
+	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonScriptNotFound     = "ScriptNotFound"
+	ReasonKeyMissing         = "KeyMissing"
+	ReasonKeyCreated         = "KeyCreated"
+	ReasonReconfigured       = "Reconfigured"
+	ReasonReconfigureFailed  = "ReconfigureFailed"
+	ReasonWaitingForKubelet  = "WaitingForConfigVolume"
+	ReasonWaitingForCtld     = "WaitingForController"
+	ReasonWaitingForRestAPI  = "WaitingForRestApi"
+	ReasonRollingRestart     = "RollingRestart"
+	ReasonApplied            = "Applied"
+	ReasonReady              = "Ready"
+	ReasonNotReady           = "NotReady"
+	ReasonDisabled           = "Disabled"
+	ReasonComponentsNotReady = "ComponentsNotReady"
+)
+
+// pollWhileConverging is how soon to look again while waiting for something outside the
+// API (kubelet refreshing a volume, a daemon starting) that no watch reports.
+const pollWhileConverging = 3 * time.Second
+
+// +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets;services;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods/exec,verbs=create
+// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile walks the steps in order; each returns early when it cannot go on.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sc := &sunkv1.SlurmCluster{}
+	if err := r.Get(ctx, req.NamespacedName, sc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !sc.DeletionTimestamp.IsZero() {
+		// Owner references remove everything but the state and database claims, which
+		// outlive the cluster on purpose: they hold the jobs and the accounting.
+		return ctrl.Result{}, nil
+	}
+	st := newStatus(sc)
+	result, err := r.reconcile(ctx, sc, st)
+	if uerr := r.updateStatus(ctx, sc, st); uerr != nil && err == nil {
+		err = uerr
+	}
+	return result, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st *status) (ctrl.Result, error) {
+	n := render.NamesFor(sc, r.ClusterDomain)
+
+	// 1. A spec the webhook would reject never reaches Slurm, even without the webhook.
+	if errs, _ := webhook.ValidateSpec(&sc.Spec, field.NewPath("spec")); len(errs) > 0 {
+		msg := errs.ToAggregate().Error()
+		r.event(sc, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
+		st.set(sunkv1.ConditionConfigApplied, false, ReasonInvalidSpec, msg)
+		return ctrl.Result{}, nil
+	}
+
+	// 2. Keys: generated when absent, never replaced.
+	jwtKey, err := r.ensureKeys(ctx, sc, n, st)
+	if err != nil || jwtKey == nil {
+		return ctrl.Result{}, err
+	}
+
+	// 3. Configuration: scripts resolved, files rendered into ConfigMaps.
+	in, err := r.resolveScripts(ctx, sc, n)
+	if err != nil {
+		var missing *missingScriptError
+		if errors.As(err, &missing) {
+			r.event(sc, corev1.EventTypeWarning, ReasonScriptNotFound, missing.Error())
+			st.set(sunkv1.ConditionConfigApplied, false, ReasonScriptNotFound, missing.Error())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	cfg, err := render.RenderConfig(sc, in)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, cm := range render.ConfigMaps(n, cfg) {
+		if err := r.apply(ctx, sc, cm); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	// 4. Workloads.
+	if err := r.applyWorkloads(ctx, sc, n, cfg); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// 5. Status of the workloads, then the configuration reaching slurmctld.
+	if err := r.observeWorkloads(ctx, sc, n, st); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.applyConfigToController(ctx, sc, n, cfg, jwtKey, st)
+}
+
+func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config) error {
+	objs := []client.Object{
+		render.ControllerService(n), render.ControllerStatefulSet(sc, n, cfg),
+		render.RestAPIService(n), render.RestAPIDeployment(sc, n, cfg),
+		render.S6ServicesConfigMap(n, n.LoginServices, render.ComponentLogin, sc.Spec.Login.Services),
+		render.LoginDeployment(sc, n, cfg),
+	}
+	if sc.Spec.Controller.Backup {
+		objs = append([]client.Object{render.SharedStateClaim(sc, n)}, objs...)
+	}
+	if render.SSHEnabled(sc) {
+		objs = append(objs, render.LoginService(sc, n))
+	} else if err := r.deleteIfOwned(ctx, sc, &corev1.Service{}, n.Login); err != nil {
+		return err
+	}
+	switch sc.Spec.Accounting.Mode {
+	case sunkv1.AccountingManaged, sunkv1.AccountingExternal:
+		dbdHash, err := r.ensureSlurmdbdConf(ctx, sc, n)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, render.AccountingService(n), render.AccountingStatefulSet(sc, n, cfg, dbdHash))
+		if sc.Spec.Accounting.Mode == sunkv1.AccountingManaged {
+			objs = append(objs, render.DatabaseService(n), render.DatabaseStatefulSet(sc, n))
+		}
+	}
+	for _, o := range objs {
+		if err := r.apply(ctx, sc, o); err != nil {
+			return err
+		}
+	}
+	if sc.Spec.Accounting.Mode != sunkv1.AccountingManaged {
+		for _, o := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}} {
+			if err := r.deleteIfOwned(ctx, sc, o, n.Database); err != nil {
+				return err
+			}
+		}
+	}
+	if sc.Spec.Accounting.Mode == sunkv1.AccountingNone || sc.Spec.Accounting.Mode == "" {
+		for _, o := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}} {
+			if err := r.deleteIfOwned(ctx, sc, o, n.Accounting); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// applyConfigToController makes slurmctld load the rendered configuration: once kubelet
+// has delivered it into the pod, by a reconfigure over REST. Settings that only a restart
+// applies roll the StatefulSet through its template's restart hash instead.
+func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, jwtKey []byte, st *status) (ctrl.Result, error) {
+	if sc.Status.ConfigHash == cfg.Hash {
+		st.configHash = cfg.Hash
+		st.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
+		return ctrl.Result{}, nil
+	}
+	pod := &corev1.Pod{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.ControllerPod(0)}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForCtld, "slurmctld pod does not exist yet")
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if pod.Annotations[render.AnnotationRestartHash] != cfg.RestartHash {
+		st.set(sunkv1.ConditionConfigApplied, false, ReasonRollingRestart, "slurmctld restarts to apply settings that a reconfigure cannot")
+		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
+	}
+	if !podReady(pod) {
+		st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForCtld, "slurmctld is not ready")
+		return ctrl.Result{}, nil
+	}
+	// Naming the wanted hash on the pod also makes kubelet resync its volumes now rather
+	// than at its next periodic sync.
+	if pod.Annotations[render.AnnotationConfigHash] != cfg.Hash {
+		patch := client.MergeFrom(pod.DeepCopy())
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[render.AnnotationConfigHash] = cfg.Hash
+		if err := r.Patch(ctx, pod, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	first, err := r.Exec.Exec(ctx, n.Namespace, pod.Name, "slurmctld", "head", "-n1", render.ConfigDir+"/slurm.conf")
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if got := render.HashInSlurmConf(first); got != cfg.Hash {
+		st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForKubelet,
+			fmt.Sprintf("slurmctld's pod still sees configuration %q; waiting for kubelet to deliver %s", got, cfg.Hash))
+		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
+	}
+	if !meta.IsStatusConditionTrue(st.conditions, sunkv1.ConditionRestAPIReady) {
+		st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForRestAPI, "slurmrestd is not ready")
+		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
+	}
+	sl, err := r.slurmClient(ctx, n, jwtKey)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := sl.Reconfigure(ctx); err != nil {
+		msg := "scontrol reconfigure over REST failed: " + err.Error()
+		r.event(sc, corev1.EventTypeWarning, ReasonReconfigureFailed, msg)
+		st.set(sunkv1.ConditionConfigApplied, false, ReasonReconfigureFailed, msg)
+		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
+	}
+	r.event(sc, corev1.EventTypeNormal, ReasonReconfigured, "slurmctld reconfigured with configuration "+cfg.Hash)
+	st.configHash = cfg.Hash
+	st.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
+	return ctrl.Result{}, nil
+}
+
+// slurmClient reaches slurmrestd through its Service's cluster IP, which works both from
+// inside the cluster and from an operator running outside it.
+func (r *Reconciler) slurmClient(ctx context.Context, n render.Names, jwtKey []byte) (slurm.Client, error) {
+	svc := &corev1.Service{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.RestAPI}, svc); err != nil {
+		return nil, err
+	}
+	f := r.Slurm
+	if f == nil {
+		f = DefaultSlurmFactory
+	}
+	return f(fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, render.SlurmrestdPort), jwtKey)
+}
+
+func (r *Reconciler) event(sc *sunkv1.SlurmCluster, typ, reason, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(sc, nil, typ, reason, "Reconcile", "%s", msg)
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	if !p.DeletionTimestamp.IsZero() {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// SetupWithManager watches SlurmClusters, what they own, and the ConfigMaps their scripts
+// come from.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("sunk-operator")
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&sunkv1.SlurmCluster{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfPod)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.clustersReferencing)).
+		Complete(r)
+}
+
+// clusterOfPod maps the control plane's pods to their cluster: a pod turning Ready is
+// when a pending reconfigure can go on.
+func clusterOfPod(_ context.Context, o client.Object) []ctrl.Request {
+	name, ok := o.GetLabels()[render.LabelCluster]
+	if !ok {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+func (r *Reconciler) clustersReferencing(ctx context.Context, o client.Object) []ctrl.Request {
+	var list sunkv1.SlurmClusterList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "listing SlurmClusters for a ConfigMap change")
+		return nil
+	}
+	var reqs []ctrl.Request
+	for _, sc := range list.Items {
+		for _, s := range append(append([]sunkv1.Script{}, sc.Spec.Prolog...), sc.Spec.Epilog...) {
+			if s.ConfigMapKeyRef != nil && s.ConfigMapKeyRef.Name == o.GetName() {
+				reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}})
+				break
+			}
+		}
+	}
+	return reqs
+}

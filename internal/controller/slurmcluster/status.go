@@ -1,0 +1,177 @@
+package slurmcluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
+)
+
+// status collects what one reconcile observed; updateStatus writes it once.
+type status struct {
+	generation int64
+	conditions []metav1.Condition
+	configHash string
+	endpoints  sunkv1.ClusterEndpoints
+}
+
+func newStatus(sc *sunkv1.SlurmCluster) *status {
+	return &status{
+		generation: sc.Generation,
+		conditions: append([]metav1.Condition(nil), sc.Status.Conditions...),
+		configHash: sc.Status.ConfigHash,
+		endpoints:  sc.Status.Endpoints,
+	}
+}
+
+func (s *status) set(typ string, ok bool, reason, msg string) {
+	c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: s.generation}
+	if ok {
+		c.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&s.conditions, c)
+}
+
+// observeWorkloads turns the workloads' readiness into conditions and endpoints.
+func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, st *status) error {
+	ctld := &appsv1.StatefulSet{}
+	if err := r.get(ctx, n, n.Controller, ctld); err != nil {
+		return err
+	}
+	ctldPod := &corev1.Pod{}
+	if err := r.get(ctx, n, n.ControllerPod(0), ctldPod); err != nil {
+		return err
+	}
+	switch {
+	case podReady(ctldPod):
+		st.set(sunkv1.ConditionControllerReady, true, ReasonReady, "slurmctld answers on "+n.ControllerPod(0))
+	default:
+		st.set(sunkv1.ConditionControllerReady, false, ReasonNotReady, podProblem(ctldPod, "slurmctld"))
+	}
+	st.endpoints.Controller = fmt.Sprintf("%s:%d", n.ControllerHost(0), render.SlurmctldPort)
+
+	rest := &appsv1.Deployment{}
+	if err := r.get(ctx, n, n.RestAPI, rest); err != nil {
+		return err
+	}
+	r.deploymentCondition(st, sunkv1.ConditionRestAPIReady, "slurmrestd", rest, 1)
+	st.endpoints.RestAPI = fmt.Sprintf("http://%s:%d", n.ServiceHost(n.RestAPI), render.SlurmrestdPort)
+
+	login := &appsv1.Deployment{}
+	if err := r.get(ctx, n, n.Login, login); err != nil {
+		return err
+	}
+	if want := ptr.Deref(sc.Spec.Login.Replicas, 1); want == 0 {
+		st.set(sunkv1.ConditionLoginReady, true, ReasonDisabled, "spec.login.replicas is 0")
+	} else {
+		r.deploymentCondition(st, sunkv1.ConditionLoginReady, "login", login, want)
+	}
+	st.endpoints.Login = ""
+	if render.SSHEnabled(sc) {
+		st.endpoints.Login = fmt.Sprintf("%s:%d", n.ServiceHost(n.Login), render.SSHPort)
+	}
+
+	switch sc.Spec.Accounting.Mode {
+	case sunkv1.AccountingManaged, sunkv1.AccountingExternal:
+		dbd := &appsv1.StatefulSet{}
+		if err := r.get(ctx, n, n.Accounting, dbd); err != nil {
+			return err
+		}
+		ready := dbd.Status.ReadyReplicas >= 1
+		msg := "slurmdbd is ready"
+		if sc.Spec.Accounting.Mode == sunkv1.AccountingManaged {
+			db := &appsv1.StatefulSet{}
+			if err := r.get(ctx, n, n.Database, db); err != nil {
+				return err
+			}
+			if db.Status.ReadyReplicas < 1 {
+				ready, msg = false, "the managed database is not ready"
+			}
+		}
+		if ready {
+			st.set(sunkv1.ConditionAccountingReady, true, ReasonReady, msg)
+		} else {
+			if msg == "slurmdbd is ready" {
+				msg = "slurmdbd is not ready"
+			}
+			st.set(sunkv1.ConditionAccountingReady, false, ReasonNotReady, msg)
+		}
+	default:
+		st.set(sunkv1.ConditionAccountingReady, true, ReasonDisabled, "spec.accounting.mode is None")
+	}
+	return nil
+}
+
+// get reads an object of the cluster; a missing object reads as the zero value, which
+// the conditions report as not ready.
+func (r *Reconciler) get(ctx context.Context, n render.Names, name string, o client.Object) error {
+	return client.IgnoreNotFound(r.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: name}, o))
+}
+
+func (r *Reconciler) deploymentCondition(st *status, typ, what string, d *appsv1.Deployment, want int32) {
+	if d.Status.AvailableReplicas >= 1 {
+		st.set(typ, true, ReasonReady, fmt.Sprintf("%d of %d %s pods available", d.Status.AvailableReplicas, want, what))
+		return
+	}
+	st.set(typ, false, ReasonNotReady, fmt.Sprintf("0 of %d %s pods available", want, what))
+}
+
+// podProblem says why a pod is not ready, from its container states.
+func podProblem(p *corev1.Pod, what string) string {
+	if p.Name == "" {
+		return what + " pod does not exist yet"
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil {
+			return fmt.Sprintf("%s container is waiting: %s %s", what, w.Reason, w.Message)
+		}
+		if cs.RestartCount > 0 && cs.LastTerminationState.Terminated != nil {
+			t := cs.LastTerminationState.Terminated
+			return fmt.Sprintf("%s restarted %d times, last exit %d (%s)", what, cs.RestartCount, t.ExitCode, t.Reason)
+		}
+	}
+	return fmt.Sprintf("%s pod is %s and not ready", what, p.Status.Phase)
+}
+
+// updateStatus writes the status when it changed, with Ready summarising the others.
+func (r *Reconciler) updateStatus(ctx context.Context, sc *sunkv1.SlurmCluster, st *status) error {
+	var notReady []string
+	for _, t := range []string{sunkv1.ConditionControllerReady, sunkv1.ConditionRestAPIReady, sunkv1.ConditionAccountingReady, sunkv1.ConditionLoginReady, sunkv1.ConditionConfigApplied} {
+		if !meta.IsStatusConditionTrue(st.conditions, t) {
+			notReady = append(notReady, t)
+		}
+	}
+	if len(notReady) == 0 {
+		st.set(sunkv1.ConditionReady, true, ReasonReady, "every component is ready and runs the current configuration")
+	} else {
+		reason := ReasonComponentsNotReady
+		if c := meta.FindStatusCondition(st.conditions, sunkv1.ConditionConfigApplied); c != nil && c.Status == metav1.ConditionFalse && len(notReady) == 1 {
+			reason = c.Reason
+		}
+		st.set(sunkv1.ConditionReady, false, reason, "not yet: "+strings.Join(notReady, ", "))
+	}
+	next := sunkv1.SlurmClusterStatus{
+		ObservedGeneration: sc.Generation,
+		Conditions:         st.conditions,
+		ClusterName:        sc.SlurmName(),
+		Endpoints:          st.endpoints,
+		ConfigHash:         st.configHash,
+	}
+	if equality.Semantic.DeepEqual(sc.Status, next) {
+		return nil
+	}
+	patch := client.MergeFrom(sc.DeepCopy())
+	sc.Status = next
+	return r.Status().Patch(ctx, sc, patch)
+}

@@ -1,0 +1,57 @@
+// Package kube holds small Kubernetes helpers shared by sunk's controllers.
+package kube
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+)
+
+// Execer runs a command in a container and returns its standard output.
+type Execer interface {
+	Exec(ctx context.Context, namespace, pod, container string, command ...string) (string, error)
+}
+
+// PodExecer execs through the apiserver, like kubectl exec (websocket, SPDY fallback).
+type PodExecer struct {
+	Config    *rest.Config
+	Clientset kubernetes.Interface
+}
+
+// NewPodExecer builds a PodExecer from a rest config.
+func NewPodExecer(cfg *rest.Config) (*PodExecer, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &PodExecer{Config: cfg, Clientset: cs}, nil
+}
+
+func (e *PodExecer) Exec(ctx context.Context, namespace, pod, container string, command ...string) (string, error) {
+	req := e.Clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(e.Config, "POST", req.URL().String())
+	if err != nil {
+		return "", err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(e.Config, "POST", req.URL())
+	if err != nil {
+		return "", err
+	}
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool { return true })
+	if err != nil {
+		return "", err
+	}
+	var stdout, stderr bytes.Buffer
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+		return stdout.String(), fmt.Errorf("exec %s in %s/%s: %w: %s", strings.Join(command, " "), namespace, pod, err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
