@@ -17,11 +17,20 @@ import (
 type APIOptions struct {
 	// CRDDirectoryPaths are installed before the test runs (e.g. config/crd/bases).
 	CRDDirectoryPaths []string
+	// WebhookPaths are admission webhook manifests (e.g. config/webhook) that envtest
+	// points at a local webhook server; Env.WebhookInstallOptions says where to serve.
+	WebhookPaths []string
 }
 
 // API starts a private etcd + kube-apiserver for the test with controller-runtime's envtest,
 // from the binaries hack/provision.sh builds, and stops it when the test ends.
 func API(t testing.TB, opts APIOptions) *rest.Config {
+	t.Helper()
+	return APIEnv(t, opts).Config
+}
+
+// APIEnv is API returning the whole envtest environment (webhook serving options included).
+func APIEnv(t testing.TB, opts APIOptions) *envtest.Environment {
 	t.Helper()
 	assets := filepath.Join(CacheDir(), "envtest")
 	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
@@ -31,9 +40,9 @@ func API(t testing.TB, opts APIOptions) *rest.Config {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
 		ErrorIfCRDPathMissing: len(opts.CRDDirectoryPaths) > 0,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: opts.WebhookPaths},
 	}
-	cfg, err := env.Start()
-	if err != nil {
+	if _, err := env.Start(); err != nil {
 		t.Fatalf("testenv: starting etcd + kube-apiserver (assets in %s): %v", assets, err)
 	}
 	t.Cleanup(func() {
@@ -41,7 +50,7 @@ func API(t testing.TB, opts APIOptions) *rest.Config {
 			t.Errorf("testenv: stopping the API environment: %v", err)
 		}
 	})
-	return cfg
+	return env
 }
 
 // ClusterEnv is the local cluster of hack/env-kube.sh: a real control plane and one real

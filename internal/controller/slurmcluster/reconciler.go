@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -52,6 +53,11 @@ type Reconciler struct {
 	Exec kube.Execer
 	// Slurm makes REST clients; DefaultSlurmFactory when nil.
 	Slurm SlurmFactory
+
+	// applied remembers the configuration each cluster's slurmctld was reconfigured with,
+	// because the cached SlurmCluster a reconcile reads may predate its own status write,
+	// and a second reconfigure is not free (slurmctld re-executes itself).
+	applied sync.Map // types.UID -> config hash
 }
 
 // Reasons of conditions and events.
@@ -206,7 +212,7 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 // has delivered it into the pod, by a reconfigure over REST. Settings that only a restart
 // applies roll the StatefulSet through its template's restart hash instead.
 func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, jwtKey []byte, st *status) (ctrl.Result, error) {
-	if sc.Status.ConfigHash == cfg.Hash {
+	if done, _ := r.applied.Load(sc.UID); sc.Status.ConfigHash == cfg.Hash || done == cfg.Hash {
 		st.configHash = cfg.Hash
 		st.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
 		return ctrl.Result{}, nil
@@ -262,6 +268,7 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 		st.set(sunkv1.ConditionConfigApplied, false, ReasonReconfigureFailed, msg)
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
+	r.applied.Store(sc.UID, cfg.Hash)
 	r.event(sc, corev1.EventTypeNormal, ReasonReconfigured, "slurmctld reconfigured with configuration "+cfg.Hash)
 	st.configHash = cfg.Hash
 	st.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)

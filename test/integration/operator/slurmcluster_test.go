@@ -1,0 +1,463 @@
+//go:build integration
+
+// Package operator tests the SlurmCluster controller and its admission on a real
+// kube-apiserver (envtest). No kubelet runs here: pods and workload status are written by
+// the test where a kubelet or controller-manager would, and Slurm is the in-memory fake.
+// test/e2e covers the same controller with real pods and real Slurm.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/controller/slurmcluster"
+	"sunk.dev/sunk/internal/render"
+	sunkwebhook "sunk.dev/sunk/internal/webhook"
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/slurm/slurmfake"
+	"sunk.dev/sunk/test/testenv"
+)
+
+// fakeExec plays kubelet's volume delivery: it answers `head -n1 slurm.conf` with the
+// first line of whatever the test says the pod currently sees.
+type fakeExec struct {
+	mu   sync.Mutex
+	seen map[string]string // pod -> slurm.conf first line
+}
+
+func (f *fakeExec) Exec(_ context.Context, ns, pod, container string, cmd ...string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	line, ok := f.seen[pod]
+	if !ok {
+		return "", fmt.Errorf("pod %s/%s not running", ns, pod)
+	}
+	return line + "\n", nil
+}
+
+func (f *fakeExec) deliver(pod, slurmConf string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	first, _, _ := strings.Cut(slurmConf, "\n")
+	f.seen[pod] = first
+}
+
+type harness struct {
+	c     client.Client
+	ns    string
+	exec  *fakeExec
+	slurm *slurmfake.Fake
+}
+
+func start(t *testing.T) *harness {
+	t.Helper()
+	root := testenv.RepoRoot()
+	env := testenv.APIEnv(t, testenv.APIOptions{
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
+		WebhookPaths:      []string{filepath.Join(root, "config", "webhook")},
+	})
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := sunkv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	wh := env.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Every test runs its own manager in this process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test reads with a direct client: the manager's cache may lag behind its writes.
+	h := &harness{c: direct, exec: &fakeExec{seen: map[string]string{}}, slurm: slurmfake.New()}
+	r := &slurmcluster.Reconciler{
+		Client: mgr.GetClient(), Scheme: scheme, Exec: h.exec,
+		Slurm: func(url string, key []byte) (slurm.Client, error) {
+			if len(key) < 32 {
+				return nil, fmt.Errorf("jwt key of %d bytes", len(key))
+			}
+			return h.slurm, nil
+		},
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := sunkwebhook.SetupSlurmClusterWebhook(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	h.ns = "slurm"
+	if err := h.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// eventually polls cond until it returns nil or the deadline passes.
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
+
+func (h *harness) get(t *testing.T, name string, o client.Object) error {
+	return h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, o)
+}
+
+func (h *harness) cluster(t *testing.T, name string) *sunkv1.SlurmCluster {
+	sc := &sunkv1.SlurmCluster{}
+	if err := h.get(t, name, sc); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func condition(sc *sunkv1.SlurmCluster, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(sc.Status.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+func newCluster(ns, name string) *sunkv1.SlurmCluster {
+	return &sunkv1.SlurmCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: sunkv1.SlurmClusterSpec{
+			Image:      "sunk.dev/slurm:24.11-local",
+			Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
+			Partitions: []sunkv1.PartitionSpec{{Name: "batch"}},
+			Prolog:     []sunkv1.Script{{Name: "marker", ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "site-scripts"}, Key: "marker.sh"}}},
+		},
+	}
+}
+
+func TestSlurmClusterObjectsKeysAndConditions(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	// An existing JWT key is the admin's: it must survive untouched.
+	ownJWT := []byte(strings.Repeat("k", 48))
+	if err := h.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "c1-jwt-key"}, Data: map[string][]byte{"jwt.key": ownJWT}}); err != nil {
+		t.Fatal(err)
+	}
+	sc := newCluster(h.ns, "c1")
+	if err := h.c.Create(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+
+	// The prolog's ConfigMap is missing: the cluster says so and renders nothing.
+	eventually(t, "ScriptNotFound", func() error {
+		c := condition(h.cluster(t, "c1"), sunkv1.ConditionConfigApplied)
+		if c.Reason != slurmcluster.ReasonScriptNotFound || !strings.Contains(c.Message, "spec.prolog[0].configMapKeyRef") {
+			return fmt.Errorf("ConfigApplied = %+v", c)
+		}
+		return nil
+	})
+	if err := h.get(t, "c1-config", &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("config rendered without its prolog: %v", err)
+	}
+	if err := h.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "site-scripts"}, Data: map[string]string{"marker.sh": "#!/bin/sh\ntouch /tmp/marker\n"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	var conf corev1.ConfigMap
+	eventually(t, "config ConfigMap", func() error { return h.get(t, "c1-config", &conf) })
+	for _, want := range []string{"ClusterName=c1", "PartitionName=batch Nodes=ALL Default=YES", "Prolog=/etc/slurm-scripts/prolog",
+		"AccountingStorageHost=c1-accounting.slurm.svc.cluster.local", "SlurmctldHost=c1-controller-0(c1-controller-0.c1-controller.slurm.svc.cluster.local)"} {
+		if !strings.Contains(conf.Data["slurm.conf"], want) {
+			t.Errorf("slurm.conf lacks %q:\n%s", want, conf.Data["slurm.conf"])
+		}
+	}
+	var scripts corev1.ConfigMap
+	eventually(t, "scripts ConfigMap", func() error { return h.get(t, "c1-scripts", &scripts) })
+	if scripts.Data["prolog-00-marker"] != "#!/bin/sh\ntouch /tmp/marker\n" {
+		t.Errorf("scripts = %v", scripts.Data)
+	}
+
+	var auth, jwt, dbd corev1.Secret
+	eventually(t, "keys", func() error {
+		for name, s := range map[string]*corev1.Secret{"c1-auth-key": &auth, "c1-jwt-key": &jwt, "c1-slurmdbd": &dbd} {
+			if err := h.get(t, name, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if len(auth.Data["slurm.key"]) != 1024 || !metav1.IsControlledBy(&auth, h.cluster(t, "c1")) {
+		t.Errorf("auth key: %d bytes, owners %v", len(auth.Data["slurm.key"]), auth.OwnerReferences)
+	}
+	if string(jwt.Data["jwt.key"]) != string(ownJWT) {
+		t.Error("the existing JWT key was replaced")
+	}
+	if !strings.Contains(string(dbd.Data["slurmdbd.conf"]), "DbdHost=c1-accounting-0") || !strings.Contains(string(dbd.Data["slurmdbd.conf"]), "StoragePass=") {
+		t.Errorf("slurmdbd.conf = %s", dbd.Data["slurmdbd.conf"])
+	}
+
+	for _, o := range []struct {
+		name string
+		obj  client.Object
+	}{{"c1-controller", &appsv1.StatefulSet{}}, {"c1-controller", &corev1.Service{}}, {"c1-restapi", &appsv1.Deployment{}},
+		{"c1-restapi", &corev1.Service{}}, {"c1-login", &appsv1.Deployment{}}, {"c1-login", &corev1.Service{}},
+		{"c1-accounting", &appsv1.StatefulSet{}}, {"c1-database", &appsv1.StatefulSet{}}, {"c1-database", &corev1.Service{}}} {
+		eventually(t, fmt.Sprintf("%T %s", o.obj, o.name), func() error { return h.get(t, o.name, o.obj) })
+	}
+	var ctld appsv1.StatefulSet
+	_ = h.get(t, "c1-controller", &ctld)
+	if len(ctld.Spec.VolumeClaimTemplates) != 1 || ctld.Spec.Template.Spec.SecurityContext.FSGroup == nil {
+		t.Errorf("controller StatefulSet: claims %v, security %v", ctld.Spec.VolumeClaimTemplates, ctld.Spec.Template.Spec.SecurityContext)
+	}
+
+	// Nothing runs here, so the components are not ready and Ready says which.
+	eventually(t, "conditions", func() error {
+		sc := h.cluster(t, "c1")
+		ready, ctldc := condition(sc, sunkv1.ConditionReady), condition(sc, sunkv1.ConditionControllerReady)
+		if ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "ControllerReady") || ctldc.Reason != slurmcluster.ReasonNotReady || sc.Status.ObservedGeneration != sc.Generation {
+			return fmt.Errorf("Ready %+v, ControllerReady %+v", ready, ctldc)
+		}
+		if sc.Status.Endpoints.Controller != "c1-controller-0.c1-controller.slurm.svc.cluster.local:6817" {
+			return fmt.Errorf("endpoints %+v", sc.Status.Endpoints)
+		}
+		return nil
+	})
+
+	// Switching accounting off removes slurmdbd and the database.
+	sc = h.cluster(t, "c1")
+	sc.Spec.Accounting.Mode = sunkv1.AccountingNone
+	if err := h.c.Update(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "accounting removed", func() error {
+		for _, name := range []string{"c1-accounting", "c1-database"} {
+			var s appsv1.StatefulSet
+			if err := h.get(t, name, &s); err == nil && s.DeletionTimestamp.IsZero() {
+				return fmt.Errorf("%s still exists", name)
+			}
+		}
+		return nil
+	})
+}
+
+func TestSlurmClusterKeyMissingIsNotReplaced(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	if err := h.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "c2-auth-key"}, Data: map[string][]byte{"other": []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	sc := newCluster(h.ns, "c2")
+	sc.Spec.Prolog = nil
+	if err := h.c.Create(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "KeyMissing", func() error {
+		if c := condition(h.cluster(t, "c2"), sunkv1.ConditionConfigApplied); c.Reason != slurmcluster.ReasonKeyMissing {
+			return fmt.Errorf("ConfigApplied = %+v", c)
+		}
+		return nil
+	})
+	var s corev1.Secret
+	if err := h.get(t, "c2-auth-key", &s); err != nil || len(s.Data) != 1 || s.Data["slurm.key"] != nil {
+		t.Fatalf("the Secret was touched: %v %v", err, s.Data)
+	}
+}
+
+// TestConfigChangeReconfiguresWithoutRestart drives the path from a spec change to
+// slurmctld: kubelet delivers the file late, the controller waits, then reconfigures over
+// REST; a port change instead rolls the StatefulSet.
+func TestConfigChangeReconfiguresWithoutRestart(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	sc := newCluster(h.ns, "c3")
+	sc.Spec.Prolog, sc.Spec.Accounting.Mode = nil, sunkv1.AccountingNone
+	if err := h.c.Create(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	var ctld appsv1.StatefulSet
+	eventually(t, "controller StatefulSet", func() error { return h.get(t, "c3-controller", &ctld) })
+	restartHash := ctld.Spec.Template.Annotations[render.AnnotationRestartHash]
+
+	// Play the StatefulSet controller and kubelet: a Ready slurmctld pod that sees the
+	// current file, and an available slurmrestd.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "c3-controller-0",
+		Labels: ctld.Spec.Template.Labels, Annotations: ctld.Spec.Template.Annotations},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmctld", Image: "x"}}}}
+	if err := h.c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := h.c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	var rest appsv1.Deployment
+	eventually(t, "restapi Deployment", func() error { return h.get(t, "c3-restapi", &rest) })
+	rest.Status.Replicas, rest.Status.AvailableReplicas, rest.Status.ReadyReplicas = 1, 1, 1
+	if err := h.c.Status().Update(ctx, &rest); err != nil {
+		t.Fatal(err)
+	}
+	var conf corev1.ConfigMap
+	_ = h.get(t, "c3-config", &conf)
+	h.exec.deliver("c3-controller-0", conf.Data["slurm.conf"])
+
+	applied := func(hash string) func() error {
+		return func() error {
+			sc := h.cluster(t, "c3")
+			if c := condition(sc, sunkv1.ConditionConfigApplied); sc.Status.ConfigHash != hash || c.Status != metav1.ConditionTrue {
+				return fmt.Errorf("configHash %q (want %q), ConfigApplied %+v", sc.Status.ConfigHash, hash, c)
+			}
+			return nil
+		}
+	}
+	first := render.HashInSlurmConf(conf.Data["slurm.conf"])
+	eventually(t, "first configuration applied", applied(first))
+	reconfigures := h.slurm.Calls("Reconfigure")
+
+	// A new partition: a reconfigure, once kubelet delivers the file, and no restart.
+	sc = h.cluster(t, "c3")
+	sc.Spec.Partitions = append(sc.Spec.Partitions, sunkv1.PartitionSpec{Name: "gpu", NodeSets: []string{"gpu"}})
+	if err := h.c.Update(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "new config rendered", func() error {
+		if err := h.get(t, "c3-config", &conf); err != nil {
+			return err
+		}
+		if !strings.Contains(conf.Data["slurm.conf"], "PartitionName=gpu") {
+			return fmt.Errorf("no gpu partition yet")
+		}
+		return nil
+	})
+	second := render.HashInSlurmConf(conf.Data["slurm.conf"])
+	eventually(t, "waiting for kubelet", func() error {
+		sc := h.cluster(t, "c3")
+		if c := condition(sc, sunkv1.ConditionConfigApplied); c.Reason != slurmcluster.ReasonWaitingForKubelet {
+			return fmt.Errorf("ConfigApplied %+v", c)
+		}
+		if err := h.get(t, "c3-controller-0", pod); err != nil {
+			return err
+		}
+		if pod.Annotations[render.AnnotationConfigHash] != second {
+			return fmt.Errorf("pod annotation %q, want %q", pod.Annotations[render.AnnotationConfigHash], second)
+		}
+		return nil
+	})
+	if got := h.slurm.Calls("Reconfigure"); got != reconfigures {
+		t.Fatalf("reconfigured before the pod saw the new file (%d calls, had %d)", got, reconfigures)
+	}
+	h.exec.deliver("c3-controller-0", conf.Data["slurm.conf"])
+	eventually(t, "second configuration applied", applied(second))
+	if got := h.slurm.Calls("Reconfigure"); got != reconfigures+1 {
+		t.Errorf("Reconfigure calls = %d, want %d", got, reconfigures+1)
+	}
+	_ = h.get(t, "c3-controller", &ctld)
+	if ctld.Spec.Template.Annotations[render.AnnotationRestartHash] != restartHash {
+		t.Error("a partition change restarted slurmctld")
+	}
+
+	// A port change cannot be reconfigured: the template's restart hash rolls the pod.
+	sc = h.cluster(t, "c3")
+	sc.Spec.Controller.ExtraConf = "SlurmctldPort=6900"
+	if err := h.c.Update(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "rolling restart", func() error {
+		if err := h.get(t, "c3-controller", &ctld); err != nil {
+			return err
+		}
+		if ctld.Spec.Template.Annotations[render.AnnotationRestartHash] == restartHash {
+			return fmt.Errorf("restart hash unchanged")
+		}
+		if c := condition(h.cluster(t, "c3"), sunkv1.ConditionConfigApplied); c.Reason != slurmcluster.ReasonRollingRestart {
+			return fmt.Errorf("ConfigApplied %+v", c)
+		}
+		return nil
+	})
+}
+
+func TestAdmissionRejectsBadSpecsNamingTheField(t *testing.T) {
+	h := start(t)
+	cases := map[string]struct {
+		mutate func(*sunkv1.SlurmCluster)
+		want   string
+	}{
+		"two default partitions": {func(sc *sunkv1.SlurmCluster) {
+			sc.Spec.Partitions = []sunkv1.PartitionSpec{{Name: "a", Default: true}, {Name: "b", Default: true}}
+		}, "spec.partitions: at most one partition may be the default"},
+		"external accounting without a database": {func(sc *sunkv1.SlurmCluster) {
+			sc.Spec.Accounting = sunkv1.AccountingSpec{Mode: sunkv1.AccountingExternal}
+		}, "spec.accounting.external is required"},
+		"script both inline and from a ConfigMap": {func(sc *sunkv1.SlurmCluster) {
+			sc.Spec.Prolog[0].Inline = ptr.To("#!/bin/sh\n")
+		}, "exactly one of inline and configMapKeyRef"},
+		"bad accounting mode": {func(sc *sunkv1.SlurmCluster) { sc.Spec.Accounting.Mode = "Maybe" }, "spec.accounting.mode"},
+		"bad partition time": {func(sc *sunkv1.SlurmCluster) { sc.Spec.Partitions[0].MaxTime = "soon" }, "spec.partitions[0].maxTime"},
+		"job_submit.lua that does not parse": {func(sc *sunkv1.SlurmCluster) {
+			sc.Spec.JobSubmitLua = "function slurm_job_submit(job_desc, part_list, submit_uid)\n  if job_desc.comment == nil then\n  return slurm.SUCCESS\nend\n"
+		}, "spec.jobSubmitLua"},
+		"extra conf that is not Key=Value": {func(sc *sunkv1.SlurmCluster) { sc.Spec.Controller.ExtraConf = "SlurmdTimeout 30" }, "spec.controller.extraConf"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc := newCluster(h.ns, "bad")
+			c.mutate(sc)
+			err := h.c.Create(context.Background(), sc)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("create: %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	// A valid script passes, and an update breaking it is refused just the same.
+	sc := newCluster(h.ns, "good")
+	sc.Spec.JobSubmitLua = "function slurm_job_submit(j, p, u) return slurm.SUCCESS end\nfunction slurm_job_modify(j, jr, p, u) return slurm.SUCCESS end\n"
+	if err := h.c.Create(context.Background(), sc); err != nil {
+		t.Fatal(err)
+	}
+	sc.Spec.JobSubmitLua = "function ("
+	if err := h.c.Update(context.Background(), sc); err == nil || !strings.Contains(err.Error(), "spec.jobSubmitLua") {
+		t.Fatalf("update with a broken script: %v", err)
+	}
+}
