@@ -434,7 +434,7 @@ func TestAdmissionRejectsBadSpecsNamingTheField(t *testing.T) {
 			sc.Spec.Prolog[0].Inline = ptr.To("#!/bin/sh\n")
 		}, "exactly one of inline and configMapKeyRef"},
 		"bad accounting mode": {func(sc *sunkv1.SlurmCluster) { sc.Spec.Accounting.Mode = "Maybe" }, "spec.accounting.mode"},
-		"bad partition time": {func(sc *sunkv1.SlurmCluster) { sc.Spec.Partitions[0].MaxTime = "soon" }, "spec.partitions[0].maxTime"},
+		"bad partition time":  {func(sc *sunkv1.SlurmCluster) { sc.Spec.Partitions[0].MaxTime = "soon" }, "spec.partitions[0].maxTime"},
 		"job_submit.lua that does not parse": {func(sc *sunkv1.SlurmCluster) {
 			sc.Spec.JobSubmitLua = "function slurm_job_submit(job_desc, part_list, submit_uid)\n  if job_desc.comment == nil then\n  return slurm.SUCCESS\nend\n"
 		}, "spec.jobSubmitLua"},
