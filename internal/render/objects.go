@@ -84,8 +84,8 @@ func secretVolume(name, secret string) corev1.Volume {
 		SecretName: secret, DefaultMode: ptr.To(int32(0o400))}}}
 }
 
-// keysVolume projects the auth key, and the JWT key when withJWT, into KeysMountDir.
-func keysVolume(n Names, withJWT bool) corev1.Volume {
+// KeysVolume projects the auth key, and the JWT key when withJWT, into KeysMountDir.
+func KeysVolume(n Names, withJWT bool) corev1.Volume {
 	sources := []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{
 		LocalObjectReference: corev1.LocalObjectReference{Name: n.AuthSecret},
 		Items:                []corev1.KeyToPath{{Key: AuthKeyName, Path: AuthKeyName}}}}}
@@ -162,7 +162,7 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 		SecurityContext: podSecurity(),
 		// slurmctld saves its state on SIGTERM; give it time for a large queue.
 		TerminationGracePeriodSeconds: ptr.To(int64(120)),
-		Volumes:                       []corev1.Volume{configMapVolume("config", n.Config, 0o444), keysVolume(n, true)},
+		Volumes:                       []corev1.Volume{configMapVolume("config", n.Config, 0o444), KeysVolume(n, true)},
 	}
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: meta(n, n.Controller, ComponentController),
@@ -219,7 +219,7 @@ func RestAPIDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.De
 	pod := corev1.PodSpec{
 		Containers:      []corev1.Container{c},
 		SecurityContext: podSecurity(),
-		Volumes:         []corev1.Volume{configMapVolume("config", n.Config, 0o444), keysVolume(n, false)},
+		Volumes:         []corev1.Volume{configMapVolume("config", n.Config, 0o444), KeysVolume(n, false)},
 	}
 	return &appsv1.Deployment{
 		ObjectMeta: meta(n, n.RestAPI, ComponentRestAPI),
@@ -246,7 +246,7 @@ func AccountingStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config, slurmd
 	pod := corev1.PodSpec{
 		Containers:      []corev1.Container{c},
 		SecurityContext: podSecurity(),
-		Volumes: []corev1.Volume{configMapVolume("config", n.Config, 0o444), keysVolume(n, true),
+		Volumes: []corev1.Volume{configMapVolume("config", n.Config, 0o444), KeysVolume(n, true),
 			secretVolume("slurmdbd", n.SlurmdbdSecret)},
 	}
 	return &appsv1.StatefulSet{
@@ -316,7 +316,7 @@ func LoginDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Depl
 		c.Ports = []corev1.ContainerPort{{Name: "ssh", ContainerPort: SSHPort}}
 	}
 	c.VolumeMounts = []corev1.VolumeMount{mount("keys", KeysMountDir)}
-	vols := []corev1.Volume{keysVolume(n, false)}
+	vols := []corev1.Volume{KeysVolume(n, false)}
 	if ref := l.SSH.AuthorizedKeysSecretRef; ref != nil {
 		vols = append(vols, secretVolume("ssh", ref.Name))
 		c.VolumeMounts = append(c.VolumeMounts, mount("ssh", SSHKeysDir))

@@ -1,0 +1,298 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/controller/slurmcluster"
+	"sunk.dev/sunk/internal/kube"
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/test/testenv"
+)
+
+const slurmImage = "sunk.dev/slurm:24.11-local"
+
+// operatorEnv is the local cluster with sunk's CRDs installed and the operator's
+// reconcilers running in this test process (the chart that deploys them in-cluster is
+// tested by the Helm journey).
+type operatorEnv struct {
+	*testenv.ClusterEnv
+	c    client.Client
+	exec *kube.PodExecer
+	ns   string
+}
+
+func startOperator(t *testing.T) *operatorEnv {
+	t.Helper()
+	cl := testenv.Cluster(t)
+	if _, err := envtest.InstallCRDs(cl.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")}, ErrorIfPathMissing: true,
+	}); err != nil {
+		t.Fatalf("installing CRDs: %v", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := sunkv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	execer, err := kube.NewPodExecer(cl.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&slurmcluster.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Exec: execer}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	direct, err := client.New(cl.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &operatorEnv{ClusterEnv: cl, c: direct, exec: execer, ns: fmt.Sprintf("e2e-slurm-%d", rand.IntN(1e6))}
+	if err := direct.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			e.dumpNamespace(t)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("operator: %v", err)
+		}
+		e.deleteNamespace(t)
+	})
+	return e
+}
+
+// deleteNamespace removes the test's namespace and waits until it is gone, so that the
+// pods' processes and volumes are gone before the environment stops.
+func (e *operatorEnv) deleteNamespace(t *testing.T) {
+	ctx := context.Background()
+	if err := e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}); err != nil {
+		t.Errorf("deleting namespace %s: %v", e.ns, err)
+		return
+	}
+	poll(t, 3*time.Minute, "namespace "+e.ns+" deleted", func() error {
+		err := e.c.Get(ctx, types.NamespacedName{Name: e.ns}, &corev1.Namespace{})
+		if err == nil {
+			return fmt.Errorf("still terminating")
+		}
+		return client.IgnoreNotFound(err)
+	})
+}
+
+func (e *operatorEnv) dumpNamespace(t *testing.T) {
+	ctx := context.Background()
+	var pods corev1.PodList
+	_ = e.c.List(ctx, &pods, client.InNamespace(e.ns))
+	for _, p := range pods.Items {
+		t.Logf("pod %s: phase %s, conditions %v, containers %+v", p.Name, p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses)
+		for _, c := range p.Spec.Containers {
+			logs, err := e.Clientset.CoreV1().Pods(e.ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: ptr.To(int64(40))}).DoRaw(ctx)
+			t.Logf("logs of %s/%s (%v):\n%s", p.Name, c.Name, err, logs)
+		}
+	}
+	var sc sunkv1.SlurmClusterList
+	_ = e.c.List(ctx, &sc, client.InNamespace(e.ns))
+	for _, s := range sc.Items {
+		t.Logf("SlurmCluster %s status: %+v", s.Name, s.Status)
+	}
+}
+
+// poll calls f until it returns nil or the timeout passes.
+func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+}
+
+// sh runs a shell command in a pod's container.
+func (e *operatorEnv) sh(t *testing.T, pod, container, script string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return e.exec.Exec(ctx, e.ns, pod, container, "sh", "-c", script)
+}
+
+func (e *operatorEnv) cluster(t *testing.T, name string) *sunkv1.SlurmCluster {
+	sc := &sunkv1.SlurmCluster{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, sc); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// podOf returns the one running pod of a component.
+func (e *operatorEnv) podOf(t *testing.T, cluster, component string) corev1.Pod {
+	var pods corev1.PodList
+	if err := e.c.List(context.Background(), &pods, client.InNamespace(e.ns),
+		client.MatchingLabels{render.LabelCluster: cluster, render.LabelComponent: component}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning {
+			return p
+		}
+	}
+	t.Fatalf("no running %s pod", component)
+	return corev1.Pod{}
+}
+
+// computePod is one configless dynamic slurmd, as a NodeSet makes them.
+func computePod(n render.Names, name string) *corev1.Pod {
+	scripts, scriptsMount := render.ScriptsVolume(n)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: name},
+		Spec: corev1.PodSpec{
+			Hostname: name,
+			Containers: []corev1.Container{{
+				Name: "slurmd", Image: slurmImage, ImagePullPolicy: corev1.PullNever, Args: []string{"slurmd"},
+				Env: []corev1.EnvVar{
+					{Name: "SLURM_CONF_SERVER", Value: n.ConfServer(1)},
+					{Name: "SLURMD_CONF", Value: "CPUs=1 RealMemory=256 Features=e2e"},
+				},
+				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+				VolumeMounts:    []corev1.VolumeMount{{Name: "keys", MountPath: render.KeysMountDir, ReadOnly: true}, scriptsMount},
+			}},
+			Volumes: []corev1.Volume{render.KeysVolume(n, false), scripts},
+		},
+	}
+}
+
+// TestSlurmClusterOnTheLocalCluster applies a SlurmCluster with managed accounting and a
+// prolog, and checks it from a user's seat: sinfo and scontrol ping answer in the login
+// pod, a job runs after the prolog and shows in sacct, and a new partition reaches
+// slurmctld without restarting it.
+func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
+	e := startOperator(t)
+	ctx := context.Background()
+	if err := e.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "site-scripts"},
+		Data: map[string]string{"marker.sh": "#!/bin/sh\necho \"prolog ran for job $SLURM_JOB_ID\" > /tmp/sunk-prolog-$SLURM_JOB_ID\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	sc := &sunkv1.SlurmCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "e2e"},
+		Spec: sunkv1.SlurmClusterSpec{
+			Image:           slurmImage,
+			ImagePullPolicy: corev1.PullNever,
+			Accounting:      sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
+			Partitions:      []sunkv1.PartitionSpec{{Name: "main", Default: true}},
+			Prolog: []sunkv1.Script{{Name: "marker", ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "site-scripts"}, Key: "marker.sh"}}},
+		},
+	}
+	if err := e.c.Create(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	poll(t, 6*time.Minute, "SlurmCluster Ready", func() error {
+		c := meta.FindStatusCondition(e.cluster(t, "e2e").Status.Conditions, sunkv1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Ready = %+v", c)
+		}
+		return nil
+	})
+	t.Logf("SlurmCluster Ready %s after creation", time.Since(start).Round(time.Second))
+
+	login := e.podOf(t, "e2e", render.ComponentLogin).Name
+	out, err := e.sh(t, login, "login", "scontrol ping && sinfo")
+	if err != nil || !strings.Contains(out, "is UP") || !strings.Contains(out, "main*") {
+		t.Fatalf("scontrol ping && sinfo in the login pod: %v\n%s", err, out)
+	}
+
+	// A compute node joins (the NodeSet's job, done by hand here) and runs a job.
+	n := render.NamesFor(sc, "")
+	if err := e.c.Create(ctx, computePod(n, "e2e-compute-0")); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 3*time.Minute, "compute node idle", func() error {
+		out, err := e.sh(t, login, "login", "sinfo -h -N -o '%N %t'")
+		if err != nil || !strings.Contains(out, "e2e-compute-0 idle") {
+			return fmt.Errorf("sinfo: %v %q", err, out)
+		}
+		return nil
+	})
+	out, err = e.sh(t, login, "login", `srun -N1 -J e2e-prolog sh -c 'echo job=$SLURM_JOB_ID; cat /tmp/sunk-prolog-$SLURM_JOB_ID'`)
+	if err != nil {
+		t.Fatalf("srun: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`job=(\d+)\s+prolog ran for job (\d+)`).FindStringSubmatch(out)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("the job did not see its prolog's marker:\n%s", out)
+	}
+	jobID := m[1]
+	poll(t, 2*time.Minute, "job in sacct", func() error {
+		out, err := e.sh(t, login, "login", "sacct -n -X -P -j "+jobID+" -o JobID,JobName,State,ExitCode")
+		if err != nil || !strings.Contains(out, jobID+"|e2e-prolog|COMPLETED|0:0") {
+			return fmt.Errorf("sacct: %v %q", err, out)
+		}
+		return nil
+	})
+
+	// A new partition reaches slurmctld by reconfigure: same pod, same container start.
+	ctld := e.podOf(t, "e2e", render.ComponentController)
+	before := ctld.Status.ContainerStatuses[0]
+	sc = e.cluster(t, "e2e")
+	oldHash := sc.Status.ConfigHash
+	sc.Spec.Partitions = append(sc.Spec.Partitions, sunkv1.PartitionSpec{Name: "added", MaxTime: "60"})
+	if err := e.c.Update(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	poll(t, 3*time.Minute, "partition added", func() error {
+		out, err := e.sh(t, login, "login", "sinfo -h -o %P")
+		if err != nil || !strings.Contains(out, "added") {
+			return fmt.Errorf("sinfo: %v %q", err, out)
+		}
+		return nil
+	})
+	t.Logf("new partition visible in sinfo %s after the spec change", time.Since(start).Round(time.Second))
+	after := e.podOf(t, "e2e", render.ComponentController)
+	if after.UID != ctld.UID || after.Status.ContainerStatuses[0].RestartCount != before.RestartCount ||
+		!after.Status.ContainerStatuses[0].State.Running.StartedAt.Equal(&before.State.Running.StartedAt) {
+		t.Errorf("slurmctld was restarted: pod %s→%s, restarts %d→%d, started %v→%v", ctld.UID, after.UID,
+			before.RestartCount, after.Status.ContainerStatuses[0].RestartCount, before.State.Running.StartedAt, after.Status.ContainerStatuses[0].State.Running)
+	}
+	poll(t, time.Minute, "status names the new configuration", func() error {
+		if h := e.cluster(t, "e2e").Status.ConfigHash; h == oldHash || h == "" {
+			return fmt.Errorf("configHash still %q", h)
+		}
+		return nil
+	})
+}
