@@ -1,0 +1,223 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+)
+
+// ComponentCompute is the component label of compute pods (slurmd).
+const ComponentCompute = "compute"
+
+// Labels and the finalizer of compute pods.
+const (
+	// LabelNodeSet names the NodeSet a compute pod belongs to.
+	LabelNodeSet = "sunk.dev/nodeset"
+	// LabelTemplateHash is the hash of the pod template the pod was made from; a pod whose
+	// hash differs from the NodeSet's current one is replaced by an update.
+	LabelTemplateHash = "sunk.dev/template-hash"
+	// LabelSlurmNode is the Slurm node name of the pod (its host name, and its own name).
+	LabelSlurmNode = "sunk.dev/slurm-node"
+	// FinalizerSlurmNode keeps a compute pod until the NodeSet controller has removed its
+	// Slurm node record, when the pod is gone for good (scale-in, node left the selection).
+	FinalizerSlurmNode = "sunk.dev/slurm-node"
+)
+
+// MaxSlurmNodeName is the longest pod and Slurm node name: a host name is a DNS label.
+const MaxSlurmNodeName = 63
+
+// ComputeMember is one member of a NodeSet: a compute pod and the Slurm node of the same name.
+type ComputeMember struct {
+	// Name of the pod, its host name and the Slurm node name.
+	Name string
+	// NodeName, in PerNode mode, is the Kubernetes node the pod is pinned to.
+	NodeName string
+}
+
+// PerNodeMemberName is the member name of a NodeSet on a Kubernetes node: <nodeset>-<node>
+// as a DNS label (dots and other characters become dashes). A name that would be longer than
+// a host name may be is cut and ends with a hash of the node name, so it stays unique.
+func PerNodeMemberName(nodeSet, node string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(node) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	name := nodeSet + "-" + strings.Trim(b.String(), "-")
+	if len(name) <= MaxSlurmNodeName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(node))
+	suffix := "-" + hex.EncodeToString(sum[:])[:8]
+	return strings.TrimRight(name[:MaxSlurmNodeName-len(suffix)], "-") + suffix
+}
+
+// OrdinalMemberName is the name of member i of a NodeSet in Replicas mode.
+func OrdinalMemberName(nodeSet string, i int) string { return fmt.Sprintf("%s-%d", nodeSet, i) }
+
+// MemberOrdinal parses a name made by OrdinalMemberName; false for any other name.
+func MemberOrdinal(nodeSet, name string) (int, bool) {
+	s, ok := strings.CutPrefix(name, nodeSet+"-")
+	if !ok || s == "" || (len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	i, err := strconv.Atoi(s)
+	if err != nil || i < 0 {
+		return 0, false
+	}
+	return i, true
+}
+
+// ComputeServicesName is the ConfigMap of a NodeSet's s6 services.
+func ComputeServicesName(nodeSet string) string { return nodeSet + "-slurmd-services" }
+
+// ComputeSelectorLabels select the pods of one NodeSet.
+func ComputeSelectorLabels(n Names, nodeSet string) map[string]string {
+	l := SelectorLabels(n, ComponentCompute)
+	l[LabelNodeSet] = nodeSet
+	return l
+}
+
+// slurmdMemoryReserve is what RealMemory leaves of the container's memory for slurmd, s6
+// and the container's own processes: 5%, at least 128 MiB and at most 1 GiB.
+func slurmdMemoryReserve(mib int64) int64 { return min(max(mib/20, 128), 1024) }
+
+// resourceOf is the limit of r, else its request.
+func resourceOf(res corev1.ResourceRequirements, r corev1.ResourceName) (resource.Quantity, bool) {
+	if q, ok := res.Limits[r]; ok {
+		return q, true
+	}
+	q, ok := res.Requests[r]
+	return q, ok
+}
+
+// SlurmdConf is slurmd's --conf node line: CPUs and RealMemory from the container's
+// resources (limit, else request; omitted when neither is set, and slurmd then reports the
+// host's), the NodeSet's name and features as Features, Weight, then spec.extraConf, whose
+// keys replace sunk's.
+func SlurmdConf(ns *sunkv1.NodeSet) string {
+	extra := strings.Fields(ns.Spec.ExtraConf)
+	set := map[string]bool{}
+	for _, kv := range extra {
+		k, _, _ := strings.Cut(kv, "=")
+		set[strings.ToLower(k)] = true
+	}
+	var parts []string
+	add := func(k, v string) {
+		if !set[strings.ToLower(k)] {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	res := ns.Spec.Resources
+	if q, ok := resourceOf(res, corev1.ResourceCPU); ok {
+		add("CPUs", strconv.FormatInt(max(q.MilliValue()/1000, 1), 10))
+	}
+	if q, ok := resourceOf(res, corev1.ResourceMemory); ok {
+		mib := q.Value() / (1 << 20)
+		add("RealMemory", strconv.FormatInt(max(mib-slurmdMemoryReserve(mib), 1), 10))
+	}
+	parts = append(parts, "Features="+strings.Join(append([]string{ns.Name}, ns.Spec.Features...), ","))
+	add("Weight", strconv.Itoa(int(ptr.Deref(ns.Spec.Weight, 1))))
+	return strings.Join(append(parts, extra...), " ")
+}
+
+// computePodSpec is the part of a compute pod that is the same for every member: what
+// the template hash covers.
+func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names) corev1.PodSpec {
+	c := slurmContainer(sc, "slurmd", ns.Spec.Image, ns.Spec.Resources)
+	c.Ports = []corev1.ContainerPort{{Name: "slurmd", ContainerPort: SlurmdPort}}
+	c.Env = append([]corev1.EnvVar{
+		{Name: "SLURM_CONF_SERVER", Value: n.ConfServer(Controllers(sc))},
+		{Name: "SLURMD_CONF", Value: SlurmdConf(ns)},
+	}, ns.Spec.Env...)
+	// slurmd makes cgroups for job steps and runs them as their users.
+	c.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	scripts, scriptsMount := ScriptsVolume(n)
+	c.VolumeMounts = []corev1.VolumeMount{mount("keys", KeysMountDir), scriptsMount}
+	vols := []corev1.Volume{KeysVolume(n, false), scripts}
+	if v, ok := S6ServicesVolume("services", ComputeServicesName(ns.Name), ns.Spec.Services); ok {
+		vols = append(vols, v)
+		c.VolumeMounts = append(c.VolumeMounts, mount("services", S6ServicesDir))
+	}
+	sv, sm := SharedVolumeMounts(sc.Spec.SharedVolumes)
+	vols, c.VolumeMounts = append(vols, sv...), append(c.VolumeMounts, sm...)
+	vols, c.VolumeMounts = append(vols, ns.Spec.Volumes...), append(c.VolumeMounts, ns.Spec.VolumeMounts...)
+	return corev1.PodSpec{
+		Containers:  append([]corev1.Container{c}, ns.Spec.Sidecars...),
+		Volumes:     vols,
+		Tolerations: ns.Spec.Tolerations,
+		// Jobs run in this container as their users: no API token for them to find, and no
+		// service environment variables in their environment.
+		AutomountServiceAccountToken: ptr.To(false),
+		EnableServiceLinks:           ptr.To(false),
+	}
+}
+
+// ComputeTemplateHash is the hash of everything a compute pod is made of except its name
+// and placement: when it changes, the NodeSet's pods are replaced (the protected way).
+func ComputeTemplateHash(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names) string {
+	spec, err := json.Marshal(computePodSpec(ns, sc, n))
+	if err != nil {
+		panic(fmt.Sprintf("render: marshalling a pod spec: %v", err)) // cannot happen for a PodSpec
+	}
+	return HashStrings(string(spec), S6ServicesHash(ns.Spec.Services))
+}
+
+// ComputePod is the compute pod of member m: slurmd as dynamic Slurm node m.Name,
+// configless against the cluster's slurmctld. In PerNode mode it is pinned to its node by
+// required node affinity on the node's name (not spec.nodeName), so that the scheduler
+// still checks resources and taints; in Replicas mode it goes where the NodeSet's selection
+// allows.
+func ComputePod(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, m ComputeMember) *corev1.Pod {
+	spec := computePodSpec(ns, sc, n)
+	spec.Hostname = m.Name
+	if m.NodeName != "" {
+		spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{
+					Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{m.NodeName}}},
+			}}},
+		}}
+	} else {
+		spec.NodeSelector = ns.Spec.NodeSelector
+		if ns.Spec.Affinity != nil {
+			spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: ns.Spec.Affinity.DeepCopy()}}
+		}
+	}
+	l := labels(n, ComponentCompute)
+	l[LabelNodeSet] = ns.Name
+	l[LabelTemplateHash] = ComputeTemplateHash(ns, sc, n)
+	l[LabelSlurmNode] = m.Name
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: m.Name, Namespace: ns.Namespace, Labels: l,
+			Finalizers: []string{FinalizerSlurmNode},
+		},
+		Spec: spec,
+	}
+}
+
+// ComputeServicesConfigMap holds a NodeSet's s6 services (nil without services).
+func ComputeServicesConfigMap(ns *sunkv1.NodeSet, n Names) *corev1.ConfigMap {
+	if len(ns.Spec.Services) == 0 {
+		return nil
+	}
+	cm := S6ServicesConfigMap(n, ComputeServicesName(ns.Name), ComponentCompute, ns.Spec.Services)
+	cm.Namespace = ns.Namespace
+	cm.Labels[LabelNodeSet] = ns.Name
+	return cm
+}

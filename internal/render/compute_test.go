@@ -1,0 +1,156 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+)
+
+func minimalNodeSet() *sunkv1.NodeSet {
+	return &sunkv1.NodeSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "cpu", Namespace: "slurm"},
+		Spec: sunkv1.NodeSetSpec{
+			ClusterRef:   "demo-cluster",
+			Mode:         sunkv1.NodeSetPerNode,
+			NodeSelector: map[string]string{"sunk.dev/compute": "true"},
+		},
+	}
+}
+
+func fullNodeSet() *sunkv1.NodeSet {
+	return &sunkv1.NodeSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "slurm"},
+		Spec: sunkv1.NodeSetSpec{
+			ClusterRef:   "demo-cluster",
+			Mode:         sunkv1.NodeSetReplicas,
+			Replicas:     ptr.To(int32(3)),
+			NodeSelector: map[string]string{"nvidia.com/gpu.present": "true"},
+			Affinity: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b"}}}}}},
+			Image: "sunk.dev/slurm:24.11-cuda",
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7500m"), corev1.ResourceMemory: resource.MustParse("30Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("15500m"), corev1.ResourceMemory: resource.MustParse("60Gi")},
+			},
+			Env:          []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}},
+			Volumes:      []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}},
+			Sidecars:     []corev1.Container{{Name: "dcgm-exporter", Image: "nvcr.io/nvidia/k8s/dcgm-exporter:3"}},
+			Tolerations:  []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Services:     []sunkv1.S6Service{{Name: "node-exporter", Run: "#!/bin/sh\nexec sleep infinity\n"}},
+			Features:     []string{"a100", "ib"},
+			Weight:       ptr.To(int32(10)),
+			ExtraConf:    "Gres=gpu:8 CPUs=14",
+		},
+	}
+}
+
+func TestComputePodGolden(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		sc   *sunkv1.SlurmCluster
+		ns   *sunkv1.NodeSet
+		m    ComputeMember
+	}{
+		{"minimal", minimal(), minimalNodeSet(), ComputeMember{Name: PerNodeMemberName("cpu", "node-1.example.com"), NodeName: "node-1.example.com"}},
+		{"full", full(), fullNodeSet(), ComputeMember{Name: OrdinalMemberName("gpu", 2)}},
+	} {
+		n := NamesFor(c.sc, "")
+		objs := []any{ComputePod(c.ns, c.sc, n, c.m)}
+		if cm := ComputeServicesConfigMap(c.ns, n); cm != nil {
+			objs = append(objs, cm)
+		}
+		var b strings.Builder
+		for _, o := range objs {
+			y, err := yaml.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString("---\n")
+			b.Write(y)
+		}
+		golden(t, c.name+".compute.golden", b.String())
+	}
+}
+
+func TestSlurmdConf(t *testing.T) {
+	ns := minimalNodeSet()
+	if got, want := SlurmdConf(ns), "Features=cpu Weight=1"; got != want {
+		t.Errorf("without resources: %q, want %q", got, want)
+	}
+	ns.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
+	if got, want := SlurmdConf(ns), "CPUs=1 RealMemory=384 Features=cpu Weight=1"; got != want {
+		t.Errorf("requests only: %q, want %q", got, want)
+	}
+	ns.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("64Gi")}
+	if got, want := SlurmdConf(ns), "CPUs=2 RealMemory=64512 Features=cpu Weight=1"; got != want {
+		t.Errorf("limits win: %q, want %q", got, want)
+	}
+	if got, want := SlurmdConf(fullNodeSet()), "RealMemory=60416 Features=gpu,a100,ib Weight=10 Gres=gpu:8 CPUs=14"; got != want {
+		t.Errorf("extraConf replaces CPUs: %q, want %q", got, want)
+	}
+}
+
+func TestMemberNames(t *testing.T) {
+	if got := PerNodeMemberName("cpu", "Node_1.Example.com"); got != "cpu-node-1-example-com" {
+		t.Errorf("sanitized: %q", got)
+	}
+	long := strings.Repeat("a", 50) + ".zone-b.example.internal"
+	a, b := PerNodeMemberName("cpu", long), PerNodeMemberName("cpu", long+"x")
+	if len(a) > MaxSlurmNodeName || len(b) > MaxSlurmNodeName || a == b || !strings.HasPrefix(a, "cpu-aaaa") {
+		t.Errorf("long names: %q (%d), %q (%d)", a, len(a), b, len(b))
+	}
+	if PerNodeMemberName("cpu", long) != a {
+		t.Error("not stable")
+	}
+	for name, want := range map[string]int{"gpu-0": 0, "gpu-12": 12} {
+		if i, ok := MemberOrdinal("gpu", name); !ok || i != want {
+			t.Errorf("MemberOrdinal(%q) = %d, %v", name, i, ok)
+		}
+	}
+	for _, name := range []string{"gpu-", "gpu-01", "gpu--1", "gpu-a", "gpux-1", "cpu-1", "gpu-1-2"} {
+		if _, ok := MemberOrdinal("gpu", name); ok {
+			t.Errorf("MemberOrdinal(%q) accepted", name)
+		}
+	}
+}
+
+func TestComputeTemplateHash(t *testing.T) {
+	sc, ns := full(), fullNodeSet()
+	n := NamesFor(sc, "")
+	base := ComputeTemplateHash(ns, sc, n)
+	a, b := ComputePod(ns, sc, n, ComputeMember{Name: "gpu-0"}), ComputePod(ns, sc, n, ComputeMember{Name: "gpu-1"})
+	if a.Labels[LabelTemplateHash] != base || b.Labels[LabelTemplateHash] != base {
+		t.Error("members of one template must share its hash")
+	}
+	ns2 := ns.DeepCopy()
+	ns2.Spec.Replicas, ns2.Spec.UpdateStrategy.Type = ptr.To(int32(7)), sunkv1.OnDeleteNodeSetStrategy
+	ns2.Spec.NodeSelector = map[string]string{"other": "x"}
+	if ComputeTemplateHash(ns2, sc, n) != base {
+		t.Error("scale, strategy and placement are not part of the template")
+	}
+	for name, mutate := range map[string]func(*sunkv1.NodeSet, *sunkv1.SlurmCluster){
+		"image":         func(ns *sunkv1.NodeSet, _ *sunkv1.SlurmCluster) { ns.Spec.Image = "other" },
+		"features":      func(ns *sunkv1.NodeSet, _ *sunkv1.SlurmCluster) { ns.Spec.Features = []string{"x"} },
+		"service text":  func(ns *sunkv1.NodeSet, _ *sunkv1.SlurmCluster) { ns.Spec.Services[0].Run = "#!/bin/sh\n" },
+		"cluster image": func(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster) { ns.Spec.Image, sc.Spec.Image = "", "new" },
+		"backup ctld":   func(_ *sunkv1.NodeSet, sc *sunkv1.SlurmCluster) { sc.Spec.Controller.Backup = false },
+	} {
+		ns2, sc2 := ns.DeepCopy(), sc.DeepCopy()
+		mutate(ns2, sc2)
+		base2 := base
+		if name == "cluster image" {
+			base2 = ComputeTemplateHash(ns2, sc, n)
+		}
+		if ComputeTemplateHash(ns2, sc2, n) == base2 {
+			t.Errorf("%s: hash unchanged", name)
+		}
+	}
+}
