@@ -275,14 +275,18 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 	return ctrl.Result{}, nil
 }
 
-// slurmClient reaches slurmrestd through its Service's cluster IP, which works both from
-// inside the cluster and from an operator running outside it.
 func (r *Reconciler) slurmClient(ctx context.Context, n render.Names, jwtKey []byte) (slurm.Client, error) {
+	return SlurmClientFor(ctx, r.Client, r.Slurm, n, jwtKey)
+}
+
+// SlurmClientFor reaches a cluster's slurmrestd through its Service's cluster IP, which
+// works both from inside the cluster and from an operator running outside it. A nil f is
+// DefaultSlurmFactory. The NodeSet controller uses it too.
+func SlurmClientFor(ctx context.Context, c client.Reader, f SlurmFactory, n render.Names, jwtKey []byte) (slurm.Client, error) {
 	svc := &corev1.Service{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.RestAPI}, svc); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.RestAPI}, svc); err != nil {
 		return nil, err
 	}
-	f := r.Slurm
 	if f == nil {
 		f = DefaultSlurmFactory
 	}
