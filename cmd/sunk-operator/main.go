@@ -1,4 +1,4 @@
-// sunk-operator reconciles SlurmClusters (and, later, NodeSets).
+// sunk-operator reconciles SlurmClusters and NodeSets.
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/kube"
 	sunkwebhook "sunk.dev/sunk/internal/webhook"
@@ -52,6 +53,9 @@ func main() {
 	must(err)
 	must((&slurmcluster.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer,
+	}).SetupWithManager(mgr))
+	must((&nodeset.Reconciler{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain,
 	}).SetupWithManager(mgr))
 	if webhooks {
 		must(sunkwebhook.SetupSlurmClusterWebhook(mgr))

@@ -1,0 +1,122 @@
+package nodeset
+
+import (
+	"sort"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+)
+
+// actionKind is what the reconciler does for one member.
+type actionKind int
+
+const (
+	// actCreate creates the member's pod.
+	actCreate actionKind = iota
+	// actRetire takes the member's pod away the protected way: drain the Slurm node, and
+	// delete the pod once Slurm says it is drained and runs no job.
+	actRetire
+	// actResume lifts the NodeSet's own drain of a member whose pod is current and Ready.
+	actResume
+	// actRelease removes the finalizer of a stopped pod, after removing its Slurm node record
+	// when the member is gone for good.
+	actRelease
+)
+
+type action struct {
+	kind   actionKind
+	m      *member
+	reason string // actRetire: the drain reason
+}
+
+// planInput is a snapshot of one NodeSet's members in both worlds.
+type planInput struct {
+	members []*member // every member: desired ones and those with a pod
+	// outdated reports pods to replace: an older template, or placed where the selection
+	// no longer allows.
+	outdated func(m *member) bool
+	strategy sunkv1.NodeSetUpdateStrategyType
+	// maxUnavailable bounds the rolling update (at least 1).
+	maxUnavailable int
+	// slurmKnown: the Slurm node list was read; without it nothing Slurm-dependent is planned.
+	slurmKnown bool
+}
+
+// plan decides, from a snapshot alone, what to do for each member. The reconciler carries
+// the actions out and re-reads Slurm before any pod deletion: plan never deletes by itself.
+//
+//   - a desired member without a pod gets one;
+//   - a stopped terminating pod is released (its Slurm record removed unless still desired);
+//   - a pod that is no longer desired (scale-in, node left the selection) is retired;
+//   - a current, Ready pod whose Slurm node carries the NodeSet's own drain is resumed;
+//   - with RollingUpdate, outdated pods are retired: those already unavailable at once, the
+//     others idle-first within maxUnavailable; with OnDelete they are left alone.
+func plan(in planInput) []action {
+	var out []action
+	var candidates []*member
+	unavailable := 0
+	for _, m := range in.members {
+		p := m.pod
+		switch {
+		case p == nil:
+			if m.desired && !m.taken {
+				out = append(out, action{kind: actCreate, m: m})
+				unavailable++
+			}
+			continue
+		case terminating(p):
+			if m.desired {
+				unavailable++
+			}
+			if stopped(p) && hasFinalizer(p) {
+				out = append(out, action{kind: actRelease, m: m})
+			}
+			continue
+		case !m.desired:
+			out = append(out, action{kind: actRetire, m: m, reason: drainReason(m.why)})
+			continue
+		}
+		if takenAway(m, in.slurmKnown) {
+			unavailable++
+		}
+		if in.outdated(m) {
+			candidates = append(candidates, m)
+		} else if in.slurmKnown && podReady(p) && ourDrain(m.slurm) {
+			out = append(out, action{kind: actResume, m: m})
+		}
+	}
+	if in.strategy == sunkv1.OnDeleteNodeSetStrategy || !in.slurmKnown || len(candidates) == 0 {
+		return out
+	}
+	// Outdated members that take no jobs already cost nothing to replace; the others go
+	// idle first, within what is left of maxUnavailable.
+	var fresh []*member
+	for _, m := range candidates {
+		if !podReady(m.pod) || m.slurm == nil || m.slurm.Drained() {
+			out = append(out, action{kind: actRetire, m: m, reason: drainReason(whyUpdate)})
+		} else {
+			fresh = append(fresh, m)
+		}
+	}
+	sort.SliceStable(fresh, func(i, j int) bool {
+		bi, bj := busy(fresh[i].slurm), busy(fresh[j].slurm)
+		if bi != bj {
+			return !bi
+		}
+		return fresh[i].name < fresh[j].name
+	})
+	for _, m := range fresh {
+		if unavailable >= in.maxUnavailable {
+			break
+		}
+		out = append(out, action{kind: actRetire, m: m, reason: drainReason(whyUpdate)})
+		unavailable++
+	}
+	return out
+}
+
+// takenAway reports a desired member that counts against maxUnavailable: its pod is not
+// Ready, or the NodeSet controller drained its Slurm node (or, with Slurm unknown, might
+// have). Drains by people or other components do not count: they would stall the update.
+func takenAway(m *member, slurmKnown bool) bool {
+	return !podReady(m.pod) || !slurmKnown || ourDrain(m.slurm)
+}
