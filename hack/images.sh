@@ -3,6 +3,7 @@
 #   registry.k8s.io/pause:3.10        the pod sandbox (images/pause, a Go PID 1)
 #   docker.io/library/busybox:local   Debian's busybox-static, for small test pods
 #   sunk.dev/slurm:24.11-local        the Slurm root filesystem of images/slurm/packages.txt
+#   sunk.dev/coredns:local            the cluster DNS (hack/tools/coredns, hack/manifests/coredns.yaml)
 source "$(dirname "$0")/lib.sh"
 mk=$SUNK_ROOT/hack/mkimage.sh
 
@@ -25,6 +26,18 @@ busybox() {
   rm -rf "$r"; stamp_set image-busybox /bin/busybox "$mk"
 }
 
+# The static coredns binary that provision.sh's tools step builds into $SUNK_BIN.
+coredns() {
+  local inputs=("$SUNK_CACHE/stamps/tools-coredns" "$mk")
+  stamp_ok image-coredns "${inputs[@]}" && [ -f "$SUNK_IMAGES/coredns.tar" ] && return 0
+  [ -x "$SUNK_BIN/coredns" ] || die "no $SUNK_BIN/coredns: run hack/provision.sh tools"
+  local r; r=$(mktemp -d)
+  mkdir -p "$r"/{etc/coredns,tmp}
+  cp "$SUNK_BIN/coredns" "$r/coredns"
+  "$mk" "$r" sunk.dev/coredns:local "$SUNK_IMAGES/coredns.tar" '["/coredns"]' '["-conf","/etc/coredns/Corefile"]'
+  rm -rf "$r"; stamp_set image-coredns "${inputs[@]}"
+}
+
 slurm() {
   local inputs=("$SUNK_CACHE/stamps/rootfs-slurm" "$mk")
   stamp_ok image-slurm "${inputs[@]}" && [ -f "$SUNK_IMAGES/slurm.tar" ] && return 0
@@ -34,4 +47,4 @@ slurm() {
 }
 
 mkdir -p "$SUNK_IMAGES"
-pause; busybox; slurm
+pause; busybox; coredns; slurm

@@ -20,9 +20,10 @@ host() {
 }
 
 # go_tools MODULE_DIR LDFLAGS PKG...: build tool binaries pinned by a checked-in tools module.
+# CGO_ENABLED=0 go_tools ... builds static binaries (for images); it is part of the stamp.
 go_tools() {
   local dir=$SUNK_ROOT/hack/tools/$1 ldflags=$2; shift 2
-  local what="$ldflags $*"
+  local what="$ldflags $*${CGO_ENABLED:+ CGO_ENABLED=$CGO_ENABLED}"
   stamp_ok "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" <(echo "$what") && return 0
   log "building $(basename "$dir") tools (cold: minutes; cached afterwards)"
   mkdir -p "$SUNK_BIN"
@@ -42,6 +43,8 @@ tools() {
     helm.sh/helm/v3/cmd/helm
   go_tools kwok "-s -w" sigs.k8s.io/kwok/cmd/kwok
   go_tools codegen "-s -w" sigs.k8s.io/controller-tools/cmd/controller-gen github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+  # The cluster DNS of env-kube.sh (hack/manifests/coredns.yaml), packed by images.sh.
+  CGO_ENABLED=0 go_tools coredns "-s -w" github.com/coredns/coredns
   # envtest wants etcd, kube-apiserver and kubectl in one folder (KUBEBUILDER_ASSETS).
   mkdir -p "$SUNK_CACHE/envtest"
   ln -sf "$(command -v etcd)" "$SUNK_CACHE/envtest/etcd"
