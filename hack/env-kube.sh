@@ -6,6 +6,8 @@
 #   cluster  api + kube-controller-manager + kube-scheduler + one real node "sunk-node"
 #            (containerd/runc, CNI bridge sunk0 on 10.88.0.0/16, kube-proxy in iptables mode)
 #            SUNK_KWOK_NODES=N adds N kwok fake nodes (label type=kwok) for scale tests.
+#            Add-ons (hack/manifests): CoreDNS as kube-dns at 10.96.0.10 (cluster.local) and the
+#            default StorageClass "standard" (kube-controller-manager's hostPath provisioner).
 #
 # Admin kubeconfig: $SUNK_STATE/kube/admin.kubeconfig. `down` removes processes, mounts,
 # iptables chains, cgroups, the bridge and the state directory.
@@ -19,6 +21,10 @@ SERVICE_CIDR=10.96.0.0/16
 POD_CIDR=10.88.0.0/16
 export KUBECONFIG=$ENV_DIR/admin.kubeconfig
 CTR="ctr -a $ENV_DIR/containerd/containerd.sock -n k8s.io"
+# The upstream resolvers pods with dnsPolicy Default (CoreDNS) get; never systemd-resolved's stub.
+HOST_RESOLV=/etc/resolv.conf
+[ -f /run/systemd/resolve/resolv.conf ] && HOST_RESOLV=/run/systemd/resolve/resolv.conf
+CLUSTER_DNS=10.96.0.10
 
 certs() {
   mkdir -p "$P" && cd "$P"
@@ -106,8 +112,9 @@ authentication: {anonymous: {enabled: false}, webhook: {enabled: true}, x509: {c
 authorization: {mode: Webhook}
 tlsCertFile: $P/kubelet-serving.crt
 tlsPrivateKeyFile: $P/kubelet-serving.key
-clusterDNS: ["10.96.0.10"]
+clusterDNS: ["$CLUSTER_DNS"]
 clusterDomain: cluster.local
+resolvConf: $HOST_RESOLV
 failSwapOn: false
 imageGCHighThresholdPercent: 100
 evictionHard: {}
@@ -134,20 +141,25 @@ node_ready() {
 }
 
 start_cluster() {
+  hostpath_pv_dir
   start_bg kube-controller-manager kube-controller-manager --kubeconfig="$ENV_DIR/controller-manager.kubeconfig" \
     --authentication-kubeconfig="$ENV_DIR/controller-manager.kubeconfig" --authorization-kubeconfig="$ENV_DIR/controller-manager.kubeconfig" \
     --bind-address=127.0.0.1 --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
     --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
-    --use-service-account-credentials=true --leader-elect=false --controllers='*,-nodeipam' --service-cluster-ip-range=$SERVICE_CIDR
+    --use-service-account-credentials=true --leader-elect=false --controllers='*,-nodeipam' --service-cluster-ip-range=$SERVICE_CIDR \
+    --enable-hostpath-provisioner=true
   start_bg kube-scheduler kube-scheduler --kubeconfig="$ENV_DIR/scheduler.kubeconfig" \
     --authentication-kubeconfig="$ENV_DIR/scheduler.kubeconfig" --authorization-kubeconfig="$ENV_DIR/scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --leader-elect=false
+  apply_addons
   configs
   cgroups
   start_bg containerd containerd --config "$ENV_DIR/containerd/config.toml"
   wait_for containerd 30 $CTR version
-  local img
-  for img in "$SUNK_IMAGES"/*.tar; do $CTR images import --no-unpack=false "$img" >/dev/null; done
+  # In parallel: the Slurm image alone takes seconds, the others hide behind it.
+  local img pids=() p
+  for img in "$SUNK_IMAGES"/*.tar; do $CTR images import --no-unpack=false "$img" >/dev/null & pids+=($!); done
+  for p in "${pids[@]}"; do wait "$p" || { log "importing images failed"; return 1; }; done
   start_bg kubelet kubelet --config="$ENV_DIR/kubelet/config.yaml" --kubeconfig="$ENV_DIR/kubelet.kubeconfig" \
     --root-dir="$ENV_DIR/kubelet/root" --hostname-override=$NODE --node-ip="$NODE_IP"
   start_bg kube-proxy kube-proxy --kubeconfig="$ENV_DIR/kube-proxy.kubeconfig" --hostname-override=$NODE \
@@ -155,8 +167,35 @@ start_cluster() {
     --metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256
   wait_for "node $NODE Ready" 120 node_ready || { tail -n 30 "$ENV_DIR/logs/kubelet.stdout" >&2; return 1; }
   wait_for "default service account" 60 kubectl get serviceaccount default
+  wait_for "CoreDNS Ready" 120 coredns_ready || { kubectl -n kube-system describe pods -l k8s-app=kube-dns | tail -n 30 >&2; return 1; }
+  wait_for "cluster DNS at $CLUSTER_DNS" 60 busybox nslookup kubernetes.default.svc.cluster.local "$CLUSTER_DNS"
   if [ "${SUNK_KWOK_NODES:-0}" -gt 0 ]; then start_kwok "$SUNK_KWOK_NODES"; fi
   echo cluster > "$ENV_DIR/mode"
+}
+
+# The hostPath provisioner puts each volume in $HOSTPATH_PV/<uuid>; a symlink keeps the data in
+# the state directory, which `down` removes along with the link.
+hostpath_pv_dir() {
+  mkdir -p "$ENV_DIR/hostpath-pv"
+  rm -rf "$HOSTPATH_PV"
+  ln -s "$ENV_DIR/hostpath-pv" "$HOSTPATH_PV"
+}
+
+# apply_addons: the manifests of hack/manifests. CoreDNS forwards other names to the host's
+# resolvers when it has one it can reach from a pod; offline (none, or only a loopback stub),
+# forward goes (the plugin refuses an empty upstream list), and loop with it.
+apply_addons() {
+  local m=$SUNK_ROOT/hack/manifests
+  if awk '$1 == "nameserver" && $2 !~ /^(127\.|::1$)/ {ok = 1} END {exit !ok}' "$HOST_RESOLV" 2>/dev/null; then
+    cat "$m/coredns.yaml"
+  else
+    log "no upstream nameserver in $HOST_RESOLV: CoreDNS answers cluster.local only"
+    sed -e '/^ *forward \. /d' -e '/^ *loop$/d' "$m/coredns.yaml"
+  fi | kubectl apply -f - -f "$m/storageclass.yaml" >/dev/null
+}
+
+coredns_ready() {
+  [ "$(kubectl -n kube-system get deployment coredns -o jsonpath='{.status.readyReplicas}')" = 1 ]
 }
 
 # start_kwok N: kwok manages nodes annotated kwok.x-k8s.io/node=fake; make sure N of them exist.
@@ -246,7 +285,7 @@ down_quiet() {
   rm -f /var/lib/kubelet/device-plugins/kubelet.sock /var/lib/cni/results/sunk-*
   rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet /var/lib/cni/results /var/lib/cni \
     /run/containerd/runc/k8s.io /run/containerd/runc /run/containerd/s /run/containerd 2>/dev/null || true
-  rm -rf "$ENV_DIR"
+  rm -rf "$ENV_DIR" "$HOSTPATH_PV"
 }
 
 # kubelet and kube-proxy leave KUBE-* chains and the jumps to them behind.

@@ -10,6 +10,6 @@ report "network namespaces" "$(ip netns list 2>/dev/null | grep -E '^(sunk-|cni-
 report links "$(ip -o link show 2>/dev/null | grep -oE ' (sunk0|sunk-slurm0|sunk-sn[0-9]+|veth[0-9a-f]+)[@:]' || true)"
 report "iptables chains" "$(for t in filter nat mangle; do iptables -t $t -S 2>/dev/null | grep -E '^-N (KUBE-|CNI-)'; done || true)"
 report cgroups "$(ls -d /sys/fs/cgroup/*/sunk /sys/fs/cgroup/sunk 2>/dev/null || true)"
-report paths "$(ls -d /var/lib/kubelet /var/lib/cni /run/containerd "$SUNK_STATE"/kube "$SUNK_STATE"/slurm 2>/dev/null || true)"
+report paths "$(ls -d /var/lib/kubelet /var/lib/cni /run/containerd "$SUNK_STATE"/kube "$SUNK_STATE"/slurm "$HOSTPATH_PV" 2>/dev/null || true)"
 [ $found = 0 ] && log "no leftovers"
 exit $found

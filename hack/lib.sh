@@ -9,6 +9,7 @@ SUNK_BIN=$SUNK_CACHE/bin          # kube-*, kubectl, kubelet, helm, kwok, contro
 SUNK_STATE=${SUNK_STATE:-$SUNK_CACHE/state}   # running environments; emptied by `down`
 SUNK_IMAGES=$SUNK_CACHE/images    # docker-archive tarballs for containerd
 KUBE_VERSION=v1.33.13
+HOSTPATH_PV=/tmp/hostpath_pv     # hard-wired in kube-controller-manager's hostPath provisioner
 export PATH=$SUNK_BIN:/usr/local/go/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin
 export GOFLAGS=-buildvcs=false
 
