@@ -154,6 +154,7 @@ start_cluster() {
   apply_addons
   configs
   cgroups
+  claim_netns_dir
   start_bg containerd containerd --config "$ENV_DIR/containerd/config.toml"
   wait_for containerd 30 $CTR version
   # In parallel: the Slurm image alone takes seconds, the others hide behind it.

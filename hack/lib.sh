@@ -65,6 +65,16 @@ with_lock() {
   ( flock 9; "$@" ) 9>"$SUNK_CACHE/locks/$n"
 }
 
+# claim_netns_dir: make /run/netns a shared mount point, as `ip netns add` does, before anything
+# mounts namespaces in it without doing so (containerd's pod sandboxes). Otherwise a later
+# `ip netns add` (env-slurm.sh, anyone) stacks its bind mount over those namespaces, and they can
+# no longer be deleted by path ("Device or resource busy").
+claim_netns_dir() {
+  mkdir -p /run/netns
+  findmnt -rn /run/netns >/dev/null || mount --bind /run/netns /run/netns
+  mount --make-shared /run/netns
+}
+
 # release_netns_dir: `ip netns add` (and CNI) make /run/netns a bind mount; once no namespace is
 # left in it, undo that so that a stopped environment leaves no mount behind.
 release_netns_dir() {
