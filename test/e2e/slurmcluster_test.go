@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
@@ -46,6 +47,8 @@ type operatorEnv struct {
 func startOperator(t *testing.T) *operatorEnv {
 	t.Helper()
 	cl := testenv.Cluster(t)
+	// The operator logs to stderr, which go test shows with -v or on failure.
+	ctrl.SetLogger(zap.New())
 	if _, err := envtest.InstallCRDs(cl.Config, envtest.CRDInstallOptions{
 		Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")}, ErrorIfPathMissing: true,
 	}); err != nil {
