@@ -1,0 +1,187 @@
+//go:build integration
+
+package operator
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/controller/nodeset"
+	"sunk.dev/sunk/internal/controller/slurmcluster"
+	sunkwebhook "sunk.dev/sunk/internal/webhook"
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/slurm/slurmfake"
+	"sunk.dev/sunk/test/testenv"
+)
+
+// The harness every controller test of this package shares: a real kube-apiserver, the
+// operator's controllers and webhook in one manager, the in-memory Slurm, and a direct
+// client for the test's own reads.
+
+// fakeExec plays kubelet's volume delivery: it answers `head -n1 slurm.conf` with the
+// first line of whatever the test says the pod currently sees.
+type fakeExec struct {
+	mu   sync.Mutex
+	seen map[string]string // pod -> slurm.conf first line
+}
+
+func (f *fakeExec) Exec(_ context.Context, ns, pod, container string, cmd ...string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	line, ok := f.seen[pod]
+	if !ok {
+		return "", fmt.Errorf("pod %s/%s not running", ns, pod)
+	}
+	return line + "\n", nil
+}
+
+func (f *fakeExec) deliver(pod, slurmConf string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	first, _, _ := strings.Cut(slurmConf, "\n")
+	f.seen[pod] = first
+}
+
+type harness struct {
+	c     client.Client
+	ns    string
+	exec  *fakeExec
+	slurm *slurmfake.Fake
+	k     *kubelet // the compute pods' kubelet, when a test starts it
+}
+
+func start(t *testing.T) *harness {
+	t.Helper()
+	root := testenv.RepoRoot()
+	env := testenv.APIEnv(t, testenv.APIOptions{
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
+		WebhookPaths:      []string{filepath.Join(root, "config", "webhook")},
+	})
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := sunkv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	wh := env.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Every test runs its own manager in this process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test reads with a direct client: the manager's cache may lag behind its writes.
+	h := &harness{c: direct, exec: &fakeExec{seen: map[string]string{}}, slurm: slurmfake.New()}
+	r := &slurmcluster.Reconciler{
+		Client: mgr.GetClient(), Scheme: scheme, Exec: h.exec,
+		Slurm: func(url string, key []byte) (slurm.Client, error) {
+			if len(key) < 32 {
+				return nil, fmt.Errorf("jwt key of %d bytes", len(key))
+			}
+			return h.slurm, nil
+		},
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	nr := &nodeset.Reconciler{
+		Client: mgr.GetClient(), Scheme: scheme, Slurm: r.Slurm,
+		// Slurm has no watch: while waiting on it the controller polls, and refreshes the
+		// Slurm half of the status now and then; both fast here.
+		PollInterval: 200 * time.Millisecond, ResyncInterval: time.Second,
+	}
+	if err := nr.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := sunkwebhook.SetupSlurmClusterWebhook(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	h.ns = "slurm"
+	if err := h.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// eventually polls cond until it returns nil or the deadline passes.
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
+
+func (h *harness) get(t *testing.T, name string, o client.Object) error {
+	return h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, o)
+}
+
+func (h *harness) cluster(t *testing.T, name string) *sunkv1.SlurmCluster {
+	sc := &sunkv1.SlurmCluster{}
+	if err := h.get(t, name, sc); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func condition(sc *sunkv1.SlurmCluster, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(sc.Status.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+func newCluster(ns, name string) *sunkv1.SlurmCluster {
+	return &sunkv1.SlurmCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: sunkv1.SlurmClusterSpec{
+			Image:      "sunk.dev/slurm:24.11-local",
+			Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
+			Partitions: []sunkv1.PartitionSpec{{Name: "batch"}},
+			Prolog:     []sunkv1.Script{{Name: "marker", ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "site-scripts"}, Key: "marker.sh"}}},
+		},
+	}
+}
