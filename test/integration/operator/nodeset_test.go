@@ -727,3 +727,40 @@ func TestNodeSetAdmission(t *testing.T) {
 		return nil
 	})
 }
+
+// TestNodeSetDeletedReleasesItsPods: once a NodeSet is gone, the garbage collector deletes
+// its pods (played here: envtest runs no controller-manager) and the controller still
+// removes their Slurm records before letting them go.
+func TestNodeSetDeletedReleasesItsPods(t *testing.T) {
+	h := start(t)
+	h.startKubelet(t)
+	ctx := context.Background()
+	h.slurmCluster(t, "c5")
+	h.node(t, "m1", nil)
+
+	ns := newNodeSet(h.ns, "gone", "c5")
+	ns.Spec.Mode, ns.Spec.Replicas = sunkv1.NodeSetReplicas, ptr.To(int32(2))
+	if err := h.c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	h.readyNodeSet(t, "gone", "gone-0", "gone-1")
+	if err := h.c.Delete(ctx, h.nodeSet(t, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	for name := range h.pods(t, "gone") {
+		if err := h.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "pods released and records removed", func() error {
+		if got := h.allPods(t, "gone"); len(got) != 0 {
+			return fmt.Errorf("pods %v", got)
+		}
+		for _, name := range []string{"gone-0", "gone-1"} {
+			if _, err := h.slurmNode(t, name); !errors.Is(err, slurm.ErrNotFound) {
+				return fmt.Errorf("%s's record: %v", name, err)
+			}
+		}
+		return nil
+	})
+}
