@@ -153,13 +153,16 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		return ctrl.Result{}, nil
 	}
 	w.sel = sel
-	var nodeList corev1.NodeList
-	if err := r.List(ctx, &nodeList); err != nil {
+	// Selection needs only labels and names: nodes are watched as metadata, which keeps
+	// the cache small on clusters of thousands of nodes.
+	nodeList := &metav1.PartialObjectMetadataList{}
+	nodeList.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := r.List(ctx, nodeList); err != nil {
 		return ctrl.Result{}, err
 	}
 	w.nodes = map[string]*corev1.Node{}
 	for i := range nodeList.Items {
-		w.nodes[nodeList.Items[i].Name] = &nodeList.Items[i]
+		w.nodes[nodeList.Items[i].Name] = &corev1.Node{ObjectMeta: nodeList.Items[i].ObjectMeta}
 	}
 
 	// 3. The members: those to run, and those whose pods still exist.
@@ -647,10 +650,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Watches(&sunkv1.NodeSet{}, handler.EnqueueRequestsFromMapFunc(r.siblings),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allNodeSets),
-			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(nodeMetadata(), handler.EnqueueRequestsFromMapFunc(r.allNodeSets),
+			builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&sunkv1.SlurmCluster{}, handler.EnqueueRequestsFromMapFunc(r.nodeSetsOfCluster)).
 		Complete(r)
+}
+
+func nodeMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+	return m
 }
 
 func (r *Reconciler) requests(ctx context.Context, opts []client.ListOption, keep func(*sunkv1.NodeSet) bool) []ctrl.Request {
