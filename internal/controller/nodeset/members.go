@@ -147,6 +147,10 @@ func busy(n *slurm.Node) bool {
 // only drains whose reason starts with it.
 const ReasonPrefix = "k8s: nodeset"
 
+// k8sReasonPrefix starts every drain reason a sunk component sets; a drain without it is a
+// person's (or Slurm's own) and is never lifted or dropped.
+const k8sReasonPrefix = "k8s:"
+
 func drainReason(why string) string { return ReasonPrefix + " " + why }
 
 // ourDrain reports a node drained by the NodeSet controller.

@@ -18,7 +18,7 @@ const (
 	// actResume lifts the NodeSet's own drain of a member whose pod is current and Ready.
 	actResume
 	// actRelease removes the finalizer of a stopped pod, after removing its Slurm node record
-	// when the member is gone for good.
+	// (kept only for a replacement whose node someone else drained).
 	actRelease
 )
 
@@ -45,9 +45,10 @@ type planInput struct {
 // the actions out and re-reads Slurm before any pod deletion: plan never deletes by itself.
 //
 //   - a desired member without a pod gets one;
-//   - a stopped terminating pod is released (its Slurm record removed unless still desired);
+//   - a stopped terminating pod is released (its Slurm record removed first);
 //   - a pod that is no longer desired (scale-in, node left the selection) is retired;
-//   - a current, Ready pod whose Slurm node carries the NodeSet's own drain is resumed;
+//   - a current, Ready pod whose Slurm node carries the NodeSet's own drain is resumed (a
+//     scale-in or update undone before its pod went);
 //   - with RollingUpdate, outdated pods are retired: those already unavailable at once, the
 //     others idle-first within maxUnavailable; with OnDelete they are left alone.
 func plan(in planInput) []action {

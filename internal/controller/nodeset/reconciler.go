@@ -74,6 +74,7 @@ const (
 	ReasonRecordRemoved     = "SlurmNodeRemoved"
 	ReasonPodNameTaken      = "PodNameTaken"
 	ReasonRecordNotRemoved  = "SlurmNodeNotRemoved"
+	ReasonRecordKept        = "SlurmNodeKept"
 	defaultPollInterval     = 5 * time.Second
 	defaultResyncInterval   = 60 * time.Second
 	maxMessageItems         = 5
@@ -533,21 +534,42 @@ func (r *Reconciler) deletePod(ctx context.Context, ns *sunkv1.NodeSet, p *corev
 	return nil
 }
 
-// release lets a stopped pod go: its Slurm record is removed first when the member is gone
-// for good (a replaced member keeps its record, and with it any drain a person set).
+// release lets a stopped pod go once its Slurm node record is removed: for a member gone
+// for good, and for a replaced one too, because slurmctld applies a dynamic node's --conf
+// (Features, CPUs, RealMemory, Weight) only when it creates the record; a new slurmd that
+// finds its name registered is only checked against the old record. A replaced member's
+// record stays when it carries a drain that no sunk component set (a person's, or Slurm's
+// own), so that the reason survives the replacement; drains with the "k8s:" prefix are
+// derived from Kubernetes state and set again by their owner when still due.
 func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.Client, slurmErr error, m *member, o *outcome) error {
 	p := m.pod
-	if !m.desired && p.Spec.NodeName != "" {
-		if sl == nil {
-			o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("removing Slurm node %s: %v", m.name, slurmErr))
+	if p.Spec.NodeName == "" {
+		return removeFinalizer(ctx, r.Client, p) // never ran: never registered
+	}
+	if sl == nil {
+		o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("removing Slurm node %s: %v", m.name, slurmErr))
+		return nil
+	}
+	why := "its pod is gone for good"
+	if m.desired {
+		n, err := sl.GetNode(ctx, m.name)
+		switch {
+		case errors.Is(err, slurm.ErrNotFound):
+			return removeFinalizer(ctx, r.Client, p)
+		case err != nil:
+			o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("reading Slurm node %s: %v", m.name, err))
 			return nil
+		case n.Drained() && !strings.HasPrefix(n.Reason, k8sReasonPrefix):
+			r.event(ns, corev1.EventTypeNormal, ReasonRecordKept, "kept Slurm node %s for its replacement: drained by someone else (%s)", m.name, n.Reason)
+			return removeFinalizer(ctx, r.Client, p)
 		}
-		if err := sl.DeleteNode(ctx, m.name); err != nil && !errors.Is(err, slurm.ErrNotFound) {
-			o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("removing Slurm node %s: %v", m.name, err))
-			return nil
-		} else if err == nil && ns != nil {
-			r.event(ns, corev1.EventTypeNormal, ReasonRecordRemoved, "removed Slurm node %s: its pod is gone for good", m.name)
-		}
+		why = "its replacement registers afresh with the current template"
+	}
+	if err := sl.DeleteNode(ctx, m.name); err != nil && !errors.Is(err, slurm.ErrNotFound) {
+		o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("removing Slurm node %s: %v", m.name, err))
+		return nil
+	} else if err == nil {
+		r.event(ns, corev1.EventTypeNormal, ReasonRecordRemoved, "removed Slurm node %s: %s", m.name, why)
 	}
 	return removeFinalizer(ctx, r.Client, p)
 }

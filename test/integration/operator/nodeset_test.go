@@ -41,8 +41,9 @@ type kubelet struct {
 	h *harness
 
 	mu         sync.Mutex
-	stops      []stop   // in the order the pods were stopped
-	violations []string // busy pods that were deleted
+	stops      []stop         // in the order the pods were stopped
+	registered map[string]int // times a slurmd registered a new Slurm node record, by name
+	violations []string       // busy pods that were deleted
 	// track, when set, names the members whose unavailability is sampled at every step;
 	// maxUnavailable is the most seen at once.
 	track          []string
@@ -57,7 +58,7 @@ type stop struct {
 }
 
 func (h *harness) startKubelet(t *testing.T) *kubelet {
-	k := &kubelet{h: h}
+	k := &kubelet{h: h, registered: map[string]int{}}
 	h.k = k
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -180,13 +181,17 @@ func (k *kubelet) bind(ctx context.Context, p *corev1.Pod, nodes []corev1.Node) 
 	return nil
 }
 
-// start registers the pod's slurmd (IDLE with the NodeSet's feature, unless the node is
-// known already) and marks the pod Ready, as the readiness probe would.
+// start registers the pod's slurmd and marks the pod Ready, as the readiness probe would.
+// Like slurmctld, it creates a record (IDLE, with the NodeSet's feature) only for a name it
+// does not know; a known name keeps its record and state.
 func (k *kubelet) start(ctx context.Context, p *corev1.Pod) error {
 	_, err := k.h.slurm.GetNode(ctx, p.Name)
 	switch {
 	case errors.Is(err, slurm.ErrNotFound):
 		k.h.slurm.AddNode(slurm.Node{Name: p.Name, Hostname: p.Spec.Hostname, State: []string{"IDLE"}, Features: []string{p.Labels[render.LabelNodeSet]}})
+		k.mu.Lock()
+		k.registered[p.Name]++
+		k.mu.Unlock()
 	case err != nil:
 		return nil
 	}
@@ -619,8 +624,63 @@ func TestNodeSetRollingUpdateIdleFirstOneAtATime(t *testing.T) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	for _, name := range members {
+		// The replacements registered afresh, so Slurm took their new --conf.
+		if k.registered[name] != 2 {
+			t.Errorf("%s registered %d Slurm records, want 2 (its record removed before the replacement)", name, k.registered[name])
+		}
+	}
 	if k.maxUnavailable != 1 {
 		t.Errorf("at most %d members were unavailable at once, want 1 (maxUnavailable)", k.maxUnavailable)
+	}
+}
+
+// TestNodeSetReplacementKeepsForeignDrain: a replaced node that a person drained keeps its
+// Slurm record, and with it the drain; the controller never lifts it.
+func TestNodeSetReplacementKeepsForeignDrain(t *testing.T) {
+	h := start(t)
+	k := h.startKubelet(t)
+	ctx := context.Background()
+	h.slurmCluster(t, "c6")
+	h.node(t, "m1", nil)
+
+	ns := newNodeSet(h.ns, "keep", "c6")
+	ns.Spec.Mode, ns.Spec.Replicas = sunkv1.NodeSetReplicas, ptr.To(int32(2))
+	if err := h.c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	h.readyNodeSet(t, "keep", "keep-0", "keep-1")
+	oldHash := h.nodeSet(t, "keep").Status.TemplateHash
+	reason := "bad DIMM, ticket 42"
+	if err := h.slurm.UpdateNode(ctx, "keep-0", slurm.NodeUpdate{State: slurm.NodeStateDrain, Reason: &reason}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.updateNodeSet(t, "keep", func(ns *sunkv1.NodeSet) { ns.Spec.Image = "sunk.dev/slurm:next" }); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "both replaced", func() error {
+		if len(k.stopped()) != 2 {
+			return fmt.Errorf("stops %+v", k.stopped())
+		}
+		ns := h.nodeSet(t, "keep")
+		if ns.Status.TemplateHash == oldHash || ns.Status.Updated != 2 || ns.Status.Ready != 2 {
+			return fmt.Errorf("status %+v", ns.Status)
+		}
+		return nil
+	})
+	if n, err := h.slurmNode(t, "keep-0"); err != nil || !n.Drained() || n.Reason != reason {
+		t.Errorf("keep-0 in Slurm: %+v %v, want still drained by the person", n, err)
+	}
+	if n, err := h.slurmNode(t, "keep-1"); err != nil || n.Drained() {
+		t.Errorf("keep-1 in Slurm: %+v %v", n, err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.registered["keep-0"] != 1 || k.registered["keep-1"] != 2 {
+		t.Errorf("registrations %v: keep-0's record must be kept, keep-1's made anew", k.registered)
+	}
+	if err := h.event("keep", nodeset.ReasonRecordKept); err != nil {
+		t.Error(err)
 	}
 }
 
