@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
@@ -70,6 +71,9 @@ func startOperator(t *testing.T) *operatorEnv {
 		t.Fatal(err)
 	}
 	if err := (&slurmcluster.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Exec: execer}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&nodeset.Reconciler{Client: mgr.GetClient(), Scheme: scheme, PollInterval: 2 * time.Second}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -143,6 +147,23 @@ func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
 		time.Sleep(time.Second)
 	}
 	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+}
+
+// createReady creates a SlurmCluster and waits until it is Ready.
+func (e *operatorEnv) createReady(t *testing.T, sc *sunkv1.SlurmCluster) {
+	t.Helper()
+	if err := e.c.Create(context.Background(), sc); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	poll(t, 6*time.Minute, "SlurmCluster Ready", func() error {
+		c := meta.FindStatusCondition(e.cluster(t, sc.Name).Status.Conditions, sunkv1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Ready = %+v", c)
+		}
+		return nil
+	})
+	t.Logf("SlurmCluster %s Ready %s after creation", sc.Name, time.Since(start).Round(time.Second))
 }
 
 // sh runs a shell command in a pod's container.
@@ -220,18 +241,7 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 				LocalObjectReference: corev1.LocalObjectReference{Name: "site-scripts"}, Key: "marker.sh"}}},
 		},
 	}
-	if err := e.c.Create(ctx, sc); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	poll(t, 6*time.Minute, "SlurmCluster Ready", func() error {
-		c := meta.FindStatusCondition(e.cluster(t, "e2e").Status.Conditions, sunkv1.ConditionReady)
-		if c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("Ready = %+v", c)
-		}
-		return nil
-	})
-	t.Logf("SlurmCluster Ready %s after creation", time.Since(start).Round(time.Second))
+	e.createReady(t, sc)
 
 	login := e.podOf(t, "e2e", render.ComponentLogin).Name
 	out, err := e.sh(t, login, "login", "scontrol ping && sinfo")
@@ -277,7 +287,7 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 	if err := e.c.Update(ctx, sc); err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
+	start := time.Now()
 	poll(t, 3*time.Minute, "partition added", func() error {
 		out, err := e.sh(t, login, "login", "sinfo -h -o %P")
 		if err != nil || !strings.Contains(out, "added") {

@@ -1,0 +1,217 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
+)
+
+// memberPods returns the live pods of a NodeSet by name.
+func (e *operatorEnv) memberPods(t *testing.T, nodeSet string) map[string]corev1.Pod {
+	var pods corev1.PodList
+	if err := e.c.List(context.Background(), &pods); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]corev1.Pod{}
+	for _, p := range pods.Items {
+		if p.Namespace == e.ns && p.Labels[render.LabelNodeSet] == nodeSet && p.DeletionTimestamp.IsZero() {
+			out[p.Name] = p
+		}
+	}
+	return out
+}
+
+// slurmNodes is `sinfo -N` as node → state, read in the login pod.
+func (e *operatorEnv) slurmNodes(t *testing.T, login string) (map[string]string, error) {
+	out, err := e.sh(t, login, "login", "sinfo -h -N -o '%N %t'")
+	if err != nil {
+		return nil, err
+	}
+	nodes := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			nodes[f[0]] = f[1]
+		}
+	}
+	return nodes, nil
+}
+
+// jobEnd waits until a job finished and returns its state, exit code and end time.
+func (e *operatorEnv) jobEnd(t *testing.T, login, id string, timeout time.Duration) (state, exit string, end time.Time) {
+	t.Helper()
+	poll(t, timeout, "job "+id+" finished", func() error {
+		out, err := e.sh(t, login, "login", "scontrol -o show job "+id)
+		if err != nil {
+			return err
+		}
+		field := func(k string) string {
+			m := regexp.MustCompile(`\b` + k + `=(\S+)`).FindStringSubmatch(out)
+			if m == nil {
+				return ""
+			}
+			return m[1]
+		}
+		state, exit = field("JobState"), field("ExitCode")
+		if state == "RUNNING" || state == "PENDING" || state == "COMPLETING" || state == "CONFIGURING" {
+			return fmt.Errorf("job %s is %s", id, state)
+		}
+		var perr error
+		end, perr = time.ParseInLocation("2006-01-02T15:04:05", field("EndTime"), time.UTC)
+		return perr
+	})
+	return state, exit, end
+}
+
+func (e *operatorEnv) sbatch(t *testing.T, login, args string) string {
+	t.Helper()
+	out, err := e.sh(t, login, "login", "sbatch --parsable "+args)
+	if err != nil {
+		t.Fatalf("sbatch %s: %v\n%s", args, err, out)
+	}
+	id := strings.TrimSpace(out)
+	poll(t, time.Minute, "job "+id+" running", func() error {
+		out, err := e.sh(t, login, "login", "squeue -h -j "+id+" -o %T")
+		if err != nil || strings.TrimSpace(out) != "RUNNING" {
+			return fmt.Errorf("squeue: %v %q", err, out)
+		}
+		return nil
+	})
+	return id
+}
+
+// TestNodeSetReplicasNeverKillAJob runs a NodeSet of 3 real slurmd pods: they register
+// as IDLE nodes and run a 3-node step; a rolling update replaces the idle nodes first and
+// the busy one only after its job completed; scaling 3 → 1 waits for a job the same way
+// and then removes the Slurm records.
+func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
+	e := startOperator(t)
+	ctx := context.Background()
+	e.createReady(t, &sunkv1.SlurmCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "nsc"},
+		Spec:       sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever},
+	})
+	login := e.podOf(t, "nsc", render.ComponentLogin).Name
+
+	ns := &sunkv1.NodeSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "cpu"},
+		Spec: sunkv1.NodeSetSpec{
+			ClusterRef: "nsc", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(3)),
+			Image: slurmImage,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")}},
+		},
+	}
+	start := time.Now()
+	if err := e.c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"cpu-0", "cpu-1", "cpu-2"}
+	allIdle := func(want []string) func() error {
+		return func() error {
+			nodes, err := e.slurmNodes(t, login)
+			if err != nil {
+				return err
+			}
+			var got []string
+			for n, st := range nodes {
+				if st == "idle" {
+					got = append(got, n)
+				}
+			}
+			sort.Strings(got)
+			if fmt.Sprint(got) != fmt.Sprint(want) || len(nodes) != len(want) {
+				return fmt.Errorf("sinfo nodes %v, want exactly %v idle", nodes, want)
+			}
+			return nil
+		}
+	}
+	poll(t, 4*time.Minute, "3 idle nodes", allIdle(names))
+	t.Logf("NodeSet creation → 3 IDLE Slurm nodes: %s", time.Since(start).Round(time.Second))
+
+	out, err := e.sh(t, login, "login", "srun -N3 hostname | sort")
+	if err != nil || strings.Fields(out) == nil || strings.Join(strings.Fields(out), " ") != strings.Join(names, " ") {
+		t.Fatalf("srun -N3 hostname: %v\n%s", err, out)
+	}
+
+	// Rolling update with a job on cpu-1.
+	job := e.sbatch(t, login, "-w cpu-1 -J busy --wrap 'sleep 45'")
+	before := e.memberPods(t, "cpu")
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "cpu"}, ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.Spec.Env = []corev1.EnvVar{{Name: "SUNK_E2E_REVISION", Value: "2"}}
+	if err := e.c.Update(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	replaced := map[string]time.Time{}
+	poll(t, 5*time.Minute, "every pod replaced", func() error {
+		now := e.memberPods(t, "cpu")
+		for _, n := range names {
+			if p, ok := now[n]; ok && p.UID != before[n].UID {
+				if _, seen := replaced[n]; !seen {
+					replaced[n] = p.CreationTimestamp.Time
+				}
+			}
+		}
+		if len(replaced) < 3 {
+			return fmt.Errorf("replaced so far: %v", replaced)
+		}
+		return nil
+	})
+	state, exit, end := e.jobEnd(t, login, job, time.Minute)
+	if state != "COMPLETED" || exit != "0:0" {
+		t.Fatalf("the busy node's job ended %s with exit %s: the update killed it", state, exit)
+	}
+	if !replaced["cpu-1"].After(replaced["cpu-0"]) || !replaced["cpu-1"].After(replaced["cpu-2"]) {
+		t.Errorf("the busy node was not replaced last: %v", replaced)
+	}
+	if replaced["cpu-1"].Before(end.Add(-time.Second)) {
+		t.Errorf("cpu-1 was replaced at %v, before its job ended at %v", replaced["cpu-1"], end)
+	}
+	poll(t, 3*time.Minute, "3 idle nodes after the update", allIdle(names))
+
+	// Scale 3 → 1 with a job on cpu-2.
+	job = e.sbatch(t, login, "-w cpu-2 -J busy2 --wrap 'sleep 30'")
+	busyPod := e.memberPods(t, "cpu")["cpu-2"]
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "cpu"}, ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.Spec.Replicas = ptr.To(int32(1))
+	if err := e.c.Update(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	var podGone time.Time
+	poll(t, 3*time.Minute, "cpu-2 pod gone after its job", func() error {
+		var p corev1.Pod
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "cpu-2"}, &p)
+		if err == nil && p.UID == busyPod.UID {
+			return fmt.Errorf("cpu-2 still there")
+		}
+		podGone = time.Now()
+		return nil
+	})
+	state, exit, end = e.jobEnd(t, login, job, time.Minute)
+	if state != "COMPLETED" || exit != "0:0" {
+		t.Fatalf("the job on the scaled-in node ended %s with exit %s", state, exit)
+	}
+	if podGone.Before(end) {
+		t.Errorf("cpu-2 was deleted at %v, before its job ended at %v", podGone, end)
+	}
+	poll(t, 2*time.Minute, "only cpu-0 left in Slurm", allIdle([]string{"cpu-0"}))
+	t.Logf("busy pod deleted → its Slurm record removed: %s", time.Since(podGone).Round(time.Second))
+}
