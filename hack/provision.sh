@@ -54,17 +54,24 @@ tools() {
 
 # The Slurm root filesystem: Debian trixie with the packages of images/slurm/packages.txt.
 # The host is bookworm (Slurm 22.05 is too old), so Slurm never touches the host's packages.
+# Without docs, man pages and translations, like the debian:trixie-slim base of the Dockerfile.
+ROOTFS_DPKG_OPTS=(--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright'
+  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*'
+  --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/lintian/*')
+rootfs_inputs() {
+  cat "$SUNK_ROOT"/images/slurm/{packages.txt,packages.sh,rootfs-setup.sh}; echo "${ROOTFS_DPKG_OPTS[*]}"
+}
 rootfs() {
-  local list=$SUNK_ROOT/images/slurm/packages.txt out=$SUNK_CACHE/rootfs/slurm
-  stamp_ok rootfs-slurm "$list" "$SUNK_ROOT/images/slurm/rootfs-setup.sh" && [ -x "$out/usr/sbin/slurmctld-wlm" ] && return 0
+  local d=$SUNK_ROOT/images/slurm out=$SUNK_CACHE/rootfs/slurm
+  stamp_ok rootfs-slurm <(rootfs_inputs) && [ -x "$out/usr/sbin/slurmctld-wlm" ] && return 0
   local pkgs
-  pkgs=$(grep -v '^#' "$list" | grep -v '^$' | paste -sd, -)
+  pkgs=$("$d/packages.sh" | paste -sd, -)
   log "building the Slurm 24.11 root filesystem from trixie ($pkgs)"
   rm -rf "$out.tmp" && mkdir -p "$(dirname "$out")"
-  mmdebstrap --variant=apt --include="$pkgs" --customize-hook="$SUNK_ROOT/images/slurm/rootfs-setup.sh \"\$1\"" \
-    trixie "$out.tmp" "$TRIXIE_MIRROR"
+  mmdebstrap --variant=apt --include="$pkgs" "${ROOTFS_DPKG_OPTS[@]}" \
+    --customize-hook="$d/rootfs-setup.sh \"\$1\"" trixie "$out.tmp" "$TRIXIE_MIRROR"
   rm -rf "$out" && mv "$out.tmp" "$out"
-  stamp_set rootfs-slurm "$list" "$SUNK_ROOT/images/slurm/rootfs-setup.sh"
+  stamp_set rootfs-slurm <(rootfs_inputs)
 }
 
 images() {
