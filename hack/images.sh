@@ -2,7 +2,7 @@
 # images.sh: the images of the test bed as docker-archive tarballs in $SUNK_IMAGES (no registry).
 #   registry.k8s.io/pause:3.10        the pod sandbox (images/pause, a Go PID 1)
 #   docker.io/library/busybox:local   Debian's busybox-static, for small test pods
-#   sunk.dev/slurm:24.11-local        the Slurm root filesystem of images/slurm/packages.txt
+#   sunk.dev/slurm:24.11-local        the Slurm root filesystem of images/slurm/packages.txt + images/slurm/rootfs
 #   sunk.dev/coredns:local            the cluster DNS (hack/tools/coredns, hack/manifests/coredns.yaml)
 source "$(dirname "$0")/lib.sh"
 mk=$SUNK_ROOT/hack/mkimage.sh
@@ -38,12 +38,19 @@ coredns() {
   rm -rf "$r"; stamp_set image-coredns "${inputs[@]}"
 }
 
+# The cached root filesystem (hack/provision.sh rootfs) with images/slurm/rootfs (sunk-entrypoint,
+# sunk-ready, ...) as a second layer: editing a script repacks the image, never rebuilds the rootfs.
+slurm_inputs() {
+  local extra=$SUNK_ROOT/images/slurm/rootfs
+  cat "$SUNK_CACHE/stamps/rootfs-slurm" "$mk"
+  (cd "$extra" && find . -printf '%y %m %p\n' | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat)
+}
 slurm() {
-  local inputs=("$SUNK_CACHE/stamps/rootfs-slurm" "$mk")
-  stamp_ok image-slurm "${inputs[@]}" && [ -f "$SUNK_IMAGES/slurm.tar" ] && return 0
-  log "packing the Slurm root filesystem into sunk.dev/slurm:24.11-local"
-  "$mk" "$SUNK_CACHE/rootfs/slurm" sunk.dev/slurm:24.11-local "$SUNK_IMAGES/slurm.tar" null '["/bin/bash"]'
-  stamp_set image-slurm "${inputs[@]}"
+  stamp_ok image-slurm <(slurm_inputs) && [ -f "$SUNK_IMAGES/slurm.tar" ] && return 0
+  log "packing the Slurm root filesystem and images/slurm/rootfs into sunk.dev/slurm:24.11-local"
+  "$mk" "$SUNK_CACHE/rootfs/slurm:$SUNK_ROOT/images/slurm/rootfs" sunk.dev/slurm:24.11-local "$SUNK_IMAGES/slurm.tar" \
+    '["/usr/local/sbin/sunk-entrypoint"]'
+  stamp_set image-slurm <(slurm_inputs)
 }
 
 mkdir -p "$SUNK_IMAGES"
