@@ -1,0 +1,146 @@
+// Package slurmimage holds no code: its tests keep the two builds of the Slurm image in step —
+// the Dockerfile for users and the offline test bed (hack/provision.sh rootfs + hack/images.sh)
+// — and check the runtime scripts of rootfs/ (docs/images.md).
+package slurmimage
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// packagesTxt parses packages.txt the way its header says: one name a line, '#' comments.
+func packagesTxt(t *testing.T) []string {
+	t.Helper()
+	var pkgs []string
+	sc := bufio.NewScanner(strings.NewReader(read(t, "packages.txt")))
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		pkgs = append(pkgs, strings.Fields(line)...)
+	}
+	return pkgs
+}
+
+// Both builds install the output of packages.sh; it must be exactly the list of packages.txt.
+func TestPackagesShPrintsPackagesTxt(t *testing.T) {
+	out, err := exec.Command("sh", "packages.sh", "packages.txt").Output()
+	if err != nil {
+		t.Fatalf("packages.sh: %v", err)
+	}
+	got, want := strings.Fields(string(out)), packagesTxt(t)
+	if !slices.Equal(got, want) {
+		t.Fatalf("packages.sh prints %q, packages.txt lists %q", got, want)
+	}
+	for _, p := range []string{"slurmctld", "slurmd", "slurmrestd", "slurmdbd", "sackd", "slurm-client",
+		"slurm-wlm-jwt-plugin", "liblua5.1-0", "s6", "openssh-server", "sssd-ldap", "libnss-sss", "libpam-sss",
+		"mariadb-server-core", "mariadb-client-core", "util-linux", "hostname", "iproute2", "curl"} {
+		if !slices.Contains(want, p) {
+			t.Errorf("packages.txt lacks %s, which sunk-entrypoint or sunk-ready needs", p)
+		}
+	}
+}
+
+// The Dockerfile and the offline path read the same inputs and end with the same entrypoint.
+func TestDockerfileAndOfflineBuildAgree(t *testing.T) {
+	df := read(t, "Dockerfile")
+	for _, want := range []string{
+		"FROM debian:trixie-slim",
+		"--no-install-recommends",
+		"$(sh /tmp/sunk-build/packages.sh /tmp/sunk-build/packages.txt)",
+		"sh /tmp/sunk-build/rootfs-setup.sh /",
+		"source=rootfs,target=/tmp/sunk-rootfs",
+		`ENTRYPOINT ["/usr/local/sbin/sunk-entrypoint"]`,
+	} {
+		if !strings.Contains(df, want) {
+			t.Errorf("Dockerfile does not contain %q", want)
+		}
+	}
+	prov := read(t, filepath.Join("..", "..", "hack", "provision.sh"))
+	for _, want := range []string{`"$d/packages.sh"`, `--customize-hook="$d/rootfs-setup.sh`, "packages.txt,packages.sh,rootfs-setup.sh"} {
+		if !strings.Contains(prov, want) {
+			t.Errorf("hack/provision.sh (rootfs step) does not contain %q", want)
+		}
+	}
+	img := read(t, filepath.Join("..", "..", "hack", "images.sh"))
+	for _, want := range []string{`"$SUNK_CACHE/rootfs/slurm:$SUNK_ROOT/images/slurm/rootfs"`, `'["/usr/local/sbin/sunk-entrypoint"]'`} {
+		if !strings.Contains(img, want) {
+			t.Errorf("hack/images.sh (slurm image) does not contain %q", want)
+		}
+	}
+}
+
+// Every script of the image is executable, parses, and passes shellcheck when it is installed.
+func TestScripts(t *testing.T) {
+	scripts := []string{"packages.sh", "rootfs-setup.sh"}
+	err := filepath.WalkDir("rootfs", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if strings.HasPrefix(read(t, path), "#!/bin/sh") {
+			scripts = append(scripts, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"rootfs/usr/local/sbin/sunk-entrypoint", "rootfs/usr/local/bin/sunk-ready", "rootfs/usr/local/lib/sunk/s6-svscan-finish"} {
+		if !slices.Contains(scripts, want) {
+			t.Errorf("%s is missing or not a #!/bin/sh script", want)
+		}
+	}
+	shellcheck, _ := exec.LookPath("shellcheck")
+	for _, s := range scripts {
+		fi, err := os.Stat(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm()&0o111 == 0 {
+			t.Errorf("%s is not executable", s)
+		}
+		if out, err := exec.Command("sh", "-n", s).CombinedOutput(); err != nil {
+			t.Errorf("sh -n %s: %v\n%s", s, err, out)
+		}
+		if shellcheck != "" {
+			if out, err := exec.Command(shellcheck, "-s", "sh", s).CombinedOutput(); err != nil {
+				t.Errorf("shellcheck %s: %v\n%s", s, err, out)
+			}
+		}
+	}
+}
+
+// sunk-entrypoint and sunk-ready know the same roles, and the docs describe each of them.
+func TestRolesAgree(t *testing.T) {
+	usage := regexp.MustCompile(`sunk-(?:entrypoint|ready) ([a-z|]+)`)
+	roles := func(path string) string {
+		m := usage.FindStringSubmatch(read(t, path))
+		if m == nil {
+			t.Fatalf("%s: no usage line", path)
+		}
+		return m[1]
+	}
+	entry, ready := roles("rootfs/usr/local/sbin/sunk-entrypoint"), roles("rootfs/usr/local/bin/sunk-ready")
+	if entry != ready {
+		t.Fatalf("sunk-entrypoint knows %s, sunk-ready %s", entry, ready)
+	}
+	docs := read(t, filepath.Join("..", "..", "docs", "images.md"))
+	for _, role := range strings.Split(entry, "|") {
+		if !strings.Contains(docs, "`"+role+"`") {
+			t.Errorf("docs/images.md does not describe the role %s", role)
+		}
+	}
+}
