@@ -126,9 +126,9 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 		"CredType=cred/slurm",
 		"AuthAltTypes=auth/jwt",
 		"AuthAltParameters=jwt_key="+KeysRuntimeDir+"/"+JWTKeyName,
-		// configless: slurmd and sackd fetch this file from slurmctld. cloud_reg_addrs: a
-		// dynamic node's address is where it registers from, since pod IPs change.
-		"SlurmctldParameters=enable_configless,cloud_reg_addrs",
+		// configless: slurmd and sackd fetch this file from slurmctld. (24.11 takes a dynamic
+		// node's address from where it registers; cloud_reg_addrs is defunct and logs an error.)
+		"SlurmctldParameters=enable_configless",
 		"StateSaveLocation="+StateSaveDir,
 		"SlurmdSpoolDir=/var/spool/slurmd",
 		"SlurmctldPidFile=/run/slurmctld.pid",

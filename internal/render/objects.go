@@ -214,12 +214,21 @@ func RestAPIService(n Names) *corev1.Service {
 // RestAPIDeployment runs slurmrestd.
 func RestAPIDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Deployment {
 	c := slurmContainer(sc, "slurmrestd", sc.Spec.RestAPI.Image, sc.Spec.RestAPI.Resources)
+	// slurmrestd refuses to start when a plugin it loads cannot work: openapi/slurmdbd needs
+	// accounting, so it is only loaded with it.
+	plugins := "openapi/slurmctld"
+	if sc.Spec.Accounting.Mode == sunkv1.AccountingManaged || sc.Spec.Accounting.Mode == sunkv1.AccountingExternal {
+		plugins += ",openapi/slurmdbd"
+	}
+	c.Args = append(c.Args, "-s", plugins)
 	c.Ports = []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: SlurmrestdPort}}
-	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir)}
+	// No keys: slurmrestd with rest_auth/jwt forwards each client's token and has no
+	// identity of its own (24.11 even rejects tokens when given SLURM_SACK_KEY).
+	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir)}
 	pod := corev1.PodSpec{
 		Containers:      []corev1.Container{c},
 		SecurityContext: podSecurity(),
-		Volumes:         []corev1.Volume{configMapVolume("config", n.Config, 0o444), KeysVolume(n, false)},
+		Volumes:         []corev1.Volume{configMapVolume("config", n.Config, 0o444)},
 	}
 	return &appsv1.Deployment{
 		ObjectMeta: meta(n, n.RestAPI, ComponentRestAPI),

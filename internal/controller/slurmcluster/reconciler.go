@@ -329,11 +329,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// clusterOfPod maps the control plane's pods to their cluster: a pod turning Ready is
-// when a pending reconfigure can go on.
+// clusterOfPod maps slurmctld pods to their cluster: a slurmctld turning Ready is when a
+// pending reconfigure can go on. Compute pods carry the cluster label too and are ignored.
 func clusterOfPod(_ context.Context, o client.Object) []ctrl.Request {
 	name, ok := o.GetLabels()[render.LabelCluster]
-	if !ok {
+	if !ok || o.GetLabels()[render.LabelComponent] != render.ComponentController {
 		return nil
 	}
 	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
