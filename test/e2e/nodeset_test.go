@@ -84,9 +84,9 @@ func (e *operatorEnv) sbatch(t *testing.T, login, args string) string {
 		t.Fatalf("sbatch %s: %v\n%s", args, err, out)
 	}
 	id := strings.TrimSpace(out)
-	poll(t, time.Minute, "job "+id+" running", func() error {
-		out, err := e.sh(t, login, "login", "squeue -h -j "+id+" -o %T")
-		if err != nil || strings.TrimSpace(out) != "RUNNING" {
+	poll(t, 3*time.Minute, "job "+id+" running", func() error {
+		out, err := e.sh(t, login, "login", "squeue -h -j "+id+" -o '%T %r'")
+		if err != nil || !strings.HasPrefix(out, "RUNNING") {
 			return fmt.Errorf("squeue: %v %q", err, out)
 		}
 		return nil

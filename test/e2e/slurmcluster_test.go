@@ -91,11 +91,13 @@ func startOperator(t *testing.T) *operatorEnv {
 		if t.Failed() {
 			e.dumpNamespace(t)
 		}
+		// The operator must outlive the namespace: compute pods carry its finalizer until
+		// their Slurm records are dealt with.
+		e.deleteNamespace(t)
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("operator: %v", err)
 		}
-		e.deleteNamespace(t)
 	})
 	return e
 }

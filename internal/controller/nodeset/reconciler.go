@@ -87,6 +87,7 @@ const (
 // +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets;services,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -546,6 +547,13 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 	if p.Spec.NodeName == "" {
 		return removeFinalizer(ctx, r.Client, p) // never ran: never registered
 	}
+	if going, err := r.namespaceTerminating(ctx, p.Namespace); err != nil {
+		return err
+	} else if going {
+		// The whole namespace goes, slurmctld with it: there is no record left to protect,
+		// and waiting for an unreachable Slurm would hold the namespace forever.
+		return removeFinalizer(ctx, r.Client, p)
+	}
 	if sl == nil {
 		o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("removing Slurm node %s: %v", m.name, slurmErr))
 		return nil
@@ -572,6 +580,14 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 		r.event(ns, corev1.EventTypeNormal, ReasonRecordRemoved, "removed Slurm node %s: %s", m.name, why)
 	}
 	return removeFinalizer(ctx, r.Client, p)
+}
+
+func (r *Reconciler) namespaceTerminating(ctx context.Context, name string) (bool, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return !ns.DeletionTimestamp.IsZero(), nil
 }
 
 func removeFinalizer(ctx context.Context, c client.Client, p *corev1.Pod) error {
