@@ -50,7 +50,8 @@ type planInput struct {
 //   - a current, Ready pod whose Slurm node carries the NodeSet's own drain is resumed (a
 //     scale-in or update undone before its pod went);
 //   - with RollingUpdate, outdated pods are retired: those already unavailable at once, the
-//     others idle-first within maxUnavailable; with OnDelete they are left alone.
+//     others (busy ones included, even when not Ready) idle-first within maxUnavailable; with
+//     OnDelete they are left alone.
 func plan(in planInput) []action {
 	var out []action
 	var candidates []*member
@@ -92,7 +93,10 @@ func plan(in planInput) []action {
 	// idle first, within what is left of maxUnavailable.
 	var fresh []*member
 	for _, m := range candidates {
-		if !podReady(m.pod) || m.slurm == nil || m.slurm.Drained() {
+		// A busy member stays in line even when its pod is briefly not Ready (slurmd's
+		// probe fails while slurmctld reconfigures after a record is removed): it would
+		// otherwise be drained before idle members and hold the update until its job ends.
+		if (!podReady(m.pod) || m.slurm == nil || m.slurm.Drained()) && (m.slurm == nil || !busy(m.slurm)) {
 			out = append(out, action{kind: actRetire, m: m, reason: drainReason(whyUpdate)})
 		} else {
 			fresh = append(fresh, m)

@@ -128,11 +128,14 @@ func TestPlanRollingUpdateIdleFirstWithinBudget(t *testing.T) {
 	m[1].slurm = drained(snode("n-1", "IDLE"), "bad DIMM")
 	expect(t, "human drain", plan(input(m...)), "retire:n-3")
 
-	// Outdated pods that take no jobs anyway are replaced without budget.
+	// Outdated pods that take no jobs anyway are replaced without budget; a busy one whose
+	// pod is briefly not Ready stays in line (and its unreadiness uses the budget).
 	m = members()
 	m[2].pod = pod("n-2", old, notReady)
 	m[3].slurm = drained(snode("n-3", "IDLE"), "bad DIMM")
-	expect(t, "unavailable ones first, free", plan(input(m...)), "retire:n-2", "retire:n-3")
+	expect(t, "unavailable idle ones first, free; a not-Ready busy one waits its turn", plan(input(m...)), "retire:n-3")
+	m[2].slurm = snode("n-2", "IDLE")
+	expect(t, "a not-Ready idle one is free", plan(input(m...)), "retire:n-2", "retire:n-3")
 
 	in = input(members()...)
 	in.strategy = sunkv1.OnDeleteNodeSetStrategy
