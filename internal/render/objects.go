@@ -102,8 +102,13 @@ func mount(name, path string) corev1.VolumeMount {
 	return corev1.VolumeMount{Name: name, MountPath: path, ReadOnly: true}
 }
 
+// podSecurity gives the pods slurm's group on their volumes. OnRootMismatch: a shared
+// /home must not be chowned file by file at every login pod start.
 func podSecurity() *corev1.PodSecurityContext {
-	return &corev1.PodSecurityContext{FSGroup: ptr.To(int64(SlurmGID))}
+	return &corev1.PodSecurityContext{
+		FSGroup:             ptr.To(int64(SlurmGID)),
+		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+	}
 }
 
 func claimTemplate(name string, s sunkv1.StorageSpec, mode corev1.PersistentVolumeAccessMode) corev1.PersistentVolumeClaim {
