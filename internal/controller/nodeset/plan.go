@@ -96,7 +96,10 @@ func plan(in planInput) []action {
 		// A busy member stays in line even when its pod is briefly not Ready (slurmd's
 		// probe fails while slurmctld reconfigures after a record is removed): it would
 		// otherwise be drained before idle members and hold the update until its job ends.
-		if (!podReady(m.pod) || m.slurm == nil || m.slurm.Drained()) && (m.slurm == nil || !busy(m.slurm)) {
+		// One the update already drained goes on being retired: it already counts against
+		// the budget, and it goes when its jobs end.
+		free := (!podReady(m.pod) || m.slurm == nil || m.slurm.Drained()) && (m.slurm == nil || !busy(m.slurm))
+		if free || ourDrain(m.slurm) {
 			out = append(out, action{kind: actRetire, m: m, reason: drainReason(whyUpdate)})
 		} else {
 			fresh = append(fresh, m)
