@@ -158,18 +158,6 @@ func ourDrain(n *slurm.Node) bool {
 	return n != nil && n.Drained() && strings.HasPrefix(n.Reason, ReasonPrefix)
 }
 
-func podReady(p *corev1.Pod) bool {
-	if p == nil || !p.DeletionTimestamp.IsZero() {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func terminating(p *corev1.Pod) bool { return p != nil && !p.DeletionTimestamp.IsZero() }
 
 // stopped reports a terminating pod whose containers no longer run: it never ran on a node,

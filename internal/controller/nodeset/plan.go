@@ -2,6 +2,7 @@ package nodeset
 
 import (
 	"sort"
+	"sunk.dev/sunk/internal/kube"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 )
@@ -82,7 +83,7 @@ func plan(in planInput) []action {
 		}
 		if in.outdated(m) {
 			candidates = append(candidates, m)
-		} else if in.slurmKnown && podReady(p) && ourDrain(m.slurm) {
+		} else if in.slurmKnown && kube.PodReady(p) && ourDrain(m.slurm) {
 			out = append(out, action{kind: actResume, m: m})
 		}
 	}
@@ -98,7 +99,7 @@ func plan(in planInput) []action {
 		// otherwise be drained before idle members and hold the update until its job ends.
 		// One the update already drained goes on being retired: it already counts against
 		// the budget, and it goes when its jobs end.
-		free := (!podReady(m.pod) || m.slurm == nil || m.slurm.Drained()) && (m.slurm == nil || !busy(m.slurm))
+		free := (!kube.PodReady(m.pod) || m.slurm == nil || m.slurm.Drained()) && (m.slurm == nil || !busy(m.slurm))
 		if free || ourDrain(m.slurm) {
 			out = append(out, action{kind: actRetire, m: m, reason: drainReason(whyUpdate)})
 		} else {
@@ -126,5 +127,5 @@ func plan(in planInput) []action {
 // Ready, or the NodeSet controller drained its Slurm node (or, with Slurm unknown, might
 // have). Drains by people or other components do not count: they would stall the update.
 func takenAway(m *member, slurmKnown bool) bool {
-	return !podReady(m.pod) || !slurmKnown || ourDrain(m.slurm)
+	return !kube.PodReady(m.pod) || !slurmKnown || ourDrain(m.slurm)
 }

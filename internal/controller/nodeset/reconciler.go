@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sunk.dev/sunk/internal/kube"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -502,7 +503,7 @@ func (r *Reconciler) retire(ctx context.Context, w *world, m *member, reason str
 		}
 	}
 	switch {
-	case errors.Is(err, slurm.ErrNotFound) && !podReady(p):
+	case errors.Is(err, slurm.ErrNotFound) && !kube.PodReady(p):
 		return r.deletePod(ctx, w.ns, p, "its Slurm node is not registered and the pod is not Ready")
 	case errors.Is(err, slurm.ErrNotFound):
 		o.waiting = append(o.waiting, m.name)

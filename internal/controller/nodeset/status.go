@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sunk.dev/sunk/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -93,7 +94,7 @@ func (r *Reconciler) count(w *world, st *status) {
 			if p.Spec.NodeName != "" {
 				c.Scheduled++
 			}
-			if podReady(p) {
+			if kube.PodReady(p) {
 				c.Ready++
 			}
 			if p.Labels[render.LabelTemplateHash] == w.hash {
@@ -111,7 +112,7 @@ func (r *Reconciler) count(w *world, st *status) {
 				c.Drained++
 			}
 		}
-		if m.desired && (!podReady(p) || (slurmKnown && m.slurm != nil && m.slurm.Drained())) {
+		if m.desired && (!kube.PodReady(p) || (slurmKnown && m.slurm != nil && m.slurm.Drained())) {
 			c.Unavailable++
 		}
 	}

@@ -229,7 +229,7 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 		st.set(sunkv1.ConditionConfigApplied, false, ReasonRollingRestart, "slurmctld restarts to apply settings that a reconfigure cannot")
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
-	if !podReady(pod) {
+	if !kube.PodReady(pod) {
 		st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForCtld, "slurmctld is not ready")
 		return ctrl.Result{}, nil
 	}
@@ -297,18 +297,6 @@ func (r *Reconciler) event(sc *sunkv1.SlurmCluster, typ, reason, msg string) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(sc, nil, typ, reason, "Reconcile", "%s", msg)
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	if !p.DeletionTimestamp.IsZero() {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // SetupWithManager watches SlurmClusters, what they own, and the ConfigMaps their scripts

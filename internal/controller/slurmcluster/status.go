@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sunk.dev/sunk/internal/kube"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,7 +55,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmClust
 		return err
 	}
 	switch {
-	case podReady(ctldPod):
+	case kube.PodReady(ctldPod):
 		st.set(sunkv1.ConditionControllerReady, true, ReasonReady, "slurmctld answers on "+n.ControllerPod(0))
 	default:
 		st.set(sunkv1.ConditionControllerReady, false, ReasonNotReady, podProblem(ctldPod, "slurmctld"))

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sunk.dev/sunk/internal/kube"
 	"sync"
 	"testing"
 	"time"
@@ -118,7 +119,7 @@ func (k *kubelet) step(ctx context.Context) error {
 			if err := k.bind(ctx, p, nodes.Items); err != nil {
 				return err
 			}
-		case !ready(p):
+		case !kube.PodReady(p):
 			if err := k.start(ctx, p); err != nil {
 				return err
 			}
@@ -219,7 +220,7 @@ func (k *kubelet) sample(ctx context.Context, pods []corev1.Pod) {
 	defer k.mu.Unlock()
 	count := 0
 	for _, name := range k.track {
-		if p := byName[name]; p == nil || !ready(p) || drained[name] {
+		if p := byName[name]; p == nil || !kube.PodReady(p) || drained[name] {
 			count++
 		}
 	}
@@ -230,18 +231,6 @@ func (k *kubelet) stopped() []stop {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return slices.Clone(k.stops)
-}
-
-func ready(p *corev1.Pod) bool {
-	if !p.DeletionTimestamp.IsZero() {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // slurmCluster creates a SlurmCluster and waits for what NodeSets need of it: the JWT key
@@ -581,7 +570,7 @@ func TestNodeSetRollingUpdateIdleFirstOneAtATime(t *testing.T) {
 		pods := h.pods(t, "roll")
 		for _, name := range []string{"roll-1", "roll-2"} {
 			p := pods[name]
-			if p == nil || p.Labels[render.LabelTemplateHash] != ns.Status.TemplateHash || !ready(p) {
+			if p == nil || p.Labels[render.LabelTemplateHash] != ns.Status.TemplateHash || !kube.PodReady(p) {
 				return fmt.Errorf("%s not replaced yet", name)
 			}
 			if n, err := h.slurmNode(t, name); err != nil || n.Drained() {
