@@ -89,24 +89,23 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmClust
 		if err := r.get(ctx, n, n.Accounting, dbd); err != nil {
 			return err
 		}
-		ready := dbd.Status.ReadyReplicas >= 1
-		msg := "slurmdbd is ready"
+		notReady := ""
+		if dbd.Status.ReadyReplicas < 1 {
+			notReady = "slurmdbd is not ready"
+		}
 		if sc.Spec.Accounting.Mode == sunkv1.AccountingManaged {
 			db := &appsv1.StatefulSet{}
 			if err := r.get(ctx, n, n.Database, db); err != nil {
 				return err
 			}
 			if db.Status.ReadyReplicas < 1 {
-				ready, msg = false, "the managed database is not ready"
+				notReady = "the managed database is not ready"
 			}
 		}
-		if ready {
-			st.set(sunkv1.ConditionAccountingReady, true, ReasonReady, msg)
+		if notReady == "" {
+			st.set(sunkv1.ConditionAccountingReady, true, ReasonReady, "slurmdbd is ready")
 		} else {
-			if msg == "slurmdbd is ready" {
-				msg = "slurmdbd is not ready"
-			}
-			st.set(sunkv1.ConditionAccountingReady, false, ReasonNotReady, msg)
+			st.set(sunkv1.ConditionAccountingReady, false, ReasonNotReady, notReady)
 		}
 	default:
 		st.set(sunkv1.ConditionAccountingReady, true, ReasonDisabled, "spec.accounting.mode is None")
