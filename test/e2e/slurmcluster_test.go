@@ -203,27 +203,6 @@ func (e *operatorEnv) podOf(t *testing.T, cluster, component string) corev1.Pod 
 	return corev1.Pod{}
 }
 
-// computePod is one configless dynamic slurmd, as a NodeSet makes them.
-func computePod(n render.Names, name string) *corev1.Pod {
-	scripts, scriptsMount := render.ScriptsVolume(n)
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: name},
-		Spec: corev1.PodSpec{
-			Hostname: name,
-			Containers: []corev1.Container{{
-				Name: "slurmd", Image: slurmImage, ImagePullPolicy: corev1.PullNever, Args: []string{"slurmd"},
-				Env: []corev1.EnvVar{
-					{Name: "SLURM_CONF_SERVER", Value: n.ConfServer(1)},
-					{Name: "SLURMD_CONF", Value: "CPUs=1 RealMemory=256 Features=e2e"},
-				},
-				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
-				VolumeMounts:    []corev1.VolumeMount{{Name: "keys", MountPath: render.KeysMountDir, ReadOnly: true}, scriptsMount},
-			}},
-			Volumes: []corev1.Volume{render.KeysVolume(n, false), scripts},
-		},
-	}
-}
-
 // TestSlurmClusterOnTheLocalCluster applies a SlurmCluster with managed accounting and a
 // prolog, and checks it from a user's seat: sinfo and scontrol ping answer in the login
 // pod, a job runs after the prolog and shows in sacct, and a new partition reaches
@@ -254,14 +233,16 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 		t.Fatalf("scontrol ping && sinfo in the login pod: %v\n%s", err, out)
 	}
 
-	// A compute node joins (the NodeSet's job, done by hand here) and runs a job.
-	n := render.NamesFor(sc, "")
-	if err := e.c.Create(ctx, computePod(n, "e2e-compute-0")); err != nil {
+	// A compute node joins through a one-node NodeSet and runs a job.
+	if err := e.c.Create(ctx, &sunkv1.NodeSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "compute"},
+		Spec: sunkv1.NodeSetSpec{ClusterRef: "e2e", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1)), Image: slurmImage},
+	}); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, 3*time.Minute, "compute node idle", func() error {
 		out, err := e.sh(t, login, "login", "sinfo -h -N -o '%N %t'")
-		if err != nil || !strings.Contains(out, "e2e-compute-0 idle") {
+		if err != nil || !strings.Contains(out, "compute-0 idle") {
 			return fmt.Errorf("sinfo: %v %q", err, out)
 		}
 		return nil
