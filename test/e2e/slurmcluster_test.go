@@ -236,7 +236,7 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 	// A compute node joins through a one-node NodeSet and runs a job.
 	if err := e.c.Create(ctx, &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "compute"},
-		Spec: sunkv1.NodeSetSpec{ClusterRef: "e2e", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1)), Image: slurmImage},
+		Spec:       sunkv1.NodeSetSpec{ClusterRef: "e2e", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1)), Image: slurmImage},
 	}); err != nil {
 		t.Fatal(err)
 	}
