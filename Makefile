@@ -18,13 +18,18 @@ generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST client)
 	@if [ -d api ]; then $(BIN)/controller-gen object paths=./api/... && \
 	  $(BIN)/controller-gen crd rbac:roleName=sunk-operator webhook paths=./... output:crd:artifacts:config=config/crd/bases; fi
 	go generate ./...
+	@# The sunk chart carries copies of the generated manifests (charts/sync_test.go checks them).
+	rm -f charts/sunk/crds/*.yaml && cp config/crd/bases/*.yaml charts/sunk/crds/
+	cp config/rbac/role.yaml charts/sunk/files/operator-role.yaml
+	cp config/webhook/manifests.yaml charts/sunk/files/webhook.yaml
 
 slurm-openapi: ## refetch Slurm's OpenAPI specs from the test bed's slurmrestd and regenerate the client
 	hack/gen-slurm-openapi.sh all
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and helm lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet -tags integration,e2e ./...
+	$(BIN)/helm lint --strict charts/sunk charts/slurm
 
 unit: ## unit tests only (no processes, seconds)
 	go test ./...
