@@ -274,7 +274,8 @@ down_quiet() {
     # Let kubelet tear pods down properly (CNI DEL, unmounts) before it goes.
     stop_bg kwok; stop_bg kube-controller-manager; stop_bg kube-scheduler
     kubectl delete node -l type=kwok --wait=false >/dev/null 2>&1 || true
-    kubectl delete pods --all -A --grace-period=0 --force >/dev/null 2>&1 || true
+    # --wait=false: a pod with a finalizer (a NodeSet member, whose operator may be gone) never goes.
+    kubectl delete pods --all -A --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
     [ -S "$ENV_DIR/containerd/containerd.sock" ] && wait_for "pods to stop" 60 sh -c "[ -z \"\$($CTR tasks ls -q 2>/dev/null)\" ]" || true
   fi
   stop_bg kubelet; stop_bg kube-proxy
