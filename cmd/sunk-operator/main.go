@@ -62,6 +62,10 @@ func main() {
 	}
 	must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	must(mgr.AddReadyzCheck("readyz", healthz.Ping))
+	if webhooks {
+		// Ready only once the webhook serves: the API server rejects SlurmClusters until then.
+		must(mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()))
+	}
 	log.Info("starting sunk-operator")
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
