@@ -161,6 +161,7 @@ start_cluster() {
   import_images
   start_bg kubelet kubelet --config="$ENV_DIR/kubelet/config.yaml" --kubeconfig="$ENV_DIR/kubelet.kubeconfig" \
     --root-dir="$ENV_DIR/kubelet/root" --hostname-override=$NODE --node-ip="$NODE_IP"
+  service_guard -I
   start_bg kube-proxy kube-proxy --kubeconfig="$ENV_DIR/kube-proxy.kubeconfig" --hostname-override=$NODE \
     --cluster-cidr=$POD_CIDR --proxy-mode=iptables --conntrack-max-per-core=0 \
     --metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256
@@ -185,6 +186,23 @@ import_images() {
     { $CTR images import --no-unpack=false "$img" >/dev/null && stat -c '%s %Y' "$img" > "$seen"; } & pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || { log "importing images failed"; return 1; }; done
+}
+
+# service_guard -I|-D: TCP to a Service cluster IP that kube-proxy has not (yet) translated is
+# reset, as it fails in any cluster, instead of leaving by the default route. On a host whose
+# gateway answers any HTTP request (a transparent proxy's 404), a client's kept-alive connection
+# made in the second before kube-proxy's rule existed stayed stuck to that answer for good.
+# Filter rules see packets after kube-proxy's DNAT, so translated traffic never matches.
+service_guard() {
+  local chain
+  for chain in FORWARD OUTPUT; do
+    if [ "$1" = -D ]; then
+      while iptables -D $chain -d $SERVICE_CIDR -p tcp -j REJECT --reject-with tcp-reset 2>/dev/null; do :; done
+    else
+      iptables -C $chain -d $SERVICE_CIDR -p tcp -j REJECT --reject-with tcp-reset 2>/dev/null ||
+        iptables -I $chain -d $SERVICE_CIDR -p tcp -j REJECT --reject-with tcp-reset
+    fi
+  done
 }
 
 # The hostPath provisioner puts each volume in $HOSTPATH_PV/<uuid>; a symlink keeps the data in
@@ -288,6 +306,7 @@ down_quiet() {
   stop_all_bg
   [ -x "$SUNK_BIN/kube-proxy" ] && kube-proxy --cleanup >/dev/null 2>&1 || true
   ip link del sunk0 2>/dev/null || true
+  service_guard -D
   for f in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns del "$f" 2>/dev/null || true; done
   release_netns_dir
   # kubelet bind-mounts pod volumes and leaves tmpfs mounts behind when stopped.
