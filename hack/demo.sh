@@ -78,11 +78,14 @@ install_charts() {
     --set-string "operator.podAnnotations.sunk\.dev/image-stamp=$stamp,syncer.podAnnotations.sunk\.dev/image-stamp=$stamp" >/dev/null
   # Helm installs CRDs only on first install; apply them so that a changed API reaches a running cluster.
   kubectl apply --server-side --force-conflicts -f charts/sunk/crds/ >/dev/null
-  # The webhook's Service may take a moment to reach the new operator pod: retry until a deadline.
-  wait_for "the slurm chart to install" 60 helm upgrade --install "$NAME" charts/slurm -n "$NS" --create-namespace \
-    --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=$NODES" ||
-    helm upgrade --install "$NAME" charts/slurm -n "$NS" --create-namespace \
-      --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=$NODES"
+  # The webhook's Service may take a moment to reach the new operator pod: retry until a
+  # deadline, then once more to show the error.
+  wait_for "the slurm chart to install" 60 install_slurm || install_slurm
+}
+
+install_slurm() {
+  helm upgrade --install "$NAME" charts/slurm -n "$NS" --create-namespace \
+    --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=$NODES"
 }
 
 run_job() {
