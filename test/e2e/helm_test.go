@@ -1,0 +1,355 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/kube"
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/test/testenv"
+)
+
+// withoutSyncerEnv lets the journey run on a tree that has no cmd/sunk-syncer yet: the chart is
+// installed without the syncer and the cordon step is left out. It must be set on purpose; a
+// tree without the syncer fails the test otherwise.
+const withoutSyncerEnv = "SUNK_E2E_WITHOUT_SYNCER"
+
+// helmEnv is the local cluster with both charts installed by the real helm.
+type helmEnv struct {
+	*operatorEnv
+	sunkNS, sunkRelease string
+}
+
+// helm runs the provisioned helm against the local cluster.
+func (h *helmEnv) helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(testenv.CacheDir(), "bin", "helm"), args...)
+	cmd.Dir = testenv.RepoRoot()
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+h.Kubeconfig)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String(), nil
+}
+
+// script runs a repository script and fails the test with its output.
+func script(t *testing.T, path string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(testenv.RepoRoot(), path), args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", path, args, err, out)
+	}
+}
+
+// slurmValues are the slurm chart's values of the journey: one compute node, and the main
+// partition's time limit, which the upgrade changes.
+func slurmValues(t *testing.T, maxTime string) string {
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	v := fmt.Sprintf(`image: {pullPolicy: Never}
+partitions: [{name: main, default: true, maxTime: %q}]
+nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
+`, maxTime)
+	if err := os.WriteFile(f, []byte(v), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestHelmJourney is the user's journey through the charts, as `make demo` takes it: install
+// sunk and a Slurm cluster with helm, run a job that writes to the shared volume and read the
+// file from a plain pod, cordon the Kubernetes node and see Slurm drain it with a `k8s:`
+// reason (the syncer), upgrade the release with a new partition time limit that reaches
+// slurmctld while a held job waits in the queue, and uninstall, leaving nothing behind.
+func TestHelmJourney(t *testing.T) {
+	_, err := os.Stat(filepath.Join(testenv.RepoRoot(), "cmd", "sunk-syncer"))
+	withSyncer := err == nil
+	if !withSyncer && os.Getenv(withoutSyncerEnv) != "1" {
+		t.Fatalf("cmd/sunk-syncer does not exist: the cordon step needs it (set %s=1 to run the rest without it)", withoutSyncerEnv)
+	}
+	h := startCharts(t, withSyncer)
+	ctx := context.Background()
+
+	// Install the Slurm cluster. The webhook Service may take a moment to reach the operator.
+	values := slurmValues(t, "INFINITE")
+	poll(t, time.Minute, "slurm chart installed", func() error {
+		_, err := h.helm(t, "upgrade", "--install", "journey", "charts/slurm", "-n", h.ns, "-f", values)
+		return err
+	})
+	start := time.Now()
+	poll(t, 6*time.Minute, "SlurmCluster Ready", func() error {
+		c := meta.FindStatusCondition(h.cluster(t, "journey").Status.Conditions, sunkv1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Ready = %+v", c)
+		}
+		return nil
+	})
+	login := h.podOf(t, "journey", render.ComponentLogin).Name
+	poll(t, 3*time.Minute, "compute-0 idle", func() error {
+		nodes, err := h.slurmNodes(t, login)
+		if err != nil || nodes["compute-0"] != "idle" {
+			return fmt.Errorf("sinfo: %v %v", nodes, err)
+		}
+		return nil
+	})
+	t.Logf("Slurm cluster ready %s after helm install", time.Since(start).Round(time.Second))
+
+	// A job writes to the shared volume; a plain pod mounting the same claim reads it.
+	id := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable -o /shared/journey-%j.out --wrap 'echo written by job $SLURM_JOB_ID on $(hostname) > /shared/journey.txt'"))
+	if state, exit, _ := h.jobEnd(t, login, id, 2*time.Minute); state != "COMPLETED" || exit != "0:0" {
+		t.Fatalf("job %s: %s %s", id, state, exit)
+	}
+	reader := busyboxPod("reader", "cat /journey-shared/journey.txt")
+	mountClaims(reader, "journey-shared")
+	if _, err := h.Clientset.CoreV1().Pods(h.ns).Create(ctx, reader, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, h.Clientset, h.ns, "reader", 2*time.Minute, podSucceeded)
+	if got, want := strings.TrimSpace(podLogs(t, h.Clientset, h.ns, "reader")), "written by job "+id+" on compute-0"; got != want {
+		t.Errorf("the plain pod read %q from the shared volume, want %q", got, want)
+	}
+
+	if withSyncer {
+		h.cordonDrains(t, login)
+	} else {
+		t.Logf("%s=1: the cordon step (sinfo shows a k8s: drain) did not run", withoutSyncerEnv)
+	}
+
+	// helm upgrade: a new partition time limit reaches slurmctld by reconfigure; a held job
+	// stays queued and slurmctld keeps running.
+	held := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable --hold -J held --wrap true"))
+	ctld := h.podOf(t, "journey", render.ComponentController)
+	if _, err := h.helm(t, "upgrade", "journey", "charts/slurm", "-n", h.ns, "-f", slurmValues(t, "1:30:00")); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 3*time.Minute, "MaxTime in slurmctld", func() error {
+		out, err := h.sh(t, login, "login", "scontrol -o show partition main")
+		if err != nil || !strings.Contains(out, "MaxTime=01:30:00") {
+			return fmt.Errorf("scontrol: %v %q", err, out)
+		}
+		return nil
+	})
+	if out := h.mustSh(t, login, "squeue -h -j "+held+" -o '%T %r'"); !strings.HasPrefix(out, "PENDING") {
+		t.Errorf("held job %s after the upgrade: %q, want PENDING", held, out)
+	}
+	if after := h.podOf(t, "journey", render.ComponentController); after.UID != ctld.UID ||
+		after.Status.ContainerStatuses[0].RestartCount != ctld.Status.ContainerStatuses[0].RestartCount {
+		t.Errorf("slurmctld was restarted by the upgrade")
+	}
+
+	h.uninstall(t)
+}
+
+// startCharts builds and imports sunk.dev/sunk:local, installs the sunk chart into a namespace
+// of its own and makes the Slurm cluster's namespace. Cleanup uninstalls whatever is left.
+func startCharts(t *testing.T, withSyncer bool) *helmEnv {
+	t.Helper()
+	script(t, "hack/images.sh", "sunk")
+	cl := testenv.Cluster(t) // imports what images.sh rebuilt
+	script(t, "hack/env-kube.sh", "images")
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := sunkv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cl.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	execer, err := kube.NewPodExecer(cl.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := rand.IntN(1e6)
+	h := &helmEnv{
+		operatorEnv: &operatorEnv{ClusterEnv: cl, c: c, exec: execer, ns: fmt.Sprintf("e2e-helm-%d", n)},
+		sunkNS:      fmt.Sprintf("e2e-sunk-system-%d", n), sunkRelease: fmt.Sprintf("e2e-sunk-%d", n),
+	}
+	stamp, err := os.ReadFile(filepath.Join(testenv.CacheDir(), "stamps", "image-sunk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			h.dumpNamespace(t)
+			(&operatorEnv{ClusterEnv: h.ClusterEnv, c: h.c, exec: h.exec, ns: h.sunkNS}).dumpNamespace(t)
+		}
+		// Idempotent: after a passing run there is nothing left to remove.
+		_, _ = h.helm(t, "uninstall", "journey", "-n", h.ns, "--ignore-not-found")
+		_ = h.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})
+		h.waitGone(t, h.ns)
+		_, _ = h.helm(t, "uninstall", h.sunkRelease, "-n", h.sunkNS, "--ignore-not-found", "--wait")
+		_ = h.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.sunkNS}})
+	})
+	if _, err := h.helm(t, "upgrade", "--install", h.sunkRelease, "charts/sunk", "-n", h.sunkNS, "--create-namespace",
+		"--wait", "--timeout", "3m", "--set", fmt.Sprintf("syncer.enabled=%t", withSyncer),
+		"--set-string", "operator.podAnnotations.sunk\\.dev/image-stamp="+strings.TrimSpace(string(stamp))); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *helmEnv) mustSh(t *testing.T, pod, script string) string {
+	t.Helper()
+	out, err := h.sh(t, pod, "login", script)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	return out
+}
+
+// cordonDrains cordons the node of compute-0 and expects the syncer to drain the Slurm node
+// with a reason that starts with "k8s:", and to lift that drain after the uncordon.
+func (h *helmEnv) cordonDrains(t *testing.T, login string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{}
+	if err := h.c.Get(ctx, types.NamespacedName{Namespace: h.ns, Name: "compute-0"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	node := pod.Spec.NodeName
+	setUnschedulable := func(v bool) error {
+		patch := []byte(fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, v))
+		_, err := h.Clientset.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}
+	// The node is shared with every other test: it is uncordoned whatever happens.
+	t.Cleanup(func() {
+		if err := setUnschedulable(false); err != nil {
+			t.Errorf("uncordoning %s: %v", node, err)
+		}
+	})
+	if err := setUnschedulable(true); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	poll(t, time.Minute, "compute-0 drained with a k8s: reason", func() error {
+		out, err := h.sh(t, login, "login", "sinfo -h -N -n compute-0 -o '%t|%E'")
+		state, reason, _ := strings.Cut(strings.TrimSpace(out), "|")
+		if err != nil || !strings.HasPrefix(state, "drain") || !strings.HasPrefix(reason, "k8s:") {
+			return fmt.Errorf("sinfo: %v %q", err, out)
+		}
+		return nil
+	})
+	t.Logf("cordon → Slurm drain in %s", time.Since(start).Round(100*time.Millisecond))
+	if err := setUnschedulable(false); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, time.Minute, "compute-0 idle after the uncordon", func() error {
+		nodes, err := h.slurmNodes(t, login)
+		if err != nil || nodes["compute-0"] != "idle" {
+			return fmt.Errorf("sinfo: %v %v", nodes, err)
+		}
+		return nil
+	})
+}
+
+// waitGone waits until a namespace no longer exists.
+func (h *helmEnv) waitGone(t *testing.T, ns string) {
+	t.Helper()
+	poll(t, 3*time.Minute, "namespace "+ns+" deleted", func() error {
+		err := h.c.Get(context.Background(), types.NamespacedName{Name: ns}, &corev1.Namespace{})
+		if err == nil {
+			return fmt.Errorf("still there")
+		}
+		return client.IgnoreNotFound(err)
+	})
+}
+
+// uninstall removes the Slurm release and its namespace (docs/user-guide.md), then sunk's, and checks that nothing
+// is left: no pods, no volumes of the claims, no cluster-scoped RBAC or webhook. The CRDs stay
+// (Helm never deletes a chart's crds/: deleting them would delete every SlurmCluster).
+func (h *helmEnv) uninstall(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	var pvs corev1.PersistentVolumeList
+	if err := h.c.List(ctx, &pvs); err != nil {
+		t.Fatal(err)
+	}
+	var ours []string
+	for _, pv := range pvs.Items {
+		if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == h.ns {
+			ours = append(ours, pv.Name)
+		}
+	}
+	if len(ours) < 2 { // the shared volume and slurmctld's state
+		t.Errorf("volumes of %s before uninstalling: %v, want the shared and the state volume", h.ns, ours)
+	}
+	// Without --wait: the SlurmCluster and the NodeSet go at once, and a compute pod waits for
+	// Slurm (its finalizer) until the namespace's deletion releases it.
+	if _, err := h.helm(t, "uninstall", "journey", "-n", h.ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitGone(t, h.ns)
+	poll(t, 2*time.Minute, "volumes deleted", func() error {
+		for _, name := range ours {
+			err := h.c.Get(ctx, types.NamespacedName{Name: name}, &corev1.PersistentVolume{})
+			if err == nil {
+				return fmt.Errorf("volume %s still exists", name)
+			}
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+		return nil
+	})
+	if _, err := h.helm(t, "uninstall", h.sunkRelease, "-n", h.sunkNS, "--wait", "--timeout", "2m"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.sunkNS}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitGone(t, h.sunkNS)
+	release := client.MatchingLabels{"app.kubernetes.io/instance": h.sunkRelease}
+	var roles rbacv1.ClusterRoleList
+	var bindings rbacv1.ClusterRoleBindingList
+	if err := h.c.List(ctx, &roles, release); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.List(ctx, &bindings, release); err != nil {
+		t.Fatal(err)
+	}
+	webhooks, err := h.Clientset.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx,
+		metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + h.sunkRelease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(roles.Items)+len(bindings.Items)+len(webhooks.Items) > 0 {
+		t.Errorf("left behind: %d ClusterRoles, %d ClusterRoleBindings, %d webhook configurations",
+			len(roles.Items), len(bindings.Items), len(webhooks.Items))
+	}
+	var crds sunkv1.SlurmClusterList
+	if err := h.c.List(ctx, &crds); err != nil {
+		t.Errorf("the SlurmCluster CRD should stay installed: %v", err)
+	}
+}
