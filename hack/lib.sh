@@ -35,7 +35,8 @@ wait_for() {
 start_bg() {
   local n=$1; shift
   mkdir -p "$ENV_DIR/logs" "$ENV_DIR/pids"
-  setsid "$@" >"$ENV_DIR/logs/$n.stdout" 2>&1 </dev/null 9>&- &
+  # Inherited descriptors 3-9 are closed: a daemon must not hold its starter's flock forever.
+  setsid "$@" >"$ENV_DIR/logs/$n.stdout" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! > "$ENV_DIR/pids/$n"
 }
 

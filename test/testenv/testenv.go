@@ -56,6 +56,11 @@ func hack(t testing.TB, script string, args ...string) {
 	}
 }
 
+// Hack runs a hack/ script and returns its combined output.
+func Hack(script string, args ...string) (string, error) {
+	return run(filepath.Join(RepoRoot(), "hack", script), args...)
+}
+
 // run executes a command and returns its combined output, with the command in the error.
 func run(name string, args ...string) (string, error) {
 	cmd := exec.Command(name, args...)
