@@ -36,6 +36,9 @@ func IndexPodsByNode(ctx context.Context, idx client.FieldIndexer) error {
 	})
 }
 
+// DefaultPollInterval is Config.PollInterval's default.
+const DefaultPollInterval = 500 * time.Millisecond
+
 // Config describes one Slurm cluster and its compute pods.
 type Config struct {
 	// Namespace and Cluster select the compute pods: labels sunk.dev/cluster=Cluster and
@@ -43,7 +46,9 @@ type Config struct {
 	Namespace, Cluster string
 	// Slurm reads and changes the cluster's nodes.
 	Slurm slurm.Client
-	// PollInterval of the Slurm node cache (default 1s).
+	// PollInterval of the Slurm node cache (default 500ms: a change in Slurm reaches
+	// Kubernetes within one poll plus one list, under a second at 5,000 nodes; an unchanged
+	// cluster answers each poll with a small 304).
 	PollInterval time.Duration
 	// StaleAfter: Slurm's state counts as unreadable when no poll succeeded for this long
 	// (default 3 polls + 2s). While it is, the syncer changes nothing.
@@ -104,7 +109,7 @@ const nodeKeyPrefix = "node/"
 // IndexPodsByNode registered, live reads past the cache.
 func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Syncer {
 	if cfg.PollInterval == 0 {
-		cfg.PollInterval = time.Second
+		cfg.PollInterval = DefaultPollInterval
 	}
 	if cfg.StaleAfter == 0 {
 		cfg.StaleAfter = 3*cfg.PollInterval + 2*time.Second

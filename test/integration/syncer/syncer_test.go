@@ -60,22 +60,7 @@ func setup(t *testing.T) *harness {
 	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	env := testenv.Slurm(t)
 	cfg := testenv.API(t, testenv.APIOptions{})
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := slurm.NewJWTSource(env.User, env.JWTKey(t), slurm.WithLifetime(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sl, err := slurm.New(slurm.Config{URL: env.RESTURL, Tokens: tokens, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, sl := clients(t, env, cfg)
 	h := &harness{t: t, top: t, env: env, cfg: cfg, c: c, sl: sl}
 	h.newMetrics()
 	ctx := context.Background()
@@ -101,6 +86,28 @@ func setup(t *testing.T) *harness {
 	}
 	t.Cleanup(h.restoreTestBed)
 	return h
+}
+
+// clients are the test's (or benchmark's) own: a direct Kubernetes client and a Slurm REST
+// client, both past the syncer's caches.
+func clients(tb testing.TB, env *testenv.SlurmEnv, cfg *rest.Config) (client.Client, slurm.Client) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		tb.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tokens, err := slurm.NewJWTSource(env.User, env.JWTKey(tb), slurm.WithLifetime(time.Hour))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sl, err := slurm.New(slurm.Config{URL: env.RESTURL, Tokens: tokens, Timeout: 5 * time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c, sl
 }
 
 func k8sNode(i int) string { return fmt.Sprintf("k8s-n%d", i+1) }
@@ -607,8 +614,12 @@ func contains(s []string, v string) bool {
 }
 
 // eventually polls f until it returns nil or the deadline passes.
-func eventually(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
+func eventually(tb testing.TB, d time.Duration, f func() error) {
+	pollEvery(tb, d, 100*time.Millisecond, f)
+}
+
+func pollEvery(tb testing.TB, d, every time.Duration, f func() error) {
+	tb.Helper()
 	deadline := time.Now().Add(d)
 	for {
 		err := f()
@@ -616,9 +627,9 @@ func eventually(t *testing.T, d time.Duration, f func() error) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", d, err)
+			tb.Fatalf("after %v: %v", d, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(every)
 	}
 }
 
