@@ -9,8 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +17,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/cmdutil"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/pkg/slurm"
@@ -41,9 +39,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
 
-	scheme := runtime.NewScheme()
-	must(clientgoscheme.AddToScheme(scheme))
-	must(sunkv1.AddToScheme(scheme))
+	scheme := cmdutil.Scheme()
 	computePods := labels.SelectorFromSet(labels.Set{render.LabelComponent: render.ComponentCompute})
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
@@ -55,11 +51,11 @@ func main() {
 		// Only compute pods are cached, not every pod of the cluster.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: computePods}}},
 	})
-	must(err)
+	cmdutil.Must(err)
 	restMetrics, err := slurm.NewMetrics(crmetrics.Registry)
-	must(err)
+	cmdutil.Must(err)
 	syncMetrics, err := syncer.NewMetrics(crmetrics.Registry)
-	must(err)
+	cmdutil.Must(err)
 	factory := func(url string, key []byte) (slurm.Client, error) {
 		tokens, err := slurm.NewJWTSource("slurm", key)
 		if err != nil {
@@ -68,22 +64,15 @@ func main() {
 		return slurm.New(slurm.Config{URL: url, APIVersion: slurm.V0041, Tokens: tokens, Timeout: 10 * time.Second, Metrics: restMetrics})
 	}
 	ctx := ctrl.SetupSignalHandler()
-	must((&syncer.Clusters{
+	cmdutil.Must((&syncer.Clusters{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Slurm: factory, ClusterDomain: clusterDomain,
 		PollInterval: poll, Metrics: syncMetrics,
 	}).SetupWithManager(ctx, mgr))
-	must(mgr.AddHealthzCheck("healthz", healthz.Ping))
-	must(mgr.AddReadyzCheck("readyz", healthz.Ping))
+	cmdutil.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
+	cmdutil.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))
 	log.Info("starting sunk-syncer", "pollInterval", poll)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "manager stopped")
-		os.Exit(1)
-	}
-}
-
-func must(err error) {
-	if err != nil {
-		ctrl.Log.Error(err, "setup failed")
 		os.Exit(1)
 	}
 }

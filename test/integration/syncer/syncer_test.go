@@ -620,17 +620,7 @@ func eventually(tb testing.TB, d time.Duration, f func() error) {
 
 func pollEvery(tb testing.TB, d, every time.Duration, f func() error) {
 	tb.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("after %v: %v", d, err)
-		}
-		time.Sleep(every)
-	}
+	testenv.Eventually(tb, d, every, f)
 }
 
 func runHack(script string, args ...string) (string, error) {
