@@ -20,13 +20,18 @@ generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST client)
 	  $(BIN)/controller-gen rbac:roleName=sunk-operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac && \
 	  $(BIN)/controller-gen rbac:roleName=sunk-syncer paths=./internal/syncer/... output:rbac:artifacts:config=config/rbac/syncer; fi
 	go generate ./...
+	@# The sunk chart carries copies of the generated manifests (charts/sync_test.go checks them).
+	rm -f charts/sunk/crds/*.yaml && cp config/crd/bases/*.yaml charts/sunk/crds/
+	cp config/rbac/role.yaml charts/sunk/files/operator-role.yaml
+	cp config/webhook/manifests.yaml charts/sunk/files/webhook.yaml
 
 slurm-openapi: ## refetch Slurm's OpenAPI specs from the test bed's slurmrestd and regenerate the client
 	hack/gen-slurm-openapi.sh all
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and helm lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet -tags integration,e2e ./...
+	$(BIN)/helm lint --strict charts/sunk charts/slurm
 
 unit: ## unit tests only (no processes, seconds)
 	go test ./...

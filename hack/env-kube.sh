@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# env-kube.sh up api|cluster | down | status | kwok N: a real Kubernetes v1.33.13 on this machine.
+# env-kube.sh up api|cluster | down | status | kwok N | images: a real Kubernetes v1.33.13 on this machine.
 #
 #   api      etcd + kube-apiserver (https://127.0.0.1:6443); envtest can also use the binaries
 #            directly through KUBEBUILDER_ASSETS=$SUNK_CACHE/envtest
@@ -9,7 +9,8 @@
 #            Add-ons (hack/manifests): CoreDNS as kube-dns at 10.96.0.10 (cluster.local) and the
 #            default StorageClass "standard" (kube-controller-manager's hostPath provisioner).
 #
-# Admin kubeconfig: $SUNK_STATE/kube/admin.kubeconfig. `down` removes processes, mounts,
+# `images` (and `up cluster` on a running cluster) imports the images of $SUNK_IMAGES that changed
+# since they were last imported. Admin kubeconfig: $SUNK_STATE/kube/admin.kubeconfig. `down` removes processes, mounts,
 # iptables chains, cgroups, the bridge and the state directory.
 source "$(dirname "$0")/lib.sh"
 ENV_DIR=$SUNK_STATE/kube
@@ -157,12 +158,10 @@ start_cluster() {
   claim_netns_dir
   start_bg containerd containerd --config "$ENV_DIR/containerd/config.toml"
   wait_for containerd 30 $CTR version
-  # In parallel: the Slurm image alone takes seconds, the others hide behind it.
-  local img pids=() p
-  for img in "$SUNK_IMAGES"/*.tar; do $CTR images import --no-unpack=false "$img" >/dev/null & pids+=($!); done
-  for p in "${pids[@]}"; do wait "$p" || { log "importing images failed"; return 1; }; done
+  import_images
   start_bg kubelet kubelet --config="$ENV_DIR/kubelet/config.yaml" --kubeconfig="$ENV_DIR/kubelet.kubeconfig" \
     --root-dir="$ENV_DIR/kubelet/root" --hostname-override=$NODE --node-ip="$NODE_IP"
+  service_guard -I
   start_bg kube-proxy kube-proxy --kubeconfig="$ENV_DIR/kube-proxy.kubeconfig" --hostname-override=$NODE \
     --cluster-cidr=$POD_CIDR --proxy-mode=iptables --conntrack-max-per-core=0 \
     --metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256
@@ -172,6 +171,38 @@ start_cluster() {
   wait_for "cluster DNS at $CLUSTER_DNS" 60 busybox nslookup kubernetes.default.svc.cluster.local "$CLUSTER_DNS"
   if [ "${SUNK_KWOK_NODES:-0}" -gt 0 ]; then start_kwok "$SUNK_KWOK_NODES"; fi
   echo cluster > "$ENV_DIR/mode"
+}
+
+# import_images: load every tarball of $SUNK_IMAGES that changed since its last import into
+# containerd (size and mtime per image in $ENV_DIR/imported), so that a running cluster picks up
+# an image that hack/images.sh rebuilt. In parallel: the Slurm image alone takes seconds.
+import_images() {
+  local img seen pids=() p
+  mkdir -p "$ENV_DIR/imported"
+  for img in "$SUNK_IMAGES"/*.tar; do
+    [ -e "$img" ] || continue
+    seen=$ENV_DIR/imported/$(basename "$img")
+    [ "$(cat "$seen" 2>/dev/null)" = "$(stat -c '%s %Y' "$img")" ] && continue
+    { $CTR images import --no-unpack=false "$img" >/dev/null && stat -c '%s %Y' "$img" > "$seen"; } & pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || { log "importing images failed"; return 1; }; done
+}
+
+# service_guard -I|-D: TCP to a Service cluster IP that kube-proxy has not (yet) translated is
+# reset, as it fails in any cluster, instead of leaving by the default route. On a host whose
+# gateway answers any HTTP request (a transparent proxy's 404), a client's kept-alive connection
+# made in the second before kube-proxy's rule existed stayed stuck to that answer for good.
+# Filter rules see packets after kube-proxy's DNAT, so translated traffic never matches.
+service_guard() {
+  local chain
+  for chain in FORWARD OUTPUT; do
+    if [ "$1" = -D ]; then
+      while iptables -D $chain -d $SERVICE_CIDR -p tcp -j REJECT --reject-with tcp-reset 2>/dev/null; do :; done
+    else
+      iptables -C $chain -d $SERVICE_CIDR -p tcp -j REJECT --reject-with tcp-reset 2>/dev/null ||
+        iptables -I $chain -d $SERVICE_CIDR -p tcp -j REJECT --reject-with tcp-reset
+    fi
+  done
 }
 
 # The hostPath provisioner puts each volume in $HOSTPATH_PV/<uuid>; a symlink keeps the data in
@@ -239,7 +270,8 @@ up() {
   local want=$1 have=""
   [ -f "$ENV_DIR/mode" ] && have=$(cat "$ENV_DIR/mode")
   if [ -n "$have" ] && apiserver_ready; then
-    if [ "$have" = cluster ] || [ "$want" = api ]; then log "kube environment already up ($have)"; return 0; fi
+    if [ "$have" = cluster ]; then import_images; log "kube environment already up ($have)"; return 0; fi
+    if [ "$want" = api ]; then log "kube environment already up ($have)"; return 0; fi
     "$SUNK_ROOT/hack/provision.sh" host tools images
     log "extending the kube environment to a cluster"
     start_cluster
@@ -260,7 +292,8 @@ down_quiet() {
     # Let kubelet tear pods down properly (CNI DEL, unmounts) before it goes.
     stop_bg kwok; stop_bg kube-controller-manager; stop_bg kube-scheduler
     kubectl delete node -l type=kwok --wait=false >/dev/null 2>&1 || true
-    kubectl delete pods --all -A --grace-period=0 --force >/dev/null 2>&1 || true
+    # --wait=false: a pod with a finalizer (a NodeSet member, whose operator may be gone) never goes.
+    kubectl delete pods --all -A --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
     [ -S "$ENV_DIR/containerd/containerd.sock" ] && wait_for "pods to stop" 60 sh -c "[ -z \"\$($CTR tasks ls -q 2>/dev/null)\" ]" || true
   fi
   stop_bg kubelet; stop_bg kube-proxy
@@ -273,6 +306,7 @@ down_quiet() {
   stop_all_bg
   [ -x "$SUNK_BIN/kube-proxy" ] && kube-proxy --cleanup >/dev/null 2>&1 || true
   ip link del sunk0 2>/dev/null || true
+  service_guard -D
   for f in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns del "$f" 2>/dev/null || true; done
   release_netns_dir
   # kubelet bind-mounts pod volumes and leaves tmpfs mounts behind when stopped.
@@ -315,5 +349,7 @@ case ${1:-} in
   status) status ;;
   kwok) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "kwok nodes need the cluster environment"
         with_lock kube-env start_kwok "${2:?usage: $0 kwok N}" ;;
-  *) die "usage: $0 up api|cluster | down | status | kwok N" ;;
+  images) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "importing images needs the cluster environment"
+          with_lock kube-env import_images ;;
+  *) die "usage: $0 up api|cluster | down | status | kwok N | images" ;;
 esac

@@ -32,11 +32,18 @@ wait_for() {
 }
 
 # start_bg NAME CMD...: run CMD as a daemon of the current environment, logging to $ENV_DIR/logs.
+# The daemon inherits no descriptor beyond 0-2: one held by a caller (`flock LOCK make demo`
+# holds LOCK open) would otherwise stay locked for as long as the daemon lives.
 start_bg() {
   local n=$1; shift
   mkdir -p "$ENV_DIR/logs" "$ENV_DIR/pids"
-  # Inherited descriptors 3-9 are closed: a daemon must not hold its starter's flock forever.
-  setsid "$@" >"$ENV_DIR/logs/$n.stdout" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+    done
+    exec setsid "$@"
+  ) >"$ENV_DIR/logs/$n.stdout" 2>&1 </dev/null &
   echo $! > "$ENV_DIR/pids/$n"
 }
 

@@ -7,10 +7,11 @@ cd "$SUNK_ROOT"
 
 "$SUNK_ROOT/hack/provision.sh" all
 
-log "lint: gofmt, go vet"
+log "lint: gofmt, go vet, helm lint"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 [ -z "$unformatted" ] || die "gofmt needed on: $unformatted"
 go vet -tags integration,e2e ./...
+helm lint --strict charts/sunk charts/slurm
 
 started=()
 hack/env-slurm.sh status >/dev/null 2>&1 || started+=(slurm)

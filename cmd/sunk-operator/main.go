@@ -58,6 +58,10 @@ func main() {
 	}
 	cmdutil.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	cmdutil.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))
+	if webhooks {
+		// Ready only once the webhook serves: the API server rejects SlurmClusters until then.
+		cmdutil.Must(mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()))
+	}
 	log.Info("starting sunk-operator")
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
