@@ -16,7 +16,9 @@ build: ## compile every command into bin/
 
 generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST client)
 	@if [ -d api ]; then $(BIN)/controller-gen object paths=./api/... && \
-	  $(BIN)/controller-gen crd rbac:roleName=sunk-operator webhook paths=./... output:crd:artifacts:config=config/crd/bases; fi
+	  $(BIN)/controller-gen crd webhook paths=./... output:crd:artifacts:config=config/crd/bases && \
+	  $(BIN)/controller-gen rbac:roleName=sunk-operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac && \
+	  $(BIN)/controller-gen rbac:roleName=sunk-syncer paths=./internal/syncer/... output:rbac:artifacts:config=config/rbac/syncer; fi
 	go generate ./...
 	@# The sunk chart carries copies of the generated manifests (charts/sync_test.go checks them).
 	rm -f charts/sunk/crds/*.yaml && cp config/crd/bases/*.yaml charts/sunk/crds/

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# env-slurm.sh up|down|status|exec CMD...: a standalone real Slurm 24.11 for integration tests.
+# env-slurm.sh up|down|status|exec CMD...|restart-node NAME|stop-restd|start-restd: a standalone real Slurm 24.11 for integration tests.
 #
 #   slurmctld   host network, 10.77.0.1:6817 on bridge sunk-slurm0 (configless, JWT enabled)
 #   slurmrestd  127.0.0.1:$SUNK_SLURMRESTD_PORT (default 6820), rest_auth/jwt
@@ -92,6 +92,36 @@ nodes_idle() {
   [ "$idle" -ge "$NODES" ]
 }
 
+start_restd() {
+  start_bg slurmrestd env SLURM_JWT=daemon $(in_chroot slurmctld "$ENV_DIR/etc" "$ENV_DIR/spool/restd") \
+    slurmrestd -u slurmrestd -g slurmrestd -a rest_auth/jwt -s openapi/slurmctld "127.0.0.1:$REST_PORT"
+}
+
+# start_slurmd I: node I's slurmd, a dynamic node that registers itself (again) at start.
+start_slurmd() {
+  mkdir -p "$ENV_DIR/spool/n$1/slurmd"
+  start_bg "slurmd-n$1" nsenter --net=/run/netns/sunk-slurm-n$1 $(in_chroot "$(node_name "$1")" "$ENV_DIR/etc-node" "$ENV_DIR/spool/n$1") \
+    slurmd -D -Z -N "$(node_name "$1")" --conf-server "$NET.1:6817" --conf "CPUs=2 RealMemory=1024 Features=sunk-test"
+}
+
+# restart_node NAME: restart a node's slurmd, which registers the node again when its record
+# was removed (tests of record removal put the test bed back this way).
+restart_node() {
+  local i=${1#slurm-n}
+  [ -f "$ENV_DIR/pids/slurmd-n$i" ] || die "no node $1"
+  stop_bg "slurmd-n$i"
+  start_slurmd "$i"
+  wait_for "$1 to register" 60 node_up "$1"
+}
+
+# node_up NAME: the node is registered, idle and responding.
+node_up() {
+  local out
+  out=$(exec_in scontrol -o show node "$1" 2>&1) || return 1
+  case $out in *State=IDLE*NOT_RESPONDING*|*State=IDLE*DOWN*) return 1 ;; *State=IDLE*) return 0 ;; esac
+  return 1
+}
+
 exec_in() { $(in_chroot slurmctld "$ENV_DIR/etc" "$ENV_DIR/spool/restd") "$@"; }
 
 up() {
@@ -103,14 +133,9 @@ up() {
   network
   start_bg slurmctld $(in_chroot slurmctld "$ENV_DIR/etc" "$ENV_DIR/spool/ctld") slurmctld -D -i
   wait_for "slurmctld" 60 exec_in scontrol ping || { tail -n 20 "$ENV_DIR"/logs/slurmctld.* >&2; return 1; }
-  start_bg slurmrestd env SLURM_JWT=daemon $(in_chroot slurmctld "$ENV_DIR/etc" "$ENV_DIR/spool/restd") \
-    slurmrestd -u slurmrestd -g slurmrestd -a rest_auth/jwt -s openapi/slurmctld "127.0.0.1:$REST_PORT"
+  start_restd
   local i
-  for i in $(seq "$NODES"); do
-    mkdir -p "$ENV_DIR/spool/n$i/slurmd"
-    start_bg "slurmd-n$i" nsenter --net=/run/netns/sunk-slurm-n$i $(in_chroot "$(node_name "$i")" "$ENV_DIR/etc-node" "$ENV_DIR/spool/n$i") \
-      slurmd -D -Z -N "$(node_name "$i")" --conf-server "$NET.1:6817" --conf "CPUs=2 RealMemory=1024 Features=sunk-test"
-  done
+  for i in $(seq "$NODES"); do start_slurmd "$i"; done
   wait_for "slurmrestd" 60 rest_ok || { cat "$ENV_DIR/logs/slurmrestd.stdout" >&2; return 1; }
   wait_for "$NODES idle nodes" 90 nodes_idle || { exec_in scontrol show nodes >&2; tail -n 20 "$ENV_DIR"/logs/slurmd-* >&2; return 1; }
   local names
@@ -147,5 +172,10 @@ case ${1:-} in
   down) with_lock slurm-env down ;;
   status) status ;;
   exec) shift; exec_in "$@" ;;
+  restart-node) restart_node "${2:?usage: $0 restart-node slurm-nI}" ;;
+  # For fail-closed tests: slurmrestd goes away (the REST client sees connection refused)
+  # and comes back; slurmctld and the nodes keep running.
+  stop-restd) stop_bg slurmrestd ;;
+  start-restd) [ -f "$ENV_DIR/env.json" ] || die "slurm environment is down"; start_restd; wait_for "slurmrestd" 60 rest_ok ;;
   *) die "usage: $0 up|down|status|exec CMD..." ;;
 esac

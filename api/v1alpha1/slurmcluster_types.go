@@ -403,6 +403,9 @@ const (
 	ConditionAccountingReady = "AccountingReady"
 	ConditionLoginReady      = "LoginReady"
 	ConditionConfigApplied   = "ConfigApplied"
+	// ConditionNodesSynced is sunk-syncer's: False while it cannot read Slurm's node state
+	// and so changes nothing (not part of Ready).
+	ConditionNodesSynced = "NodesSynced"
 )
 
 // +kubebuilder:object:root=true

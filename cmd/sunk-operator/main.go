@@ -5,15 +5,13 @@ import (
 	"flag"
 	"os"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/cmdutil"
 	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/kube"
@@ -35,9 +33,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
 
-	scheme := runtime.NewScheme()
-	must(clientgoscheme.AddToScheme(scheme))
-	must(sunkv1.AddToScheme(scheme))
+	scheme := cmdutil.Scheme()
 
 	cfg := ctrl.GetConfigOrDie()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -48,34 +44,27 @@ func main() {
 		LeaderElectionID:       "sunk-operator.sunk.dev",
 		WebhookServer:          webhook.NewServer(webhook.Options{CertDir: certDir}),
 	})
-	must(err)
+	cmdutil.Must(err)
 	execer, err := kube.NewPodExecer(cfg)
-	must(err)
-	must((&slurmcluster.Reconciler{
+	cmdutil.Must(err)
+	cmdutil.Must((&slurmcluster.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer,
 	}).SetupWithManager(mgr))
-	must((&nodeset.Reconciler{
+	cmdutil.Must((&nodeset.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain,
 	}).SetupWithManager(mgr))
 	if webhooks {
-		must(sunkwebhook.SetupSlurmClusterWebhook(mgr))
+		cmdutil.Must(sunkwebhook.SetupSlurmClusterWebhook(mgr))
 	}
-	must(mgr.AddHealthzCheck("healthz", healthz.Ping))
-	must(mgr.AddReadyzCheck("readyz", healthz.Ping))
+	cmdutil.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
+	cmdutil.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))
 	if webhooks {
 		// Ready only once the webhook serves: the API server rejects SlurmClusters until then.
-		must(mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()))
+		cmdutil.Must(mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()))
 	}
 	log.Info("starting sunk-operator")
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
-		os.Exit(1)
-	}
-}
-
-func must(err error) {
-	if err != nil {
-		ctrl.Log.Error(err, "setup failed")
 		os.Exit(1)
 	}
 }

@@ -146,7 +146,9 @@ type Mirror struct {
 func MirrorOf(n *slurm.Node) Mirror {
 	flags := make([]string, 0, len(n.State))
 	for _, s := range n.State {
-		flags = append(flags, strings.ToLower(s))
+		if s != "DYNAMIC_NORM" { // every compute pod's node is dynamic: noise in the mirror
+			flags = append(flags, strings.ToLower(s))
+		}
 	}
 	if len(flags) > 1 {
 		sort.Strings(flags[1:])

@@ -120,6 +120,7 @@ func TestMirrorOf(t *testing.T) {
 		{snode("", "ALLOCATED"), "allocated", true, "Allocated"},
 		{snode("k8s: node cordoned", "ALLOCATED", "DRAIN"), "allocated+drain", false, "Draining"},
 		{snode("bad DIMM", "IDLE", "DRAIN"), "idle+drain", false, "Drained"},
+		{snode("", "IDLE", "DYNAMIC_NORM"), "idle", true, "Idle"},
 		{snode("", "DOWN", "NOT_RESPONDING"), "down+not_responding", false, "Down"},
 		{snode("", "IDLE", "NOT_RESPONDING"), "idle+not_responding", false, "NotResponding"},
 		{snode("", "IDLE", "FAIL"), "idle+fail", false, "Fail"},

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -31,6 +32,7 @@ import (
 	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/test/testenv"
 )
 
@@ -80,6 +82,9 @@ func startOperator(t *testing.T) *operatorEnv {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	if err := (&syncer.Clusters{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(ctx, mgr); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	direct, err := client.New(cl.Config, client.Options{Scheme: scheme})
@@ -103,6 +108,20 @@ func startOperator(t *testing.T) *operatorEnv {
 		}
 	})
 	return e
+}
+
+// cordon cordons (or uncordons) the cluster's node, with a reason for the syncer.
+func (e *operatorEnv) cordon(t *testing.T, on bool, reason string) {
+	t.Helper()
+	ann := map[string]any{syncer.AnnotationCordonReason: nil}
+	if reason != "" {
+		ann[syncer.AnnotationCordonReason] = reason
+	}
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": on}, "metadata": map[string]any{"annotations": ann}})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.NodeName}}
+	if err := e.c.Patch(context.Background(), node, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatalf("cordon %v: %v", on, err)
+	}
 }
 
 // deleteNamespace removes the test's namespace and waits until it is gone, so that the
@@ -263,6 +282,40 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 		}
 		return nil
 	})
+
+	// sunk-syncer: a cordon drains the Slurm node with the reason, the compute pod shows it,
+	// and uncordon resumes it.
+	e.cordon(t, true, "e2e maintenance")
+	t.Cleanup(func() { e.cordon(t, false, "") })
+	poll(t, time.Minute, "the cordon drains compute-0", func() error {
+		// drained, or draining while the finished job's node is still COMPLETING
+		out, err := e.sh(t, login, "login", "sinfo -h -N -o '%N|%T|%E'")
+		if err != nil || !regexp.MustCompile(`compute-0\|drain(ed|ing)\|k8s: node cordoned \(e2e maintenance\)`).MatchString(out) {
+			return fmt.Errorf("sinfo: %v %q", err, out)
+		}
+		return nil
+	})
+	poll(t, 30*time.Second, "compute-0's pod mirrors the drain", func() error {
+		p := &corev1.Pod{}
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "compute-0"}, p); err != nil {
+			return err
+		}
+		if st := p.Annotations[syncer.AnnotationSlurmState]; !strings.Contains(st, "drain") {
+			return fmt.Errorf("pod annotation %s=%q", syncer.AnnotationSlurmState, st)
+		}
+		return nil
+	})
+	e.cordon(t, false, "")
+	poll(t, time.Minute, "uncordon resumes compute-0", func() error {
+		out, err := e.sh(t, login, "login", "sinfo -h -N -o '%N|%T'")
+		if err != nil || !strings.Contains(out, "compute-0|") || strings.Contains(out, "drain") {
+			return fmt.Errorf("sinfo: %v %q", err, out)
+		}
+		return nil
+	})
+	if c := meta.FindStatusCondition(e.cluster(t, "e2e").Status.Conditions, sunkv1.ConditionNodesSynced); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("NodesSynced: %+v", c)
+	}
 
 	// A new partition reaches slurmctld by reconfigure: same pod, same container start.
 	ctld := e.podOf(t, "e2e", render.ComponentController)

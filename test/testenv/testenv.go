@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // RepoRoot is the root of the sunk checkout the tests run from.
@@ -56,6 +57,11 @@ func hack(t testing.TB, script string, args ...string) {
 	}
 }
 
+// Hack runs a hack/ script and returns its combined output.
+func Hack(script string, args ...string) (string, error) {
+	return run(filepath.Join(RepoRoot(), "hack", script), args...)
+}
+
 // run executes a command and returns its combined output, with the command in the error.
 func run(name string, args ...string) (string, error) {
 	cmd := exec.Command(name, args...)
@@ -65,4 +71,21 @@ func run(name string, args ...string) (string, error) {
 		return out.String(), fmt.Errorf("%s %v: %w\n%s", name, args, err, out.String())
 	}
 	return out.String(), nil
+}
+
+// Eventually calls f every `every` until it returns nil, and fails tb with f's last error
+// after d.
+func Eventually(tb testing.TB, d, every time.Duration, f func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("after %v: %v", d, err)
+		}
+		time.Sleep(every)
+	}
 }

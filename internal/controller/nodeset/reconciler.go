@@ -393,15 +393,7 @@ func (r *Reconciler) readSlurm(ctx context.Context, w *world, st *status) {
 // slurmClient authenticates with the cluster's JWT key, which only the SlurmCluster
 // controller creates.
 func (r *Reconciler) slurmClient(ctx context.Context, n render.Names) (slurm.Client, error) {
-	s := &corev1.Secret{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.JWTSecret}, s); err != nil {
-		return nil, fmt.Errorf("reading the JWT key: %w", err)
-	}
-	key := s.Data[render.JWTKeyName]
-	if len(key) == 0 {
-		return nil, fmt.Errorf("secret %s has no key %q", n.JWTSecret, render.JWTKeyName)
-	}
-	return slurmcluster.SlurmClientFor(ctx, r.Client, r.Slurm, n, key)
+	return slurmcluster.ClusterClient(ctx, r.Client, r.Slurm, n)
 }
 
 // applyServices keeps the ConfigMap of the NodeSet's s6 services, owned by the NodeSet.

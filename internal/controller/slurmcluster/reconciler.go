@@ -293,6 +293,19 @@ func SlurmClientFor(ctx context.Context, c client.Reader, f SlurmFactory, n rend
 	return f(fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, render.SlurmrestdPort), jwtKey)
 }
 
+// ClusterClient is SlurmClientFor with the JWT key read from the cluster's Secret.
+func ClusterClient(ctx context.Context, c client.Reader, f SlurmFactory, n render.Names) (slurm.Client, error) {
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.JWTSecret}, s); err != nil {
+		return nil, fmt.Errorf("reading the JWT key: %w", err)
+	}
+	key := s.Data[render.JWTKeyName]
+	if len(key) == 0 {
+		return nil, fmt.Errorf("secret %s has no key %q", n.JWTSecret, render.JWTKeyName)
+	}
+	return SlurmClientFor(ctx, c, f, n, key)
+}
+
 func (r *Reconciler) event(sc *sunkv1.SlurmCluster, typ, reason, msg string) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(sc, nil, typ, reason, "Reconcile", "%s", msg)

@@ -171,7 +171,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	if equality.Semantic.DeepEqual(sc.Status, next) {
 		return nil
 	}
-	patch := client.MergeFrom(sc.DeepCopy())
+	// Optimistic lock: the conditions list is replaced whole, and another writer's
+	// condition (sunk-syncer's NodesSynced) must not be lost to a stale cache.
+	patch := client.MergeFromWithOptions(sc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	sc.Status = next
 	return r.Status().Patch(ctx, sc, patch)
 }

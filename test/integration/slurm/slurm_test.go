@@ -43,17 +43,7 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 // eventually polls f until it returns nil or the deadline passes.
 func eventually(t *testing.T, d time.Duration, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", d, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.Eventually(t, d, 200*time.Millisecond, f)
 }
 
 func TestPingDiagPartitionsReconfigure(t *testing.T) {

@@ -1,0 +1,78 @@
+// sunk-syncer keeps every SlurmCluster's Slurm node state and its compute pods and Kubernetes
+// nodes in agreement, both ways (docs/syncer.md).
+package main
+
+import (
+	"flag"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"sunk.dev/sunk/internal/cmdutil"
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/syncer"
+	"sunk.dev/sunk/pkg/slurm"
+)
+
+func main() {
+	var metricsAddr, probeAddr, clusterDomain, leaderNS string
+	var leaderElect bool
+	var poll time.Duration
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that several replicas can run; only the leader syncs")
+	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
+	flag.DurationVar(&poll, "poll-interval", syncer.DefaultPollInterval, "how often Slurm's node list is polled (an unchanged cluster answers 304)")
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("setup")
+
+	scheme := cmdutil.Scheme()
+	computePods := labels.SelectorFromSet(labels.Set{render.LabelComponent: render.ComponentCompute})
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "sunk-syncer.sunk.dev",
+		LeaderElectionNamespace: leaderNS,
+		// Only compute pods are cached, not every pod of the cluster.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: computePods}}},
+	})
+	cmdutil.Must(err)
+	restMetrics, err := slurm.NewMetrics(crmetrics.Registry)
+	cmdutil.Must(err)
+	syncMetrics, err := syncer.NewMetrics(crmetrics.Registry)
+	cmdutil.Must(err)
+	factory := func(url string, key []byte) (slurm.Client, error) {
+		tokens, err := slurm.NewJWTSource("slurm", key)
+		if err != nil {
+			return nil, err
+		}
+		return slurm.New(slurm.Config{URL: url, APIVersion: slurm.V0041, Tokens: tokens, Timeout: 10 * time.Second, Metrics: restMetrics})
+	}
+	ctx := ctrl.SetupSignalHandler()
+	cmdutil.Must((&syncer.Clusters{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Slurm: factory, ClusterDomain: clusterDomain,
+		PollInterval: poll, Metrics: syncMetrics,
+	}).SetupWithManager(ctx, mgr))
+	cmdutil.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
+	cmdutil.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))
+	log.Info("starting sunk-syncer", "pollInterval", poll)
+	if err := mgr.Start(ctx); err != nil {
+		log.Error(err, "manager stopped")
+		os.Exit(1)
+	}
+}

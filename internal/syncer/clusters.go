@@ -1,0 +1,158 @@
+package syncer
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/controller/slurmcluster"
+	"sunk.dev/sunk/internal/render"
+)
+
+// Reasons of the SlurmCluster condition NodesSynced.
+const (
+	ReasonInSync          = "InSync"
+	ReasonSlurmUnreadable = "SlurmUnreadable"
+)
+
+// +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch;update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch;update
+// +kubebuilder:rbac:groups="",resources=secrets;services,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Clusters runs one Syncer for each SlurmCluster: it is a controller-runtime reconciler (started
+// after leader election, like the Syncers it starts) and a Runnable that holds their lifetime.
+type Clusters struct {
+	Client client.Client
+	// APIReader reads the JWT Secret and the REST Service past the cache (neither is cached
+	// cluster-wide for the sake of one read per cluster), and checks a pod is really gone.
+	APIReader     client.Reader
+	Slurm         slurmcluster.SlurmFactory
+	ClusterDomain string
+	PollInterval  time.Duration
+	Metrics       *Metrics
+	Recorder      events.EventRecorder
+
+	mgr     ctrl.Manager
+	mu      sync.Mutex
+	base    context.Context
+	running map[types.NamespacedName]context.CancelFunc
+}
+
+// SetupWithManager registers the reconciler, the runnable and the pod index.
+func (c *Clusters) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	c.mgr = mgr
+	c.running = map[types.NamespacedName]context.CancelFunc{}
+	if c.Recorder == nil {
+		c.Recorder = mgr.GetEventRecorder("sunk-syncer")
+	}
+	if err := IndexPodsByNode(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := mgr.Add(c); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("syncer").For(&sunkv1.SlurmCluster{}).Complete(c)
+}
+
+// Start holds the Syncers' lifetime: they stop when the manager (or leadership) ends.
+func (c *Clusters) Start(ctx context.Context) error {
+	c.mu.Lock()
+	c.base = ctx
+	c.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection: only the leader syncs.
+func (c *Clusters) NeedLeaderElection() bool { return true }
+
+// Reconcile starts a SlurmCluster's Syncer once its REST Service and JWT key exist, and stops
+// it when the cluster goes.
+func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	c.mu.Lock()
+	base, cancel, running := c.base, c.running[req.NamespacedName], c.running[req.NamespacedName] != nil
+	c.mu.Unlock()
+	if base == nil {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	sc := &sunkv1.SlurmCluster{}
+	if err := c.Client.Get(ctx, req.NamespacedName, sc); err != nil || !sc.DeletionTimestamp.IsZero() {
+		if running {
+			cancel()
+			c.mu.Lock()
+			delete(c.running, req.NamespacedName)
+			c.mu.Unlock()
+			log.FromContext(ctx).Info("stopped syncing: the SlurmCluster is gone", "cluster", req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if running {
+		return ctrl.Result{}, nil
+	}
+	sl, err := slurmcluster.ClusterClient(ctx, c.APIReader, c.Slurm, render.NamesFor(sc, c.ClusterDomain))
+	if err != nil {
+		// The operator has not made the Service or the key yet.
+		log.FromContext(ctx).Info("not syncing yet", "cluster", req.NamespacedName, "why", err.Error())
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	key := req.NamespacedName
+	s := New(Config{
+		Namespace: sc.Namespace, Cluster: sc.Name, Slurm: sl, PollInterval: c.PollInterval,
+		Metrics: c.Metrics, Recorder: c.Recorder,
+		OnHealth: func(ctx context.Context, err error) { c.reportHealth(ctx, key, err) },
+	}, c.Client, c.mgr.GetCache(), c.APIReader)
+	sctx, stop := context.WithCancel(base)
+	c.mu.Lock()
+	c.running[key] = stop
+	c.mu.Unlock()
+	go func() {
+		if err := s.Run(log.IntoContext(sctx, log.FromContext(ctx))); err != nil {
+			log.FromContext(ctx).Error(err, "syncer stopped", "cluster", key)
+		}
+	}()
+	log.FromContext(ctx).Info("syncing", "cluster", key)
+	return ctrl.Result{}, nil
+}
+
+// reportHealth sets the SlurmCluster's NodesSynced condition; the operator keeps conditions
+// it does not own.
+func (c *Clusters) reportHealth(ctx context.Context, key types.NamespacedName, readErr error) {
+	cond := metav1.Condition{Type: sunkv1.ConditionNodesSynced, Status: metav1.ConditionTrue, Reason: ReasonInSync,
+		Message: "Slurm node state is readable; Kubernetes and Slurm are kept in agreement"}
+	if readErr != nil {
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonSlurmUnreadable
+		cond.Message = "changing nothing until Slurm's node state can be read: " + readErr.Error()
+	}
+	for range 5 {
+		sc := &sunkv1.SlurmCluster{}
+		if err := c.APIReader.Get(ctx, key, sc); err != nil {
+			return
+		}
+		cond.ObservedGeneration = sc.Generation
+		patch := client.MergeFromWithOptions(sc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		if !meta.SetStatusCondition(&sc.Status.Conditions, cond) {
+			return
+		}
+		if err := c.Client.Status().Patch(ctx, sc, patch); err == nil {
+			if readErr != nil && c.Recorder != nil {
+				c.Recorder.Eventf(sc, nil, "Warning", ReasonSlurmUnreadable, "Sync", "%s", cond.Message)
+			}
+			return
+		}
+	}
+}

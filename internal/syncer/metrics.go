@@ -1,0 +1,82 @@
+package syncer
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Directions of a sync, the `direction` label.
+const (
+	DirectionToSlurm = "k8s_to_slurm"
+	DirectionToKube  = "slurm_to_k8s"
+)
+
+// Metrics of the syncer. A nil *Metrics records nothing. REST request counts and errors
+// come from pkg/slurm's own metrics (sunk_slurm_rest_requests_total).
+type Metrics struct {
+	latency  *prometheus.HistogramVec
+	drift    *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	readable *prometheus.GaugeVec
+}
+
+// NewMetrics creates the metrics and registers them on reg (when not nil).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "sunk", Subsystem: "syncer", Name: "sync_latency_seconds",
+			Help:    "Time from observing a change on one side to the correction applied on the other, by direction.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"cluster", "direction"}),
+		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sunk", Subsystem: "syncer", Name: "drift_corrected_total",
+			Help: "Corrections applied: drain, resume, remove (Slurm side), mirror (Kubernetes side).",
+		}, []string{"cluster", "direction", "action"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sunk", Subsystem: "syncer", Name: "errors_total",
+			Help: "Failed corrections by kind: slurm_write, kube_write.",
+		}, []string{"cluster", "kind"}),
+		readable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "sunk", Subsystem: "syncer", Name: "slurm_state_readable",
+			Help: "1 when the cluster's Slurm node state is readable and fresh; 0 while the syncer fails closed and changes nothing.",
+		}, []string{"cluster"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.latency, m.drift, m.errors, m.readable} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func clusterLabel(ns, name string) string { return ns + "/" + name }
+
+func (m *Metrics) corrected(ns, cluster, direction, action string, since time.Time) {
+	if m == nil {
+		return
+	}
+	m.drift.WithLabelValues(clusterLabel(ns, cluster), direction, action).Inc()
+	if !since.IsZero() {
+		m.latency.WithLabelValues(clusterLabel(ns, cluster), direction).Observe(time.Since(since).Seconds())
+	}
+}
+
+func (m *Metrics) syncError(ns, cluster, kind string) {
+	if m != nil {
+		m.errors.WithLabelValues(clusterLabel(ns, cluster), kind).Inc()
+	}
+}
+
+func (m *Metrics) setReadable(ns, cluster string, ok bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	m.readable.WithLabelValues(clusterLabel(ns, cluster)).Set(v)
+}

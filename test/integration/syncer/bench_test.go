@@ -1,0 +1,295 @@
+//go:build integration
+
+package syncer_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/syncer"
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/test/testenv"
+)
+
+// BenchmarkSyncer runs the syncer against the real slurmctld/slurmrestd with N extra node
+// records and a real kube-apiserver with N Kubernetes nodes and N compute pods (API objects:
+// no kubelet). The records are FUTURE nodes (`scontrol create ... state=future`), because
+// this machine cannot run thousands of slurmd; the syncer lists, diffs and drains them like
+// any other. It reports:
+//   - sync-s: the first full sync (mirror on every pod and node);
+//   - k8s->slurm-p50/p99-ms: cordon a node until Slurm shows its node drained;
+//   - slurm->k8s-p50/p99-ms: drain in Slurm until the pod's annotation shows it;
+//   - rest-req/s, rest-B/s: the syncer's slurmrestd traffic over 10 s of steady state;
+//   - cpu-%, heap-MB: the process (syncer and its caches) over the same 10 s.
+//
+// Run: go test -tags integration -run '^$' -bench Syncer -benchtime 1x -timeout 30m ./test/integration/syncer/
+func BenchmarkSyncer(b *testing.B) {
+	env := testenv.Slurm(b)
+	for _, n := range []int{1000, 5000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				benchSync(b, env, n)
+			}
+		})
+	}
+}
+
+const samples = 40
+
+func benchSync(b *testing.B, env *testenv.SlurmEnv, n int) {
+	name := func(i int) string { return fmt.Sprintf("sb%05d", i) }
+	spec := fmt.Sprintf("nodename=sb[00000-%05d]", n-1)
+	if out, err := env.Exec("scontrol", "create", spec, "state=future", "cpus=1", "realmemory=100", "features=sunk-bench"); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	defer func() {
+		if out, err := env.Exec("scontrol", "delete", spec); err != nil {
+			b.Errorf("cleanup: %v: %s", err, out)
+		}
+	}()
+	cfg := testenv.API(b, testenv.APIOptions{})
+	cfg.QPS, cfg.Burst = 5000, 5000 // the benchmark and the syncer, not client-side throttling
+	h := newBenchHarness(b, env, cfg)
+	ctx := context.Background()
+	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	parallel(b, n, func(i int) error {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "k8s-" + name(i)}}
+		if err := h.c.Create(ctx, node); err != nil {
+			return err
+		}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "Bench"}}
+		if err := h.c.Status().Update(ctx, node); err != nil {
+			return err
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i), Labels: map[string]string{
+				render.LabelCluster: clusterName, render.LabelComponent: render.ComponentCompute, render.LabelNodeSet: "bench"}},
+			Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "slurmd", Image: "x"}}},
+		}
+		if err := h.c.Create(ctx, pod); err != nil {
+			return err
+		}
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return h.c.Status().Update(ctx, pod)
+	})
+
+	// The syncer, with its slurmrestd traffic counted.
+	var reqs, bytes, full atomic.Int64
+	tokens, err := slurm.NewJWTSource(env.User, env.JWTKey(b), slurm.WithLifetime(time.Hour))
+	if err != nil {
+		b.Fatal(err)
+	}
+	counted, err := slurm.New(slurm.Config{URL: env.RESTURL, Tokens: tokens, HTTPClient: &http.Client{
+		Timeout: 30 * time.Second, Transport: countingTransport{http.DefaultTransport, &reqs, &bytes, &full}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	h.run(b, syncer.Config{Namespace: ns, Cluster: clusterName, Slurm: counted,
+		Owns: func(*slurm.Node) bool { return false }})
+	// The first sync: every pod mirrors its FUTURE node.
+	pollEvery(b, 10*time.Minute, 500*time.Millisecond, func() error {
+		l := &corev1.PodList{}
+		if err := h.c.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		done := 0
+		for i := range l.Items {
+			if l.Items[i].Annotations[syncer.AnnotationSlurmState] == "future" {
+				done++
+			}
+		}
+		if done < n {
+			return fmt.Errorf("%d of %d pods mirrored", done, n)
+		}
+		return nil
+	})
+	b.ReportMetric(time.Since(start).Seconds(), "sync-s")
+
+	// Steady state: nothing changes on either side.
+	runtime.GC()
+	reqs.Store(0)
+	bytes.Store(0)
+	full.Store(0)
+	cpu0, t0 := cpuTime(), time.Now()
+	time.Sleep(10 * time.Second) // the measurement window itself, not a synchronisation
+	wall := time.Since(t0).Seconds()
+	b.ReportMetric(float64(reqs.Load())/wall, "rest-req/s")
+	b.ReportMetric(float64(bytes.Load())/wall, "rest-B/s")
+	b.ReportMetric(float64(full.Load())/wall, "full-lists/s") // answers other than 304
+	b.ReportMetric(100*(cpuTime()-cpu0).Seconds()/wall, "cpu-%")
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
+
+	// Kubernetes -> Slurm: cordon, until Slurm shows the drain.
+	direct := h.sl
+	var toSlurm, toKube []time.Duration
+	for k := range samples {
+		i := k * (n / (2 * samples))
+		jitter()
+		t := time.Now()
+		patch := []byte(`{"spec":{"unschedulable":true}}`)
+		if err := h.c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "k8s-" + name(i)}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			b.Fatal(err)
+		}
+		pollEvery(b, 30*time.Second, 5*time.Millisecond, func() error {
+			sn, err := direct.GetNode(ctx, name(i))
+			if err != nil {
+				return err
+			}
+			if !sn.Drained() {
+				return fmt.Errorf("%s not drained", name(i))
+			}
+			return nil
+		})
+		toSlurm = append(toSlurm, time.Since(t))
+	}
+	// Slurm -> Kubernetes: drain in Slurm, until the pod's annotation says so.
+	for k := range samples {
+		i := n/2 + k*(n/(2*samples))
+		jitter()
+		t := time.Now()
+		reason := "bench " + name(i)
+		if err := direct.UpdateNode(ctx, name(i), slurm.NodeUpdate{State: slurm.NodeStateDrain, Reason: &reason}); err != nil {
+			b.Fatal(err)
+		}
+		pollEvery(b, 30*time.Second, 5*time.Millisecond, func() error {
+			p := &corev1.Pod{}
+			if err := h.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name(i)}, p); err != nil {
+				return err
+			}
+			if !strings.Contains(p.Annotations[syncer.AnnotationSlurmState], "drain") {
+				return fmt.Errorf("%s: %q", name(i), p.Annotations[syncer.AnnotationSlurmState])
+			}
+			return nil
+		})
+		toKube = append(toKube, time.Since(t))
+	}
+	b.ReportMetric(pct(toSlurm, 50), "k8s->slurm-p50-ms")
+	b.ReportMetric(pct(toSlurm, 99), "k8s->slurm-p99-ms")
+	b.ReportMetric(pct(toKube, 50), "slurm->k8s-p50-ms")
+	b.ReportMetric(pct(toKube, 99), "slurm->k8s-p99-ms")
+}
+
+// jitter spreads the samples over the poll period: a change made right after the previous
+// sample's detection would always land just after a poll, the worst case.
+func jitter() { time.Sleep(time.Duration(rand.Int64N(int64(time.Second)))) }
+
+func pct(d []time.Duration, p int) float64 {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return float64(s[i].Microseconds()) / 1000
+}
+
+type benchHarness struct {
+	cfg *rest.Config
+	c   client.Client
+	sl  slurm.Client
+}
+
+func newBenchHarness(b *testing.B, env *testenv.SlurmEnv, cfg *rest.Config) *benchHarness {
+	c, sl := clients(b, env, cfg)
+	return &benchHarness{cfg: cfg, c: c, sl: sl}
+}
+
+func (h *benchHarness) run(b *testing.B, c syncer.Config) {
+	kc, err := cache.New(h.cfg, cache.Options{Scheme: h.c.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	if err := syncer.IndexPodsByNode(ctx, kc); err != nil {
+		b.Fatal(err)
+	}
+	s := syncer.New(c, h.c, kc, h.c)
+	go func() { _ = kc.Start(ctx) }()
+	if !kc.WaitForCacheSync(ctx) {
+		b.Fatal("cache did not sync")
+	}
+	go func() { _ = s.Run(ctx) }()
+}
+
+func parallel(b *testing.B, n int, f func(i int) error) {
+	var wg sync.WaitGroup
+	var first atomic.Value
+	next := atomic.Int64{}
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := f(i); err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := first.Load(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+type countingTransport struct {
+	next              http.RoundTripper
+	reqs, bytes, full *atomic.Int64
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.reqs.Add(1)
+	resp, err := t.next.RoundTrip(r)
+	if err == nil {
+		if resp.StatusCode == http.StatusOK {
+			t.full.Add(1)
+		}
+		resp.Body = countingBody{resp.Body, t.bytes}
+	}
+	return resp, err
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c countingBody) Read(p []byte) (int, error) {
+	k, err := c.ReadCloser.Read(p)
+	c.n.Add(int64(k))
+	return k, err
+}

@@ -1,0 +1,628 @@
+//go:build integration
+
+// Package syncer_test runs internal/syncer against the real Slurm 24.11 of the test bed
+// (hack/env-slurm.sh) and a real kube-apiserver (envtest). The test bed's nodes slurm-n1..3
+// are given compute pods of the same names, bound to Kubernetes nodes k8s-n1..3 (no kubelet:
+// the test writes the pods' and nodes' status as a kubelet would). Every test leaves the test
+// bed as it found it: nodes registered, resumed and idle.
+package syncer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/syncer"
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/test/testenv"
+)
+
+const (
+	ns          = "slurm"
+	clusterName = "sunk-test"
+	testFeature = "sunk-test" // the test bed's nodes carry it; only they are the test's
+	poll        = 300 * time.Millisecond
+	holdPod     = "test.sunk.dev/hold"
+)
+
+type harness struct {
+	t       *testing.T // the running step
+	top     *testing.T // the whole test: cleanups
+	env     *testenv.SlurmEnv
+	cfg     *rest.Config
+	c       client.Client
+	sl      slurm.Client
+	metrics *syncer.Metrics
+	reg     *prometheus.Registry
+	// stop stops the running syncer (and its cache) and waits for it.
+	stop func()
+	s    *syncer.Syncer
+}
+
+func setup(t *testing.T) *harness {
+	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	env := testenv.Slurm(t)
+	cfg := testenv.API(t, testenv.APIOptions{})
+	c, sl := clients(t, env, cfg)
+	h := &harness{t: t, top: t, env: env, cfg: cfg, c: c, sl: sl}
+	h.newMetrics()
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range env.Nodes {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: k8sNode(i)}}
+		if err := c.Create(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		h.setNodeReady(k8sNode(i), true)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+				render.LabelCluster: clusterName, render.LabelComponent: render.ComponentCompute, render.LabelNodeSet: "gpu"}},
+			Spec: corev1.PodSpec{NodeName: k8sNode(i), Hostname: name,
+				Containers: []corev1.Container{{Name: "slurmd", Image: "sunk.dev/slurm:24.11-local"}}},
+		}
+		if err := c.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		h.setPodReady(name, true)
+	}
+	t.Cleanup(h.restoreTestBed)
+	return h
+}
+
+// clients are the test's (or benchmark's) own: a direct Kubernetes client and a Slurm REST
+// client, both past the syncer's caches.
+func clients(tb testing.TB, env *testenv.SlurmEnv, cfg *rest.Config) (client.Client, slurm.Client) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		tb.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tokens, err := slurm.NewJWTSource(env.User, env.JWTKey(tb), slurm.WithLifetime(time.Hour))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sl, err := slurm.New(slurm.Config{URL: env.RESTURL, Tokens: tokens, Timeout: 5 * time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c, sl
+}
+
+func k8sNode(i int) string { return fmt.Sprintf("k8s-n%d", i+1) }
+
+func (h *harness) newMetrics() {
+	h.reg = prometheus.NewRegistry()
+	m, err := syncer.NewMetrics(h.reg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.metrics = m
+}
+
+// start runs a syncer, with its own cache, as sunk-syncer does for one SlurmCluster.
+func (h *harness) start() {
+	h.t.Helper()
+	scheme := h.c.Scheme()
+	kc, err := cache.New(h.cfg, cache.Options{Scheme: scheme})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := syncer.IndexPodsByNode(ctx, kc); err != nil {
+		h.t.Fatal(err)
+	}
+	h.s = syncer.New(syncer.Config{
+		Namespace: ns, Cluster: clusterName, Slurm: h.sl, PollInterval: poll,
+		Owns:        func(n *slurm.Node) bool { return n.HasState("DYNAMIC_NORM") && contains(n.Features, testFeature) },
+		OrphanGrace: 2 * time.Second, Metrics: h.metrics,
+	}, h.c, kc, h.c)
+	cacheDone, syncDone := make(chan error, 1), make(chan error, 1)
+	go func() { cacheDone <- kc.Start(ctx) }()
+	if !kc.WaitForCacheSync(ctx) {
+		h.t.Fatal("cache did not sync")
+	}
+	go func() { syncDone <- h.s.Run(ctx) }()
+	stopped := false
+	h.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		for _, ch := range []chan error{syncDone, cacheDone} {
+			if err := <-ch; err != nil && !errors.Is(err, context.Canceled) {
+				h.t.Errorf("syncer: %v", err)
+			}
+		}
+	}
+	h.top.Cleanup(h.stop)
+}
+
+// restoreTestBed resumes what the tests drained and re-registers removed nodes.
+func (h *harness) restoreTestBed() {
+	if h.stop != nil {
+		h.stop()
+	}
+	for _, name := range h.env.Nodes {
+		n, err := h.sl.GetNode(context.Background(), name)
+		if errors.Is(err, slurm.ErrNotFound) {
+			if out, err := runHack("env-slurm.sh", "restart-node", name); err != nil {
+				h.t.Errorf("re-registering %s: %v: %s", name, err, out)
+			}
+			continue
+		}
+		if err == nil && n.Drained() {
+			_, _ = h.env.Exec("scontrol", "update", "nodename="+name, "state=resume")
+		}
+	}
+}
+
+func (h *harness) setNodeReady(name string, ready bool) {
+	h.t.Helper()
+	h.updateStatus(&corev1.Node{}, types.NamespacedName{Name: name}, func(o client.Object) {
+		n := o.(*corev1.Node)
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		n.Status.Conditions = setCond(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: st, Reason: "Test"})
+	})
+}
+
+func (h *harness) setPodReady(name string, ready bool) {
+	h.t.Helper()
+	h.updateStatus(&corev1.Pod{}, types.NamespacedName{Namespace: ns, Name: name}, func(o client.Object) {
+		p := o.(*corev1.Pod)
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		p.Status.Phase = corev1.PodRunning
+		found := false
+		for i := range p.Status.Conditions {
+			if p.Status.Conditions[i].Type == corev1.PodReady {
+				p.Status.Conditions[i].Status, found = st, true
+			}
+		}
+		if !found {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: st})
+		}
+	})
+}
+
+func (h *harness) updateStatus(o client.Object, key types.NamespacedName, mutate func(client.Object)) {
+	h.t.Helper()
+	eventually(h.t, 10*time.Second, func() error {
+		if err := h.c.Get(context.Background(), key, o); err != nil {
+			return err
+		}
+		mutate(o)
+		return h.c.Status().Update(context.Background(), o)
+	})
+}
+
+func setCond(cs []corev1.NodeCondition, c corev1.NodeCondition) []corev1.NodeCondition {
+	for i := range cs {
+		if cs[i].Type == c.Type {
+			cs[i] = c
+			return cs
+		}
+	}
+	return append(cs, c)
+}
+
+func (h *harness) cordon(node string, on bool, reason string) {
+	h.t.Helper()
+	eventually(h.t, 10*time.Second, func() error {
+		n := &corev1.Node{}
+		if err := h.c.Get(context.Background(), types.NamespacedName{Name: node}, n); err != nil {
+			return err
+		}
+		n.Spec.Unschedulable = on
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		if reason == "" {
+			delete(n.Annotations, syncer.AnnotationCordonReason)
+		} else {
+			n.Annotations[syncer.AnnotationCordonReason] = reason
+		}
+		return h.c.Update(context.Background(), n)
+	})
+}
+
+// slurmNode reads a node with scontrol, past the REST API the syncer uses.
+func (h *harness) slurmNode(name string) (state, reason string, err error) {
+	out, err := h.env.Exec("scontrol", "-o", "show", "node", name)
+	if err != nil {
+		return "", "", fmt.Errorf("%v: %s", err, out)
+	}
+	state = field(out, "State=")
+	if i := strings.Index(out, " Reason="); i >= 0 {
+		reason = out[i+len(" Reason="):]
+		if j := strings.Index(reason, " ["); j >= 0 { // "Reason=why [user@time]"
+			reason = reason[:j]
+		}
+	}
+	return state, reason, nil
+}
+
+func field(line, key string) string {
+	i := strings.Index(line, key)
+	if i < 0 {
+		return ""
+	}
+	v := line[i+len(key):]
+	if j := strings.IndexByte(v, ' '); j >= 0 {
+		v = v[:j]
+	}
+	return v
+}
+
+func (h *harness) waitSlurm(name string, want func(state, reason string) bool, what string) {
+	h.t.Helper()
+	eventually(h.t, 15*time.Second, func() error {
+		st, r, err := h.slurmNode(name)
+		if err != nil {
+			return err
+		}
+		if !want(st, r) {
+			return fmt.Errorf("%s: Slurm node %s is %s (%q), want %s", h.t.Name(), name, st, r, what)
+		}
+		return nil
+	})
+}
+
+func drainedWith(prefix string) func(string, string) bool {
+	return func(st, r string) bool { return strings.Contains(st, "DRAIN") && strings.HasPrefix(r, prefix) }
+}
+
+func notDrained(st, _ string) bool {
+	return !strings.Contains(st, "DRAIN") && strings.HasPrefix(st, "IDLE")
+}
+
+// mirror reads what the syncer wrote on a pod and its node.
+type mirror struct {
+	podState, podReason, nodeState, nodeReason string
+	podCond, nodeCond                          string // "<status>/<reason>"
+	nodeLabels                                 map[string]string
+}
+
+func (h *harness) mirror(pod string) (mirror, error) {
+	var m mirror
+	p := &corev1.Pod{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: pod}, p); err != nil {
+		return m, err
+	}
+	n := &corev1.Node{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Name: p.Spec.NodeName}, n); err != nil {
+		return m, err
+	}
+	m.podState, m.podReason = p.Annotations[syncer.AnnotationSlurmState], p.Annotations[syncer.AnnotationSlurmReason]
+	m.nodeState, m.nodeReason = n.Annotations[syncer.AnnotationSlurmState], n.Annotations[syncer.AnnotationSlurmReason]
+	m.nodeLabels = n.Labels
+	for _, c := range p.Status.Conditions {
+		if c.Type == syncer.ConditionSlurmNode {
+			m.podCond = string(c.Status) + "/" + c.Reason
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == syncer.ConditionSlurmNode {
+			m.nodeCond = string(c.Status) + "/" + c.Reason
+		}
+	}
+	return m, nil
+}
+
+func (h *harness) waitMirror(pod string, want func(mirror) bool, what string) mirror {
+	h.t.Helper()
+	var last mirror
+	eventually(h.t, 15*time.Second, func() error {
+		m, err := h.mirror(pod)
+		if err != nil {
+			return err
+		}
+		last = m
+		if !want(m) {
+			return fmt.Errorf("mirror of %s is %+v, want %s", pod, m, what)
+		}
+		return nil
+	})
+	return last
+}
+
+// TestSyncer walks the protocol on one test bed, step by step; each step starts from the end
+// state of the one before.
+func TestSyncer(t *testing.T) {
+	h := setup(t)
+	h.start()
+	n1, n2, n3 := h.env.Nodes[0], h.env.Nodes[1], h.env.Nodes[2]
+	// Each step needs the one before to have passed; the harness reports to the running step.
+	step := func(name string, f func(t *testing.T)) {
+		parent := h.t
+		ok := t.Run(name, func(t *testing.T) { h.t = t; f(t) })
+		h.t = parent
+		if !ok {
+			t.FailNow()
+		}
+	}
+
+	step("mirror: Slurm state on pods and nodes, labels on nodes", func(t *testing.T) {
+		for i, name := range h.env.Nodes {
+			m := h.waitMirror(name, func(m mirror) bool {
+				return m.podState == "idle" && m.nodeState == "idle" && m.podCond == "True/Idle" && m.nodeCond == "True/Idle"
+			}, "idle everywhere")
+			if m.nodeLabels[render.LabelCluster] != clusterName || m.nodeLabels[render.LabelNodeSet] != "gpu" || m.nodeLabels[render.LabelSlurmNode] != name {
+				t.Errorf("labels of %s: %v", k8sNode(i), m.nodeLabels)
+			}
+		}
+	})
+
+	step("cordon drains with the reason, uncordon resumes", func(t *testing.T) {
+		h.cordon(k8sNode(0), true, "bad GPU 3")
+		h.waitSlurm(n1, drainedWith("k8s: node cordoned (bad GPU 3)"), "drained by the cordon")
+		h.waitMirror(n1, func(m mirror) bool {
+			return m.podState == "idle+drain" && m.podReason == "k8s: node cordoned (bad GPU 3)" &&
+				m.podCond == "False/Drained" && m.nodeCond == "False/Drained"
+		}, "drained, mirrored")
+		h.cordon(k8sNode(0), false, "")
+		h.waitSlurm(n1, notDrained, "resumed")
+		h.waitMirror(n1, func(m mirror) bool { return m.podCond == "True/Idle" }, "available again")
+	})
+
+	step("resumed by hand while cordoned: drained again", func(t *testing.T) {
+		h.cordon(k8sNode(0), true, "")
+		h.waitSlurm(n1, drainedWith("k8s: node cordoned"), "drained")
+		if out, err := h.env.Exec("scontrol", "update", "nodename="+n1, "state=resume"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		h.waitSlurm(n1, drainedWith("k8s: node cordoned"), "drained again")
+		h.cordon(k8sNode(0), false, "")
+		h.waitSlurm(n1, notDrained, "resumed")
+	})
+
+	step("a person's drain is mirrored and survives cordon and uncordon", func(t *testing.T) {
+		const why = "memory test by alice"
+		if out, err := h.env.Exec("scontrol", "update", "nodename="+n2, "state=drain", "reason="+why); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		h.waitMirror(n2, func(m mirror) bool {
+			return m.podReason == why && m.nodeReason == why && m.podCond == "False/Drained" && strings.Contains(m.nodeState, "drain")
+		}, "the person's drain mirrored")
+		h.cordon(k8sNode(1), true, "")
+		h.setPodReady(n2, false)
+		h.cordon(k8sNode(1), false, "")
+		h.setPodReady(n2, true)
+		// Level-triggered: wait until the syncer has seen the last change (pod Ready again)
+		// and check the person's reason is intact.
+		before := h.corrections(syncer.DirectionToSlurm)
+		h.waitMirror(n2, func(m mirror) bool { return m.podReason == why }, "reason kept")
+		h.waitSlurm(n2, drainedWith(why), "still drained by alice")
+		if after := h.corrections(syncer.DirectionToSlurm); after != before {
+			t.Errorf("the syncer changed Slurm %v times while a person's drain was on", after-before)
+		}
+		if out, err := h.env.Exec("scontrol", "update", "nodename="+n2, "state=resume"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		h.waitMirror(n2, func(m mirror) bool { return m.podCond == "True/Idle" }, "available")
+	})
+
+	step("pod not Ready and node NotReady are causes", func(t *testing.T) {
+		h.setPodReady(n2, false)
+		h.setNodeReady(k8sNode(1), false)
+		h.waitSlurm(n2, drainedWith("k8s: node NotReady; pod not Ready"), "drained with both causes")
+		h.setNodeReady(k8sNode(1), true)
+		h.waitSlurm(n2, drainedWith("k8s: pod not Ready"), "the reason follows the causes")
+		h.setPodReady(n2, true)
+		h.waitSlurm(n2, notDrained, "resumed")
+	})
+
+	step("restart mid-way: correct end state, no flapping", func(t *testing.T) {
+		h.cordon(k8sNode(2), true, "restart test")
+		h.waitSlurm(n3, drainedWith("k8s: node cordoned (restart test)"), "drained")
+		h.stop()
+		// While no syncer runs: the cordon on n3 persists, n1 is cordoned.
+		h.cordon(k8sNode(0), true, "while down")
+		h.newMetrics()
+		h.start()
+		h.waitSlurm(n1, drainedWith("k8s: node cordoned (while down)"), "drained after the restart")
+		// The drain of n3 was already right: the new syncer must not touch it. Watch it for
+		// a few polls: always drained with the same reason.
+		deadline := time.Now().Add(6 * poll)
+		for time.Now().Before(deadline) {
+			if st, r, err := h.slurmNode(n3); err != nil || !drainedWith("k8s: node cordoned (restart test)")(st, r) {
+				t.Fatalf("n3 flapped after the restart: %s %q %v", st, r, err)
+			}
+		}
+		if got := h.corrections(syncer.DirectionToSlurm); got != 1 {
+			t.Errorf("the restarted syncer made %v Slurm changes, want 1 (drain n1)", got)
+		}
+		h.cordon(k8sNode(0), false, "")
+		h.cordon(k8sNode(2), false, "")
+		h.waitSlurm(n1, notDrained, "resumed")
+		h.waitSlurm(n3, notDrained, "resumed")
+	})
+
+	step("slurmrestd stopped: no changes either way, then recovery", func(t *testing.T) {
+		if out, err := runHack("env-slurm.sh", "stop-restd"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		restarted := false
+		defer func() {
+			if !restarted {
+				_, _ = runHack("env-slurm.sh", "start-restd")
+			}
+		}()
+		eventually(t, 15*time.Second, func() error {
+			if h.s.Healthy() {
+				return errors.New("the syncer still reads Slurm as healthy")
+			}
+			return nil
+		})
+		if v := h.readable(); v != 0 {
+			t.Errorf("slurm_state_readable = %v, want 0", v)
+		}
+		before, _ := h.mirror(n1)
+		h.cordon(k8sNode(0), true, "during outage")
+		const why = "set while restd was down"
+		if out, err := h.env.Exec("scontrol", "update", "nodename="+n2, "state=drain", "reason="+why); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		// For a few polls: nothing drained in Slurm, nothing mirrored in Kubernetes.
+		deadline := time.Now().Add(8 * poll)
+		for time.Now().Before(deadline) {
+			if st, _, err := h.slurmNode(n1); err != nil || strings.Contains(st, "DRAIN") {
+				t.Fatalf("n1 changed in Slurm during the outage: %s %v", st, err)
+			}
+			if m, err := h.mirror(n2); err != nil || m.podReason == why {
+				t.Fatalf("n2's pod changed during the outage: %+v %v", m, err)
+			}
+		}
+		if after, _ := h.mirror(n1); after.podState != before.podState || after.podCond != before.podCond {
+			t.Errorf("n1's mirror changed during the outage: %+v -> %+v", before, after)
+		}
+		if out, err := runHack("env-slurm.sh", "start-restd"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		restarted = true
+		h.waitSlurm(n1, drainedWith("k8s: node cordoned (during outage)"), "drained after recovery")
+		h.waitMirror(n2, func(m mirror) bool { return m.podReason == why }, "mirrored after recovery")
+		eventually(t, 5*time.Second, func() error {
+			if v := h.readable(); v != 1 {
+				return fmt.Errorf("slurm_state_readable = %v, want 1", v)
+			}
+			return nil
+		})
+		h.cordon(k8sNode(0), false, "")
+		if out, err := h.env.Exec("scontrol", "update", "nodename="+n2, "state=resume"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		h.waitSlurm(n1, notDrained, "resumed")
+	})
+
+	step("pod deleted: drained, then the record is removed", func(t *testing.T) {
+		ctx := context.Background()
+		p := &corev1.Pod{}
+		if err := h.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n3}, p); err != nil {
+			t.Fatal(err)
+		}
+		p.Finalizers = append(p.Finalizers, holdPod) // as the NodeSet controller's finalizer would
+		if err := h.c.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		// Grace 0 stands in for kubelet confirming the containers stopped (there is none).
+		if err := h.c.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		h.waitSlurm(n3, drainedWith("k8s: pod being deleted"), "drained while the pod goes")
+		eventually(t, 10*time.Second, func() error {
+			if err := h.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n3}, p); err != nil {
+				return err
+			}
+			p.Finalizers = nil
+			return h.c.Update(ctx, p)
+		})
+		eventually(t, 20*time.Second, func() error {
+			if _, err := h.sl.GetNode(ctx, n3); !errors.Is(err, slurm.ErrNotFound) {
+				return fmt.Errorf("Slurm node %s still there (%v)", n3, err)
+			}
+			return nil
+		})
+		// The node's labels and condition go with its last compute pod.
+		eventually(t, 10*time.Second, func() error {
+			n := &corev1.Node{}
+			if err := h.c.Get(ctx, types.NamespacedName{Name: k8sNode(2)}, n); err != nil {
+				return err
+			}
+			for _, c := range n.Status.Conditions {
+				if c.Type == syncer.ConditionSlurmNode {
+					return errors.New("the node still has the Slurm condition")
+				}
+			}
+			if _, ok := n.Labels[render.LabelCluster]; ok {
+				return errors.New("the node still has the cluster label")
+			}
+			return nil
+		})
+		// Other nodes keep their records: only a pod-less record is removed.
+		for _, name := range []string{n1, n2} {
+			if _, err := h.sl.GetNode(ctx, name); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	})
+}
+
+func (h *harness) corrections(direction string) float64 {
+	return sumMetric(h.reg, "sunk_syncer_drift_corrected_total", "direction", direction)
+}
+
+func (h *harness) readable() float64 {
+	return sumMetric(h.reg, "sunk_syncer_slurm_state_readable", "", "")
+}
+
+// sumMetric sums a metric family's series, those with label k=v when k is set.
+func sumMetric(reg *prometheus.Registry, name, k, v string) float64 {
+	sum := 0.0
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := k == ""
+			for _, lp := range m.GetLabel() {
+				match = match || (lp.GetName() == k && lp.GetValue() == v)
+			}
+			if match {
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// eventually polls f until it returns nil or the deadline passes.
+func eventually(tb testing.TB, d time.Duration, f func() error) {
+	pollEvery(tb, d, 100*time.Millisecond, f)
+}
+
+func pollEvery(tb testing.TB, d, every time.Duration, f func() error) {
+	tb.Helper()
+	testenv.Eventually(tb, d, every, f)
+}
+
+func runHack(script string, args ...string) (string, error) {
+	return testenv.Hack(script, args...)
+}
