@@ -23,6 +23,7 @@ generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST client)
 	@# The sunk chart carries copies of the generated manifests (charts/sync_test.go checks them).
 	rm -f charts/sunk/crds/*.yaml && cp config/crd/bases/*.yaml charts/sunk/crds/
 	cp config/rbac/role.yaml charts/sunk/files/operator-role.yaml
+	cp config/rbac/syncer/role.yaml charts/sunk/files/syncer-role.yaml
 	cp config/webhook/manifests.yaml charts/sunk/files/webhook.yaml
 
 slurm-openapi: ## refetch Slurm's OpenAPI specs from the test bed's slurmrestd and regenerate the client

@@ -8,12 +8,13 @@ import (
 )
 
 // generatedCopies maps each file the sunk chart carries to the generated file it copies
-// (`make generate` writes both). CRDs live in crds/; the operator's RBAC rules and webhook
-// definitions are read by the templates from files/.
+// (`make generate` writes both). CRDs live in crds/; the operator's and the syncer's RBAC rules
+// and the webhook definitions are read by the templates from files/.
 func generatedCopies(t *testing.T) map[string]string {
 	t.Helper()
 	copies := map[string]string{
 		"sunk/files/operator-role.yaml": "../config/rbac/role.yaml",
+		"sunk/files/syncer-role.yaml":   "../config/rbac/syncer/role.yaml",
 		"sunk/files/webhook.yaml":       "../config/webhook/manifests.yaml",
 	}
 	crds, err := filepath.Glob("../config/crd/bases/*.yaml")
