@@ -69,12 +69,10 @@ wait_ready() {
 
 install_charts() {
   # The image's stamp as a pod annotation: a rebuilt sunk.dev/sunk:local (same tag) rolls the
-  # controllers. The syncer is deployed once its command exists in this tree.
-  local stamp syncer=false
+  # controllers.
+  local stamp
   stamp=$(cat "$SUNK_CACHE/stamps/image-sunk")
-  [ -d cmd/sunk-syncer ] && syncer=true
   helm upgrade --install sunk charts/sunk -n "$SUNK_NS" --create-namespace --wait --timeout 5m \
-    --set "syncer.enabled=$syncer" \
     --set-string "operator.podAnnotations.sunk\.dev/image-stamp=$stamp,syncer.podAnnotations.sunk\.dev/image-stamp=$stamp" >/dev/null
   # Helm installs CRDs only on first install; apply them so that a changed API reaches a running cluster.
   kubectl apply --server-side --force-conflicts -f charts/sunk/crds/ >/dev/null

@@ -30,11 +30,6 @@ import (
 	"sunk.dev/sunk/test/testenv"
 )
 
-// withoutSyncerEnv lets the journey run on a tree that has no cmd/sunk-syncer yet: the chart is
-// installed without the syncer and the cordon step is left out. It must be set on purpose; a
-// tree without the syncer fails the test otherwise.
-const withoutSyncerEnv = "SUNK_E2E_WITHOUT_SYNCER"
-
 // helmEnv is the local cluster with both charts installed by the real helm.
 type helmEnv struct {
 	*operatorEnv
@@ -81,15 +76,11 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
 // TestHelmJourney is the user's journey through the charts, as `make demo` takes it: install
 // sunk and a Slurm cluster with helm, run a job that writes to the shared volume and read the
 // file from a plain pod, cordon the Kubernetes node and see Slurm drain it with a `k8s:`
-// reason (the syncer), upgrade the release with a new partition time limit that reaches
-// slurmctld while a held job waits in the queue, and uninstall, leaving nothing behind.
+// reason (the syncer), upgrade sunk (the webhook keeps its certificate) and the Slurm release
+// with a new partition time limit that reaches slurmctld while a held job waits in the queue,
+// and uninstall, leaving nothing behind.
 func TestHelmJourney(t *testing.T) {
-	_, err := os.Stat(filepath.Join(testenv.RepoRoot(), "cmd", "sunk-syncer"))
-	withSyncer := err == nil
-	if !withSyncer && os.Getenv(withoutSyncerEnv) != "1" {
-		t.Fatalf("cmd/sunk-syncer does not exist: the cordon step needs it (set %s=1 to run the rest without it)", withoutSyncerEnv)
-	}
-	h := startCharts(t, withSyncer)
+	h := startCharts(t)
 	ctx := context.Background()
 
 	// Install the Slurm cluster. The webhook Service may take a moment to reach the operator.
@@ -131,14 +122,12 @@ func TestHelmJourney(t *testing.T) {
 		t.Errorf("the plain pod read %q from the shared volume, want %q", got, want)
 	}
 
-	if withSyncer {
-		h.cordonDrains(t, login)
-	} else {
-		t.Logf("%s=1: the cordon step (sinfo shows a k8s: drain) did not run", withoutSyncerEnv)
-	}
+	h.cordonDrains(t, login)
 
-	// helm upgrade: a new partition time limit reaches slurmctld by reconfigure; a held job
-	// stays queued and slurmctld keeps running.
+	h.upgradeKeepsWebhookCert(t)
+
+	// helm upgrade: a new partition time limit reaches slurmctld by reconfigure (admitted by the
+	// webhook that sunk's upgrade kept serving); a held job stays queued and slurmctld keeps running.
 	held := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable --hold -J held --wrap true"))
 	ctld := h.podOf(t, "journey", render.ComponentController)
 	if _, err := h.helm(t, "upgrade", "journey", "charts/slurm", "-n", h.ns, "-f", slurmValues(t, "1:30:00")); err != nil {
@@ -164,7 +153,7 @@ func TestHelmJourney(t *testing.T) {
 
 // startCharts builds and imports sunk.dev/sunk:local, installs the sunk chart into a namespace
 // of its own and makes the Slurm cluster's namespace. Cleanup uninstalls whatever is left.
-func startCharts(t *testing.T, withSyncer bool) *helmEnv {
+func startCharts(t *testing.T) *helmEnv {
 	t.Helper()
 	script(t, "hack/images.sh", "sunk")
 	cl := testenv.Cluster(t) // imports what images.sh rebuilt
@@ -206,7 +195,7 @@ func startCharts(t *testing.T, withSyncer bool) *helmEnv {
 		_ = h.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.sunkNS}})
 	})
 	if _, err := h.helm(t, "upgrade", "--install", h.sunkRelease, "charts/sunk", "-n", h.sunkNS, "--create-namespace",
-		"--wait", "--timeout", "3m", "--set", fmt.Sprintf("syncer.enabled=%t", withSyncer),
+		"--wait", "--timeout", "3m",
 		"--set-string", "operator.podAnnotations.sunk\\.dev/image-stamp="+strings.TrimSpace(string(stamp))); err != nil {
 		t.Fatal(err)
 	}
@@ -269,6 +258,37 @@ func (h *helmEnv) cordonDrains(t *testing.T, login string) {
 		}
 		return nil
 	})
+}
+
+// upgradeKeepsWebhookCert upgrades the sunk release and expects the webhook's certificate to
+// survive it (Helm looks the Secret up instead of generating a new CA), with the caBundle still
+// naming the CA that signed it.
+func (h *helmEnv) upgradeKeepsWebhookCert(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	name := h.sunkRelease + "-operator"
+	secret := func() *corev1.Secret {
+		s, err := h.Clientset.CoreV1().Secrets(h.sunkNS).Get(ctx, name+"-webhook-tls", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := secret()
+	if _, err := h.helm(t, "upgrade", h.sunkRelease, "charts/sunk", "-n", h.sunkNS, "--reuse-values", "--wait", "--timeout", "3m"); err != nil {
+		t.Fatal(err)
+	}
+	after := secret()
+	if !bytes.Equal(before.Data["tls.crt"], after.Data["tls.crt"]) || !bytes.Equal(before.Data["ca.crt"], after.Data["ca.crt"]) {
+		t.Errorf("helm upgrade replaced the webhook certificate")
+	}
+	vwc, err := h.Clientset.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(vwc.Webhooks[0].ClientConfig.CABundle, after.Data["ca.crt"]) {
+		t.Errorf("after the upgrade the caBundle is not the Secret's CA")
+	}
 }
 
 // waitGone waits until a namespace no longer exists.
