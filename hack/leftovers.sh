@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # leftovers.sh: fail, listing them, if stopped environments left anything on the host:
-# processes, mounts, network namespaces, links, iptables chains, cgroups or hard-coded paths.
+# processes, mounts, network namespaces, links, iptables chains and rules, cgroups or hard-coded paths.
 source "$(dirname "$0")/lib.sh"
 found=0
 report() { [ -z "$2" ] || { printf '%s:\n%s\n' "$1" "$2" >&2; found=1; }; }
@@ -9,6 +9,7 @@ report mounts "$(findmnt -rn -o TARGET | grep -E "^($SUNK_STATE|/run/netns|/var/
 report "network namespaces" "$(ip netns list 2>/dev/null | grep -E '^(sunk-|cni-)' || true)"
 report links "$(ip -o link show 2>/dev/null | grep -oE ' (sunk0|sunk-slurm0|sunk-sn[0-9]+|veth[0-9a-f]+)[@:]' || true)"
 report "iptables chains" "$(for t in filter nat mangle; do iptables -t $t -S 2>/dev/null | grep -E '^-N (KUBE-|CNI-)'; done || true)"
+report "iptables rules" "$(iptables -S 2>/dev/null | grep -E -- '-d 10\.96\.0\.0/16 .*-j REJECT' || true)"   # env-kube.sh service_guard
 report cgroups "$(ls -d /sys/fs/cgroup/*/sunk /sys/fs/cgroup/sunk 2>/dev/null || true)"
 report paths "$(ls -d /var/lib/kubelet /var/lib/cni /run/containerd "$SUNK_STATE"/kube "$SUNK_STATE"/slurm "$HOSTPATH_PV" 2>/dev/null || true)"
 [ $found = 0 ] && log "no leftovers"
