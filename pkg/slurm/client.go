@@ -97,7 +97,9 @@ func New(cfg Config) (Client, error) {
 		if t == 0 {
 			t = 30 * time.Second
 		}
-		cfg.HTTPClient = &http.Client{Timeout: t}
+		// A transport of its own: a kept-alive connection that went wrong (see Do) is
+		// this client's to drop, and no other client's requests ride on it.
+		cfg.HTTPClient = &http.Client{Timeout: t, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	if cfg.ServerLocation == nil {
 		cfg.ServerLocation = time.UTC
@@ -132,6 +134,11 @@ func (c *core) Do(req *http.Request) (*http.Response, error) {
 	req.Header.Set("X-SLURM-USER-TOKEN", token)
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.cfg.HTTPClient.Do(req)
+	if err == nil && suspect(resp) {
+		// Whatever sits on the kept-alive connections (e.g. a gateway that answered for a
+		// Service IP before kube-proxy set it up) must not answer the next request too.
+		c.cfg.HTTPClient.CloseIdleConnections()
+	}
 	if err != nil {
 		if ctxErr := req.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 			return nil, err
@@ -139,6 +146,13 @@ func (c *core) Do(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return resp, nil
+}
+
+// suspect reports an answer that is not slurmrestd's own (it answers JSON) or a failing
+// server's.
+func suspect(resp *http.Response) bool {
+	return resp.StatusCode >= 500 ||
+		resp.StatusCode >= 400 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json")
 }
 
 // answer is what an adapter reports about one exchange, for classify.
