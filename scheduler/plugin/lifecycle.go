@@ -199,6 +199,17 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 		}
 		return
 	}
+	if !isRunning(j) {
+		// A bound pod whose job no longer runs (requeued by PreemptMode=REQUEUE or by hand,
+		// suspended) has lost its allocation: it is evicted, and the job cancelled once it is gone.
+		for _, m := range members {
+			if m.Spec.NodeName != "" {
+				if p.evict(ctx, logger, m, fmt.Sprintf("Slurm job %d no longer runs: %s (%s)", j.ID, j.BaseState(), j.StateReason), "SlurmJobStopped") {
+					jobsEnded.WithLabelValues(j.BaseState()).Inc()
+				}
+			}
+		}
+	}
 	mark := j.BaseState() + "/" + j.StateReason
 	p.lc.mu.Lock()
 	changed := p.lc.seen[j.ID] != mark

@@ -83,6 +83,11 @@ type Plugin struct {
 	// submitted holds jobs this process submitted that the job list has not shown yet, so that a
 	// pod never gets a second job in that window.
 	submitted map[uint32]submission
+	// inflight pods have a submission under way; refused pods had their job refused by Slurm
+	// (the message is shown once, then the pod may try again).
+	inflight  map[types.UID]bool
+	refused   map[types.UID]string
+	submitSem chan struct{}
 	lc        lifecycle
 }
 
@@ -148,6 +153,9 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		computes:  labels.SelectorFromSet(labels.Set{labelCluster: args.Cluster, labelComponent: componentCompute}),
 		byUID:     map[types.UID]map[uint32]bool{},
 		submitted: map[uint32]submission{},
+		inflight:  map[types.UID]bool{},
+		refused:   map[types.UID]string{},
+		submitSem: make(chan struct{}, maxSubmits),
 		lc:        newLifecycle(),
 	}
 	_ = podInformer.Informer() // registered before the factory starts
@@ -306,6 +314,17 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 	}
 	c := &cycle{spec: spec, topo: topo, feasible: sets.New[string]()}
 	state.Write(stateKey, c)
+	p.mu.Lock()
+	inflight := p.inflight[pod.UID]
+	refused, wasRefused := p.refused[pod.UID]
+	delete(p.refused, pod.UID) // reported once; the next attempt submits again
+	p.mu.Unlock()
+	if inflight {
+		return nil, framework.NewStatus(framework.Unschedulable, "submitting the Slurm job")
+	}
+	if wasRefused {
+		return nil, unresolvable("Slurm refused the job: %s", refused)
+	}
 	job, ok := p.jobOf(pod.UID)
 	if !ok {
 		if len(topo.onNode) == 0 {
@@ -384,9 +403,9 @@ func (p *Plugin) Filter(ctx context.Context, state *framework.CycleState, pod *v
 	return nil
 }
 
-// Reserve submits the job when the pod has none: Slurm may use the Slurm nodes hosted on the
-// nodes that passed the filters and no other. The pod then waits (Unschedulable) until the
-// lifecycle loop sees the job run and activates it.
+// Reserve submits the job when the pod has none (asynchronously, see submit): Slurm may use the
+// Slurm nodes hosted on the nodes that passed the filters and no other. The pod then waits
+// (Unschedulable) until the lifecycle loop sees the job run and activates it.
 func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
 	c, st := cycleOf(state)
 	if st != nil {
@@ -405,6 +424,12 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 			return unresolvable("gang %s has %d pods, more than its size %d", c.spec.Gang.Name, len(members), c.spec.Gang.Size)
 		}
 		for _, m := range members {
+			p.mu.Lock()
+			busy := p.inflight[m.UID]
+			p.mu.Unlock()
+			if busy {
+				return framework.NewStatus(framework.Unschedulable, "submitting the gang's Slurm job")
+			}
 			if j, ok := p.jobOf(m.UID); ok && isLive(j) {
 				return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("gang %s has Slurm job %d", c.spec.Gang.Name, j.ID))
 			}
@@ -430,30 +455,65 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 	js := c.spec.Job
 	js.Comment = jobComment(uids)
 	js.ExcludedNodes = excluded
-	res, err := p.slurm.SubmitJob(ctx, js)
-	if err != nil {
-		if errors.Is(err, slurm.ErrUnavailable) {
-			return framework.AsStatus(fmt.Errorf("submitting the Slurm job: %w", err))
-		}
-		p.lc.event(p, pod, v1.EventTypeWarning, "SlurmSubmitFailed", "Slurm refused the job: %v", err)
-		return unresolvable("Slurm refused the job: %v", err)
-	}
-	jobsSubmitted.Inc()
 	p.mu.Lock()
-	p.submitted[res.JobID] = submission{at: time.Now(), job: slurm.Job{
-		ID: res.JobID, State: []string{"PENDING"}, StateReason: "Submitted", Comment: js.Comment}}
 	for _, u := range uids {
-		uid := types.UID(u)
-		if p.byUID[uid] == nil {
-			p.byUID[uid] = map[uint32]bool{}
-		}
-		p.byUID[uid][res.JobID] = true
+		p.inflight[types.UID(u)] = true
 	}
 	p.mu.Unlock()
+	go p.submit(js, members)
+	return framework.NewStatus(framework.Unschedulable, "submitting the Slurm job")
+}
+
+// maxSubmits bounds the submissions in flight to slurmrestd.
+const maxSubmits = 8
+
+// submit submits a job off the scheduling cycle (a Slurm round trip must not hold up other pods)
+// and activates its pods when Slurm has answered. Until then PreFilter holds the pods back, so a
+// pod never gets two jobs.
+func (p *Plugin) submit(js slurm.JobSubmit, members []*v1.Pod) {
+	p.submitSem <- struct{}{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	res, err := p.slurm.SubmitJob(ctx, js)
+	cancel()
+	<-p.submitSem
+	p.mu.Lock()
 	for _, m := range members {
-		p.lc.event(p, m, v1.EventTypeNormal, "SlurmJobSubmitted", "submitted Slurm job %d (%s)", res.JobID, js.Name)
+		delete(p.inflight, m.UID)
 	}
-	return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("submitted Slurm job %d; waiting for Slurm to start it", res.JobID))
+	switch {
+	case err == nil:
+		p.submitted[res.JobID] = submission{at: time.Now(), job: slurm.Job{
+			ID: res.JobID, State: []string{"PENDING"}, StateReason: "Submitted", Comment: js.Comment}}
+		for _, m := range members {
+			if p.byUID[m.UID] == nil {
+				p.byUID[m.UID] = map[uint32]bool{}
+			}
+			p.byUID[m.UID][res.JobID] = true
+		}
+	case !errors.Is(err, slurm.ErrUnavailable):
+		for _, m := range members {
+			p.refused[m.UID] = err.Error()
+		}
+	}
+	p.mu.Unlock()
+	logger := klog.Background().WithName(Name)
+	switch {
+	case err == nil:
+		jobsSubmitted.Inc()
+		for _, m := range members {
+			p.lc.event(p, m, v1.EventTypeNormal, "SlurmJobSubmitted", "submitted Slurm job %d (%s)", res.JobID, js.Name)
+		}
+	case errors.Is(err, slurm.ErrUnavailable):
+		// Slurm did not answer: try again in a while.
+		logger.Error(err, "submitting a Slurm job", "name", js.Name)
+		time.AfterFunc(2*time.Second, func() { p.activate(logger, members) })
+		return
+	default:
+		for _, m := range members {
+			p.lc.event(p, m, v1.EventTypeWarning, "SlurmSubmitFailed", "Slurm refused the job: %v", err)
+		}
+	}
+	p.activate(logger, members)
 }
 
 // Unreserve implements framework.ReservePlugin. A job outlives a failed cycle: the pod keeps it.
