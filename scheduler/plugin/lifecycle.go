@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,7 +165,7 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 // about a change: the pending reason as an event, a start as an activation (the pod is then
 // scheduled onto the job's node).
 func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm.Job, members []*v1.Pod) {
-	for i, m := range members {
+	for _, m := range members {
 		reason := ""
 		switch {
 		case m == nil:
@@ -179,24 +180,14 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 		}
 		p.lc.mu.Lock()
 		at, done := p.lc.cancelled[j.ID]
+		if !done || time.Since(at) >= time.Minute {
+			p.lc.cancelled[j.ID] = time.Now()
+		}
 		p.lc.mu.Unlock()
 		if done && time.Since(at) < time.Minute {
 			return
 		}
-		if err := p.slurm.CancelJob(ctx, j.ID); err != nil && !slurmGone(err) {
-			logger.Error(err, "cancelling Slurm job", "job", j.ID)
-			return
-		}
-		p.lc.mu.Lock()
-		p.lc.cancelled[j.ID] = time.Now()
-		p.lc.mu.Unlock()
-		jobsCancelled.WithLabelValues(reason).Inc()
-		logger.Info("cancelled Slurm job", "job", j.ID, "reason", reason, "member", podUIDsOf(j)[i])
-		for _, o := range members {
-			if o != nil && alive(o) {
-				p.lc.event(p, o, v1.EventTypeNormal, "SlurmJobCancelled", "cancelled Slurm job %d: a pod of it was %s", j.ID, reason[len("pod-"):])
-			}
-		}
+		go p.cancel(logger, j.ID, reason, members)
 		return
 	}
 	if !isRunning(j) {
@@ -228,7 +219,34 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 			p.lc.event(p, m, v1.EventTypeNormal, "SlurmPending", "%s", pendingMessage(j))
 		}
 	}
+	if isRunning(j) && len(wake) > 0 {
+		logger.V(1).Info("Slurm job runs; activating its pods", "job", j.ID, "nodes", j.Nodes, "pods", len(wake))
+	}
 	p.activate(logger, wake)
+}
+
+// cancel cancels a job off the loop (a Slurm round trip per job must not delay the others); a
+// failure is retried by a later pass.
+func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []*v1.Pod) {
+	p.slurmSem <- struct{}{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	err := p.slurm.CancelJob(ctx, id)
+	cancel()
+	<-p.slurmSem
+	if err != nil && !slurmGone(err) {
+		logger.Error(err, "cancelling Slurm job", "job", id)
+		p.lc.mu.Lock()
+		delete(p.lc.cancelled, id)
+		p.lc.mu.Unlock()
+		return
+	}
+	jobsCancelled.WithLabelValues(reason).Inc()
+	logger.Info("cancelled Slurm job", "job", id, "reason", reason)
+	for _, o := range members {
+		if o != nil && alive(o) {
+			p.lc.event(p, o, v1.EventTypeNormal, "SlurmJobCancelled", "cancelled Slurm job %d: a pod of it was %s", id, strings.TrimPrefix(reason, "pod-"))
+		}
+	}
 }
 
 // reconcileEnded evicts the pods of a job that ended while they live: preempted, cancelled by

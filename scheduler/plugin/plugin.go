@@ -84,11 +84,14 @@ type Plugin struct {
 	// pod never gets a second job in that window.
 	submitted map[uint32]submission
 	// inflight pods have a submission under way; refused pods had their job refused by Slurm
-	// (the message is shown once, then the pod may try again).
-	inflight  map[types.UID]bool
-	refused   map[types.UID]string
-	submitSem chan struct{}
-	lc        lifecycle
+	// (the message is shown once, then the pod may try again). slurmSem bounds the submissions
+	// and cancellations in flight.
+	inflight map[types.UID]bool
+	refused  map[types.UID]string
+	// lastJob is the last job seen or submitted for a pod, checked with Slurm before another.
+	lastJob  map[types.UID]uint32
+	slurmSem chan struct{}
+	lc       lifecycle
 }
 
 type submission struct {
@@ -154,15 +157,21 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		byUID:     map[types.UID]map[uint32]bool{},
 		submitted: map[uint32]submission{},
 		inflight:  map[types.UID]bool{},
+		lastJob:   map[types.UID]uint32{},
 		refused:   map[types.UID]string{},
-		submitSem: make(chan struct{}, maxSubmits),
+		slurmSem:  make(chan struct{}, maxSlurmCalls),
 		lc:        newLifecycle(),
 	}
 	_ = podInformer.Informer() // registered before the factory starts
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
 		OnAdd:    func(j slurm.Job) { p.index(&j, true) },
 		OnUpdate: func(_, j slurm.Job) { p.index(&j, true) },
-		OnDelete: func(j slurm.Job) { p.index(&j, false) },
+		OnDelete: func(j slurm.Job) {
+			if isLive(&j) && podUIDsOf(&j) != nil {
+				klog.FromContext(ctx).WithName(Name).Info("a live placeholder job left the job list", "job", j.ID, "state", j.State)
+			}
+			p.index(&j, false)
+		},
 	})
 	go p.run(ctx, podInformer.Informer().HasSynced)
 	return p
@@ -178,6 +187,9 @@ func (p *Plugin) index(j *slurm.Job, present bool) {
 	for _, u := range podUIDsOf(j) {
 		uid := types.UID(u)
 		if present {
+			if isLive(j) {
+				p.lastJob[uid] = j.ID
+			}
 			if p.byUID[uid] == nil {
 				p.byUID[uid] = map[uint32]bool{}
 			}
@@ -464,26 +476,28 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 	return framework.NewStatus(framework.Unschedulable, "submitting the Slurm job")
 }
 
-// maxSubmits bounds the submissions in flight to slurmrestd.
-const maxSubmits = 8
+// maxSlurmCalls bounds the submissions and cancellations in flight to slurmrestd.
+const maxSlurmCalls = 8
 
-// submit submits a job off the scheduling cycle (a Slurm round trip must not hold up other pods)
-// and activates its pods when Slurm has answered. Until then PreFilter holds the pods back, so a
-// pod never gets two jobs.
+// submit submits a job off the scheduling cycle (a Slurm round trip must not hold up other pods).
+// Until Slurm has answered, PreFilter holds the pods back, so a pod never gets two jobs.
 func (p *Plugin) submit(js slurm.JobSubmit, members []*v1.Pod) {
-	p.submitSem <- struct{}{}
+	p.slurmSem <- struct{}{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	res, err := p.slurm.SubmitJob(ctx, js)
+	res, existing, err := p.submitOnce(ctx, js, members)
 	cancel()
-	<-p.submitSem
+	<-p.slurmSem
 	p.mu.Lock()
 	for _, m := range members {
 		delete(p.inflight, m.UID)
 	}
 	switch {
 	case err == nil:
-		p.submitted[res.JobID] = submission{at: time.Now(), job: slurm.Job{
-			ID: res.JobID, State: []string{"PENDING"}, StateReason: "Submitted", Comment: js.Comment}}
+		rec := slurm.Job{ID: res.JobID, State: []string{"PENDING"}, StateReason: "Submitted", Comment: js.Comment}
+		if existing != nil {
+			rec = *existing
+		}
+		p.submitted[res.JobID] = submission{at: time.Now(), job: rec}
 		for _, m := range members {
 			if p.byUID[m.UID] == nil {
 				p.byUID[m.UID] = map[uint32]bool{}
@@ -498,11 +512,16 @@ func (p *Plugin) submit(js slurm.JobSubmit, members []*v1.Pod) {
 	p.mu.Unlock()
 	logger := klog.Background().WithName(Name)
 	switch {
+	case existing != nil:
+		// The list had lost the job: take it back, and let the pods see it.
+		logger.Info("kept the live Slurm job of a pod instead of submitting another", "job", res.JobID)
 	case err == nil:
+		// The lifecycle loop activates the pods when the job list shows the job.
 		jobsSubmitted.Inc()
 		for _, m := range members {
 			p.lc.event(p, m, v1.EventTypeNormal, "SlurmJobSubmitted", "submitted Slurm job %d (%s)", res.JobID, js.Name)
 		}
+		return
 	case errors.Is(err, slurm.ErrUnavailable):
 		// Slurm did not answer: try again in a while.
 		logger.Error(err, "submitting a Slurm job", "name", js.Name)
@@ -514,6 +533,35 @@ func (p *Plugin) submit(js slurm.JobSubmit, members []*v1.Pod) {
 		}
 	}
 	p.activate(logger, members)
+}
+
+// submitOnce submits unless a member already had a job that Slurm still runs or queues (the
+// job list may lag behind, or miss a job): then that job is the answer. A pod never gets two.
+func (p *Plugin) submitOnce(ctx context.Context, js slurm.JobSubmit, members []*v1.Pod) (*slurm.SubmitResult, *slurm.Job, error) {
+	for _, m := range members {
+		p.mu.Lock()
+		id, had := p.lastJob[m.UID]
+		p.mu.Unlock()
+		if !had {
+			continue
+		}
+		j, err := p.slurm.GetJob(ctx, id)
+		switch {
+		case err == nil && isLive(j):
+			return &slurm.SubmitResult{JobID: id}, j, nil
+		case err != nil && !errors.Is(err, slurm.ErrNotFound):
+			return nil, nil, err
+		}
+	}
+	res, err := p.slurm.SubmitJob(ctx, js)
+	if err == nil {
+		p.mu.Lock()
+		for _, m := range members {
+			p.lastJob[m.UID] = res.JobID
+		}
+		p.mu.Unlock()
+	}
+	return res, nil, err
 }
 
 // Unreserve implements framework.ReservePlugin. A job outlives a failed cycle: the pod keeps it.

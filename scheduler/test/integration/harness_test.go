@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/configz"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
@@ -88,16 +89,18 @@ func (e *slurmEnv) exec(t testing.TB, args ...string) string {
 // env is one test's world: an apiserver with nodes and compute pods, Slurm, and a way to start
 // the scheduler.
 type env struct {
-	t          *testing.T
+	t          testing.TB
 	ctx        context.Context
 	cs         kubernetes.Interface
 	slurm      *slurmEnv
 	sc         slurm.Client
 	kubeconfig string
 	hostOf     map[string]string // Slurm node → Kubernetes node
+	// pollInterval of the plugin's Slurm lists (default 200ms).
+	pollInterval string
 }
 
-func setup(t *testing.T) *env {
+func setup(t testing.TB) *env {
 	t.Helper()
 	root := repoRoot()
 	if out, err := exec.Command(filepath.Join(root, "hack", "env-slurm.sh"), "up").CombinedOutput(); err != nil {
@@ -143,7 +146,9 @@ func setup(t *testing.T) *env {
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	fast := rest.CopyConfig(cfg) // the benchmark creates and deletes pods quickly
+	fast.QPS, fast.Burst = 500, 1000
+	cs := kubernetes.NewForConfigOrDie(fast)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, cs: cs, slurm: se, sc: sc, kubeconfig: kubeconfig, hostOf: map[string]string{}}
@@ -222,7 +227,7 @@ func finished(j *slurm.Job) bool {
 const configTemplate = `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection: {leaderElect: false}
-clientConnection: {kubeconfig: %q}
+clientConnection: {kubeconfig: %q, qps: 500, burst: 1000}
 percentageOfNodesToScore: 100
 profiles:
 - schedulerName: sunk-scheduler
@@ -235,7 +240,7 @@ profiles:
     postBind: {enabled: [{name: SunkSlurm}]}
   pluginConfig:
   - name: SunkSlurm
-    args: {slurmURL: %q, slurmUser: %q, jwtKeyFile: %q, cluster: %q, namespace: %q, pollInterval: 200ms, gangTimeout: 10s}
+    args: {slurmURL: %q, slurmUser: %q, jwtKeyFile: %q, cluster: %q, namespace: %q, pollInterval: %s, gangTimeout: 10s}
 %s`
 
 // startScheduler runs sunk-scheduler in this process until the returned stop is called (or the
@@ -243,7 +248,11 @@ profiles:
 func (e *env) startScheduler(extraProfiles string) (stop func()) {
 	e.t.Helper()
 	cfgFile := filepath.Join(e.t.TempDir(), "config.yaml")
-	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, e.slurm.RESTURL, e.slurm.User, e.slurm.JWTKeyFile, clusterName, computeNS, extraProfiles)
+	poll := e.pollInterval
+	if poll == "" {
+		poll = "200ms"
+	}
+	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, e.slurm.RESTURL, e.slurm.User, e.slurm.JWTKeyFile, clusterName, computeNS, poll, extraProfiles)
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
@@ -295,7 +304,9 @@ func (e *env) eventually(what string, timeout time.Duration, cond func() (bool, 
 		}
 		last = state
 		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out after %v waiting for %s; last: %s", timeout, what, last)
+			queue, _ := exec.Command(e.slurm.ExecCommand[0], append(append([]string{}, e.slurm.ExecCommand[1:]...),
+				"squeue", "-a", "-t", "all", "-o", "%i %P %j %T %r %N %S")...).CombinedOutput()
+			e.t.Fatalf("timed out after %v waiting for %s; last: %s\nSlurm queue:\n%s", timeout, what, last, queue)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

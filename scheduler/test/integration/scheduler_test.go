@@ -57,7 +57,7 @@ func (e *env) sbatch(args ...string) uint32 {
 // the pod cancels the job and lifts the lock.
 func TestBindsWhereSlurmRunsTheJob(t *testing.T) {
 	e := setup(t)
-	e.startScheduler("")
+	e.startScheduler(defaultProfile)
 	avoid := e.slurm.Nodes[0]
 	pod := e.createPod("p1", notOnNode(e.hostOf[avoid]),
 		withAnnotations(plugin.AnnotationTimeLimit, "30", plugin.AnnotationPriority, "5000"))
@@ -81,12 +81,22 @@ func TestBindsWhereSlurmRunsTheJob(t *testing.T) {
 	e.waitEvent(pod, "SlurmAllocated", "Slurm node "+j.Nodes, 10*time.Second)
 	e.waitEvent(pod, "SlurmJobSubmitted", fmt.Sprint(j.ID), 10*time.Second)
 
+	// The node lock keeps an ordinary pod (default scheduler) off the node while the job runs.
+	e.createPod("ordinary", onNode(pod.Spec.NodeName), func(p *v1.Pod) { p.Spec.SchedulerName = "default-scheduler" })
+	e.eventually("ordinary pod kept off the locked node", 30*time.Second, func() (bool, string) {
+		c := scheduledCondition(e.getPod("ordinary"))
+		return strings.Contains(c, "PodScheduled=False") && strings.Contains(c, plugin.TaintJob), c
+	})
+
 	e.deletePod("p1")
 	e.waitJobState(j.ID, 30*time.Second, "CANCELLED")
 	e.eventually("node lock lifted", 30*time.Second, func() (bool, string) {
 		got := e.nodeTaint(pod.Spec.NodeName)
 		return got == "", got
 	})
+	if ordinary := e.waitBound("ordinary", 60*time.Second); ordinary.Spec.NodeName != pod.Spec.NodeName {
+		t.Fatalf("ordinary pod bound to %s, want %s", ordinary.Spec.NodeName, pod.Spec.NodeName)
+	}
 
 	mfs, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
