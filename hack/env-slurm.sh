@@ -34,7 +34,9 @@ write_config() {
 
 # slurm_conf prints the test bed's slurm.conf. Preemption (partition_prio, CANCEL) lets the
 # scheduler tests preempt: a job in partition "urgent" (a higher PriorityTier over the same
-# nodes) cancels jobs of "all"; jobs that all stay in "all" never preempt each other.
+# nodes) cancels jobs of "all"; jobs that all stay in "all" never preempt each other. Partition
+# "bench" oversubscribes (up to 100 jobs per CPU) so that the scheduler benchmark can hold many
+# small placeholder jobs at once on three 2-CPU nodes.
 slurm_conf() {
   cat <<CONF
 ClusterName=sunk-test
@@ -64,6 +66,7 @@ PreemptType=preempt/partition_prio
 PreemptMode=CANCEL
 PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1
 PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10
+PartitionName=bench Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=1 OverSubscribe=FORCE:100
 CONF
 }
 
