@@ -76,6 +76,9 @@ func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 		case <-t.C:
 		}
 		if !p.jobs.HasSynced() || !p.nodes.HasSynced() {
+			if err := errors.Join(p.jobs.LastError(), p.nodes.LastError()); err != nil {
+				logger.Error(err, "waiting for the first Slurm job and node lists")
+			}
 			continue
 		}
 		if first {
@@ -151,12 +154,20 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 	p.mu.Unlock()
 
 	// Bound pods whose job Slurm no longer knows (purged after it ended while no scheduler ran).
+	// A job missing from the list is asked for by id before anything is done: only Slurm's
+	// "not found" counts.
 	for _, pod := range byUID {
 		id, err := strconv.ParseUint(pod.Annotations[AnnotationJob], 10, 32)
 		if err != nil || pod.Spec.NodeName == "" || !alive(pod) || known[uint32(id)] {
 			continue
 		}
-		p.evict(ctx, logger, pod, fmt.Sprintf("Slurm job %d no longer exists", id), "SlurmJobGone")
+		j, err := p.slurm.GetJob(ctx, uint32(id))
+		switch {
+		case errors.Is(err, slurm.ErrNotFound):
+			p.evict(ctx, logger, pod, fmt.Sprintf("Slurm job %d no longer exists", id), "SlurmJobGone")
+		case err == nil && !isLive(j):
+			p.reconcileEnded(ctx, logger, j, []*v1.Pod{pod})
+		}
 	}
 	return p.unlockNodes(ctx, running)
 }

@@ -168,7 +168,14 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		OnUpdate: func(_, j slurm.Job) { p.index(&j, true) },
 		OnDelete: func(j slurm.Job) {
 			if isLive(&j) && podUIDsOf(&j) != nil {
-				klog.FromContext(ctx).WithName(Name).Info("a live placeholder job left the job list", "job", j.ID, "state", j.State)
+				// Seen with Slurm 24.11: live jobs drop out of one list and are back in the
+				// next. Fail closed: keep the last record (as if just submitted) until the list
+				// shows the job again or it expires; a new submission asks Slurm first.
+				klog.FromContext(ctx).WithName(Name).V(1).Info("a live placeholder job left the job list", "job", j.ID, "state", j.State)
+				p.mu.Lock()
+				p.submitted[j.ID] = submission{at: time.Now(), job: j}
+				p.mu.Unlock()
+				return
 			}
 			p.index(&j, false)
 		},

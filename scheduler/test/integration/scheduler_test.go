@@ -268,8 +268,8 @@ func TestRestartAdoption(t *testing.T) {
 	running := e.waitJobState(adopted.JobID, 60*time.Second, "RUNNING")
 
 	e.startScheduler("")
-	e.waitJobState(orphan.JobID, 30*time.Second, "CANCELLED")
-	r2 = e.waitBound("r2", 60*time.Second)
+	e.waitJobState(orphan.JobID, 90*time.Second, "CANCELLED") // the first full job list after a restart may be slow
+	r2 = e.waitBound("r2", 90*time.Second)
 	if want := e.hostOf[running.Nodes]; r2.Spec.NodeName != want {
 		t.Fatalf("adopted pod bound to %s, its job runs on %s (host %s)", r2.Spec.NodeName, running.Nodes, want)
 	}
