@@ -13,6 +13,7 @@ help: ## this list
 build: ## compile every command into bin/
 	go build ./...
 	@if [ -d cmd ]; then go build -o bin/ ./cmd/...; fi
+	cd scheduler && go build -o ../bin/ ./cmd/sunk-scheduler
 
 generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST client)
 	@if [ -d api ]; then $(BIN)/controller-gen object paths=./api/... && \
@@ -33,9 +34,11 @@ lint: ## gofmt, go vet and helm lint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet -tags integration,e2e ./...
 	$(BIN)/helm lint --strict charts/sunk charts/slurm
+	cd scheduler && go vet -tags integration ./...
 
 unit: ## unit tests only (no processes, seconds)
 	go test ./...
+	cd scheduler && go test ./...
 
 test: ## THE test command: provision, lint, unit + integration (real Slurm, apiserver) + e2e (real kubelet)
 	hack/test.sh

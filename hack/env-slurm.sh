@@ -28,7 +28,17 @@ write_config() {
   cp -p "$ENV_DIR/etc/slurm.key" "$ENV_DIR/etc-node/slurm.key"
   printf '127.0.0.1 localhost\n%s.1 slurmctld\n' "$NET" > "$ENV_DIR/hosts"
   for i in $(seq "$NODES"); do printf '%s.%d %s\n' "$NET" $((10 + i)) "$(node_name "$i")" >> "$ENV_DIR/hosts"; done
-  cat > "$ENV_DIR/etc/slurm.conf" <<CONF
+  slurm_conf > "$ENV_DIR/etc/slurm.conf"
+  printf 'CgroupPlugin=autodetect\n' > "$ENV_DIR/etc/cgroup.conf"
+}
+
+# slurm_conf prints the test bed's slurm.conf. Preemption (partition_prio, CANCEL) lets the
+# scheduler tests preempt: a job in partition "urgent" (a higher PriorityTier over the same
+# nodes) cancels jobs of "all"; jobs that all stay in "all" never preempt each other. Partition
+# "bench" oversubscribes (up to 100 jobs per CPU) so that the scheduler benchmark can hold many
+# small placeholder jobs at once on three 2-CPU nodes.
+slurm_conf() {
+  cat <<CONF
 ClusterName=sunk-test
 SlurmctldHost=slurmctld($NET.1)
 SlurmUser=root
@@ -52,9 +62,24 @@ ReturnToService=2
 MaxNodeCount=6000
 SlurmdTimeout=30
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
-PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
+PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1
+PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10
+PartitionName=bench Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=1 OverSubscribe=FORCE:100
 CONF
-  printf 'CgroupPlugin=autodetect\n' > "$ENV_DIR/etc/cgroup.conf"
+}
+
+# refresh_config brings a running test bed's slurm.conf up to date with slurm_conf (a test bed
+# started by an older version of this script) by reconfigure, without restarting anything.
+refresh_config() {
+  local want
+  want=$(slurm_conf)
+  [ "$want" = "$(cat "$ENV_DIR/etc/slurm.conf")" ] && return 0
+  log "slurm.conf changed: reconfigure"
+  printf '%s\n' "$want" > "$ENV_DIR/etc/slurm.conf"
+  exec_in scontrol reconfigure
+  wait_for "slurmrestd after reconfigure" 60 rest_ok
 }
 
 network() {
@@ -125,7 +150,7 @@ node_up() {
 exec_in() { $(in_chroot slurmctld "$ENV_DIR/etc" "$ENV_DIR/spool/restd") "$@"; }
 
 up() {
-  if [ -f "$ENV_DIR/env.json" ] && rest_ok; then log "slurm environment already up"; return 0; fi
+  if [ -f "$ENV_DIR/env.json" ] && rest_ok; then refresh_config; log "slurm environment already up"; return 0; fi
   "$SUNK_ROOT/hack/provision.sh" host rootfs
   down_quiet
   log "starting Slurm: slurmctld, slurmrestd and $NODES dynamic slurmd nodes"

@@ -52,6 +52,12 @@ type SlurmClusterSpec struct {
 	// +optional
 	Partitions []PartitionSpec `json:"partitions,omitempty"`
 
+	// Preemption lets higher-priority jobs preempt lower-priority ones (Slurm's PreemptType
+	// and PreemptMode). It is how a sunk-scheduler pod in a high-tier partition (or QOS) takes
+	// nodes from Slurm batch work. Off by default.
+	// +optional
+	Preemption PreemptionSpec `json:"preemption,omitempty"`
+
 	// Prolog scripts run on the compute node before every job, in the order listed; the
 	// first failing script fails the prolog (Slurm then drains the node and requeues the job).
 	// +listType=map
@@ -316,10 +322,59 @@ type PartitionSpec struct {
 	// +optional
 	MaxTime string `json:"maxTime,omitempty"`
 
+	// PriorityTier orders partitions for scheduling and, with spec.preemption.type
+	// partition_prio, for preemption: jobs of a higher tier preempt jobs of lower tiers on
+	// shared nodes.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65533
+	// +optional
+	PriorityTier *int32 `json:"priorityTier,omitempty"`
+
 	// ExtraConf is added to the partition's line as is (for example "PriorityTier=10 OverSubscribe=NO").
 	// +kubebuilder:validation:Pattern=`^[^\n#]*$`
 	// +optional
 	ExtraConf string `json:"extraConf,omitempty"`
+}
+
+// PreemptionType selects Slurm's preemption plugin.
+// +kubebuilder:validation:Enum=none;partition_prio;qos
+type PreemptionType string
+
+const (
+	PreemptionNone          PreemptionType = "none"
+	PreemptionPartitionPrio PreemptionType = "partition_prio"
+	PreemptionQOS           PreemptionType = "qos"
+)
+
+// PreemptionMode is what happens to a preempted job.
+// +kubebuilder:validation:Enum=CANCEL;REQUEUE
+type PreemptionMode string
+
+const (
+	PreemptionCancel  PreemptionMode = "CANCEL"
+	PreemptionRequeue PreemptionMode = "REQUEUE"
+)
+
+// PreemptionSpec configures preemption.
+// +kubebuilder:validation:XValidation:rule="!has(self.exemptTime) || (has(self.type) && self.type != 'none')",message="exemptTime needs a preemption type"
+type PreemptionSpec struct {
+	// Type: none (default), partition_prio (partitions' priorityTier decides), or qos (QOS
+	// Preempt lists decide; needs accounting).
+	// +kubebuilder:default=none
+	// +optional
+	Type PreemptionType `json:"type,omitempty"`
+
+	// Mode: CANCEL (default) ends the preempted job, REQUEUE puts it back in the queue.
+	// sunk-scheduler evicts the pod of a preempted placeholder job either way.
+	// +kubebuilder:default=CANCEL
+	// +optional
+	Mode PreemptionMode `json:"mode,omitempty"`
+
+	// ExemptTime is the minimum run time before a job may be preempted, in Slurm's format
+	// ("10", "00:10:00").
+	// +kubebuilder:validation:Pattern=`^[0-9]+(-[0-9]{1,2})?(:[0-9]{1,2}){0,2}$`
+	// +optional
+	ExemptTime string `json:"exemptTime,omitempty"`
 }
 
 // Script is a prolog or epilog script: inline, or a key of a ConfigMap.

@@ -153,6 +153,16 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 	if len(in.Epilog) > 0 {
 		lines = append(lines, "Epilog="+ScriptsDir+"/epilog")
 	}
+	if pr := sc.Spec.Preemption; pr.Type != "" && pr.Type != sunkv1.PreemptionNone {
+		mode := pr.Mode
+		if mode == "" {
+			mode = sunkv1.PreemptionCancel
+		}
+		lines = append(lines, "PreemptType=preempt/"+string(pr.Type), "PreemptMode="+string(mode))
+		if pr.ExemptTime != "" {
+			lines = append(lines, "PreemptExemptTime="+pr.ExemptTime)
+		}
+	}
 	if sc.Spec.JobSubmitLua != "" {
 		lines = append(lines, "JobSubmitPlugins=lua")
 	}
@@ -210,6 +220,9 @@ func partitions(sc *sunkv1.SlurmCluster) string {
 			maxTime = "INFINITE"
 		}
 		line := fmt.Sprintf("PartitionName=%s Nodes=%s Default=%s MaxTime=%s State=UP", p.Name, nodes, def, maxTime)
+		if p.PriorityTier != nil {
+			line += fmt.Sprintf(" PriorityTier=%d", *p.PriorityTier)
+		}
 		if p.ExtraConf != "" {
 			line += " " + strings.TrimSpace(p.ExtraConf)
 		}

@@ -55,9 +55,11 @@ func full() *sunkv1.SlurmCluster {
 	sc.Spec.Accounting = sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}
 	sc.Spec.Partitions = []sunkv1.PartitionSpec{
 		{Name: "cpu", NodeSets: []string{"cpu-a", "cpu-b"}},
-		{Name: "gpu", NodeSets: []string{"gpu"}, Default: true, MaxTime: "1-00:00:00", ExtraConf: "PriorityTier=10"},
+		{Name: "gpu", NodeSets: []string{"gpu"}, Default: true, MaxTime: "1-00:00:00", ExtraConf: "OverSubscribe=NO"},
+		{Name: "urgent", PriorityTier: ptr.To(int32(10))},
 		{Name: "any"},
 	}
+	sc.Spec.Preemption = sunkv1.PreemptionSpec{Type: sunkv1.PreemptionPartitionPrio, Mode: sunkv1.PreemptionRequeue, ExemptTime: "10"}
 	sc.Spec.JobSubmitLua = "function slurm_job_submit(job_desc, part_list, submit_uid)\n  return slurm.SUCCESS\nend\n"
 	sc.Spec.CgroupConf = "ConstrainRAMSpace=no\nAllowedRAMSpace=95"
 	sc.Spec.Login = sunkv1.LoginSpec{

@@ -71,6 +71,11 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 				"must start with a #! line: slurmd executes the file directly"))
 		}
 	}
+	if spec.Preemption.Type == sunkv1.PreemptionQOS &&
+		spec.Accounting.Mode != sunkv1.AccountingManaged && spec.Accounting.Mode != sunkv1.AccountingExternal {
+		errs = append(errs, field.Invalid(path.Child("preemption", "type"), spec.Preemption.Type,
+			"qos preemption needs accounting (spec.accounting.mode Managed or External): QOS live in slurmdbd"))
+	}
 	return errs, warnings
 }
 

@@ -24,6 +24,9 @@ func TestValidateSpec(t *testing.T) {
 		{name: "lua without the hook warns", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: "x = 1\n"}, warn: true},
 		{name: "bad extra conf", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "SlurmdTimeout=3\nthis is not conf"}}, wantErr: "spec.controller.extraConf"},
 		{name: "bad cgroup conf", spec: sunkv1.SlurmClusterSpec{CgroupConf: "=x"}, wantErr: "spec.cgroupConf"},
+		{name: "qos preemption without accounting", spec: sunkv1.SlurmClusterSpec{Preemption: sunkv1.PreemptionSpec{Type: sunkv1.PreemptionQOS}}, wantErr: "spec.preemption.type"},
+		{name: "qos preemption with accounting", spec: sunkv1.SlurmClusterSpec{Preemption: sunkv1.PreemptionSpec{Type: sunkv1.PreemptionQOS}, Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}}},
+		{name: "partition_prio needs no accounting", spec: sunkv1.SlurmClusterSpec{Preemption: sunkv1.PreemptionSpec{Type: sunkv1.PreemptionPartitionPrio}}},
 		{name: "script without shebang", spec: sunkv1.SlurmClusterSpec{Epilog: []sunkv1.Script{{Name: "a", Inline: ptr.To("#!/bin/sh\n")}, {Name: "b", Inline: ptr.To("echo")}}}, wantErr: "spec.epilog[1].inline"},
 	}
 	for _, c := range cases {

@@ -1,0 +1,396 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"sunk.dev/sunk/pkg/slurm"
+)
+
+// lifecycle is the state of the loop that keeps pods and jobs together. It is level-triggered:
+// everything it acts on is read again from the pod and job lists on each pass, so a restarted
+// scheduler adopts pods with live jobs, cancels jobs without pods and evicts pods without jobs.
+// The maps only keep it from repeating an action or an event.
+type lifecycle struct {
+	mu        sync.Mutex
+	seen      map[uint32]string    // job → the state+reason last acted on
+	cancelled map[uint32]time.Time // jobs this process cancelled (retried after a minute)
+	evicted   map[types.UID]time.Time
+	badSpecs  map[types.UID]string // the last annotation error reported per pod
+}
+
+func newLifecycle() lifecycle {
+	return lifecycle{seen: map[uint32]string{}, cancelled: map[uint32]time.Time{},
+		evicted: map[types.UID]time.Time{}, badSpecs: map[types.UID]string{}}
+}
+
+func (l *lifecycle) event(p *Plugin, pod *v1.Pod, typ, reason, format string, a ...any) {
+	p.h.EventRecorder().Eventf(pod, nil, typ, reason, "Scheduling", format, a...)
+}
+
+// badSpec reports a malformed annotation once per pod and message (the scheduler repeats it in
+// the pod's PodScheduled condition on every attempt).
+func (l *lifecycle) badSpec(p *Plugin, pod *v1.Pod, err error) {
+	l.mu.Lock()
+	repeat := l.badSpecs[pod.UID] == err.Error()
+	l.badSpecs[pod.UID] = err.Error()
+	l.mu.Unlock()
+	if !repeat {
+		l.event(p, pod, v1.EventTypeWarning, "InvalidAnnotation", "%v", err)
+	}
+}
+
+// run starts the Slurm informers once the pod informer has synced, then reconciles after each
+// job list.
+func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
+	logger := klog.FromContext(ctx).WithName(Name)
+	if !cache.WaitForCacheSync(ctx.Done(), podsSynced) {
+		return
+	}
+	go func() { _ = p.nodes.Run(ctx) }()
+	go func() { _ = p.jobs.Run(ctx) }()
+	t := time.NewTicker(p.args.PollInterval.Duration)
+	defer t.Stop()
+	first := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !p.jobs.HasSynced() || !p.nodes.HasSynced() {
+			if err := errors.Join(p.jobs.LastError(), p.nodes.LastError()); err != nil {
+				logger.Error(err, "waiting for the first Slurm job and node lists")
+			}
+			continue
+		}
+		if first {
+			// Pods that were turned away while the lists were loading.
+			p.activate(logger, p.ourPods(func(pod *v1.Pod) bool { return pod.Spec.NodeName == "" && alive(pod) }))
+			first = false
+		}
+		if err := p.reconcile(ctx, logger); err != nil {
+			logger.Error(err, "lifecycle pass")
+		}
+	}
+}
+
+func (p *Plugin) ourPods(keep func(*v1.Pod) bool) []*v1.Pod {
+	all, _ := p.pods.List(labels.Everything())
+	var out []*v1.Pod
+	for _, pod := range all {
+		if pod.Spec.SchedulerName == p.scheduler && keep(pod) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+func (p *Plugin) activate(logger klog.Logger, pods []*v1.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	m := make(map[string]*v1.Pod, len(pods))
+	for _, pod := range pods {
+		m[pod.Namespace+"/"+pod.Name] = pod
+	}
+	p.h.Activate(logger, m)
+}
+
+// reconcile is one pass over jobs and pods.
+func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
+	byUID := map[types.UID]*v1.Pod{}
+	pending := 0
+	for _, pod := range p.ourPods(func(*v1.Pod) bool { return true }) {
+		byUID[pod.UID] = pod
+		if pod.Spec.NodeName == "" && alive(pod) {
+			pending++
+		}
+	}
+	pendingPods.Set(float64(pending))
+	p.expireSubmissions()
+
+	running := map[uint32]bool{}
+	known := map[uint32]bool{}
+	for _, j := range p.jobs.List() {
+		uids := podUIDsOf(&j)
+		if uids == nil {
+			continue
+		}
+		known[j.ID] = true
+		members := make([]*v1.Pod, len(uids))
+		for i, u := range uids {
+			members[i] = byUID[types.UID(u)]
+		}
+		if isLive(&j) {
+			running[j.ID] = isRunning(&j)
+			p.reconcileLive(ctx, logger, &j, members)
+		} else {
+			p.reconcileEnded(ctx, logger, &j, members)
+		}
+	}
+	p.mu.Lock()
+	for id := range p.submitted {
+		known[id] = true
+		running[id] = false
+	}
+	p.mu.Unlock()
+
+	// Bound pods whose job Slurm no longer knows (purged after it ended while no scheduler ran).
+	// A job missing from the list is asked for by id before anything is done: only Slurm's
+	// "not found" counts.
+	for _, pod := range byUID {
+		id, err := strconv.ParseUint(pod.Annotations[AnnotationJob], 10, 32)
+		if err != nil || pod.Spec.NodeName == "" || !alive(pod) || known[uint32(id)] {
+			continue
+		}
+		j, err := p.slurm.GetJob(ctx, uint32(id))
+		switch {
+		case errors.Is(err, slurm.ErrNotFound):
+			p.evict(ctx, logger, pod, fmt.Sprintf("Slurm job %d no longer exists", id), "SlurmJobGone")
+		case err == nil && !isLive(j):
+			p.reconcileEnded(ctx, logger, j, []*v1.Pod{pod})
+		}
+	}
+	return p.unlockNodes(ctx, running)
+}
+
+// reconcileLive cancels a job whose pods are gone or finished, and otherwise tells its pods
+// about a change: the pending reason as an event, a start as an activation (the pod is then
+// scheduled onto the job's node).
+func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm.Job, members []*v1.Pod) {
+	for _, m := range members {
+		reason := ""
+		switch {
+		case m == nil:
+			reason = "pod-deleted"
+		case m.DeletionTimestamp != nil:
+			reason = "pod-deleted"
+		case !alive(m):
+			reason = "pod-finished"
+		}
+		if reason == "" {
+			continue
+		}
+		p.lc.mu.Lock()
+		at, done := p.lc.cancelled[j.ID]
+		if !done || time.Since(at) >= time.Minute {
+			p.lc.cancelled[j.ID] = time.Now()
+		}
+		p.lc.mu.Unlock()
+		if done && time.Since(at) < time.Minute {
+			return
+		}
+		go p.cancel(logger, j.ID, reason, members)
+		return
+	}
+	if !isRunning(j) {
+		// A bound pod whose job no longer runs (requeued by PreemptMode=REQUEUE or by hand,
+		// suspended) has lost its allocation: it is evicted, and the job cancelled once it is gone.
+		for _, m := range members {
+			if m.Spec.NodeName != "" {
+				if p.evict(ctx, logger, m, fmt.Sprintf("Slurm job %d no longer runs: %s (%s)", j.ID, j.BaseState(), j.StateReason), "SlurmJobStopped") {
+					jobsEnded.WithLabelValues(j.BaseState()).Inc()
+				}
+			}
+		}
+	}
+	mark := j.BaseState() + "/" + j.StateReason
+	p.lc.mu.Lock()
+	changed := p.lc.seen[j.ID] != mark
+	p.lc.seen[j.ID] = mark
+	p.lc.mu.Unlock()
+	if !changed {
+		return
+	}
+	var wake []*v1.Pod
+	for _, m := range members {
+		if m.Spec.NodeName != "" {
+			continue
+		}
+		wake = append(wake, m)
+		if !isRunning(j) {
+			p.lc.event(p, m, v1.EventTypeNormal, "SlurmPending", "%s", pendingMessage(j))
+		}
+	}
+	if isRunning(j) && len(wake) > 0 {
+		logger.V(1).Info("Slurm job runs; activating its pods", "job", j.ID, "nodes", j.Nodes, "pods", len(wake))
+	}
+	p.activate(logger, wake)
+}
+
+// cancel cancels a job off the loop (a Slurm round trip per job must not delay the others); a
+// failure is retried by a later pass.
+func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []*v1.Pod) {
+	p.slurmSem <- struct{}{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	err := p.slurm.CancelJob(ctx, id)
+	cancel()
+	<-p.slurmSem
+	if err != nil && !slurmGone(err) {
+		logger.Error(err, "cancelling Slurm job", "job", id)
+		p.lc.mu.Lock()
+		delete(p.lc.cancelled, id)
+		p.lc.mu.Unlock()
+		return
+	}
+	jobsCancelled.WithLabelValues(reason).Inc()
+	logger.Info("cancelled Slurm job", "job", id, "reason", reason)
+	for _, o := range members {
+		if o != nil && alive(o) {
+			p.lc.event(p, o, v1.EventTypeNormal, "SlurmJobCancelled", "cancelled Slurm job %d: a pod of it was %s", id, strings.TrimPrefix(reason, "pod-"))
+		}
+	}
+}
+
+// reconcileEnded evicts the pods of a job that ended while they live: preempted, cancelled by
+// someone else, timed out, its node failed.
+func (p *Plugin) reconcileEnded(ctx context.Context, logger klog.Logger, j *slurm.Job, members []*v1.Pod) {
+	p.lc.mu.Lock()
+	delete(p.lc.seen, j.ID)
+	p.lc.mu.Unlock()
+	state := j.BaseState()
+	for _, m := range members {
+		if m == nil || !alive(m) {
+			continue
+		}
+		// A job of an older attempt of this pod (it has a newer live one) is not its job.
+		if cur, ok := p.jobOf(m.UID); ok && cur.ID != j.ID {
+			continue
+		}
+		msg := fmt.Sprintf("Slurm job %d ended: %s", j.ID, state)
+		if j.StateReason != "" && j.StateReason != "None" {
+			msg += " (" + j.StateReason + ")"
+		}
+		if p.evict(ctx, logger, m, msg, endReason(state)) {
+			jobsEnded.WithLabelValues(state).Inc()
+		}
+	}
+}
+
+func endReason(state string) string {
+	switch state {
+	case "PREEMPTED":
+		return "SlurmPreempted"
+	case "TIMEOUT", "DEADLINE":
+		return "SlurmTimeout"
+	case "NODE_FAIL", "BOOT_FAIL":
+		return "SlurmNodeFailed"
+	case "CANCELLED":
+		return "SlurmCancelled"
+	}
+	return "SlurmJobEnded"
+}
+
+// evict evicts a pod through the Eviction API (disruption budgets apply), with an event that
+// says why; true when the eviction was made now.
+func (p *Plugin) evict(ctx context.Context, logger klog.Logger, pod *v1.Pod, why, reason string) bool {
+	p.lc.mu.Lock()
+	at, done := p.lc.evicted[pod.UID]
+	p.lc.mu.Unlock()
+	if done && time.Since(at) < 30*time.Second {
+		return false
+	}
+	err := p.h.ClientSet().PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "evicting pod", "pod", klog.KObj(pod), "why", why)
+		return false
+	}
+	p.lc.mu.Lock()
+	p.lc.evicted[pod.UID] = time.Now()
+	p.lc.mu.Unlock()
+	p.lc.event(p, pod, v1.EventTypeWarning, reason, "%s; evicting the pod", why)
+	logger.Info("evicted pod", "pod", klog.KObj(pod), "why", why)
+	return true
+}
+
+func slurmGone(err error) bool { return errors.Is(err, slurm.ErrNotFound) }
+
+// expireSubmissions forgets submissions the job list never showed (a job purged within a poll).
+func (p *Plugin) expireSubmissions() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, s := range p.submitted {
+		if time.Since(s.at) > 2*time.Minute {
+			delete(p.submitted, id)
+		}
+	}
+}
+
+// lockNode adds the node lock taint for job id.
+func lockNode(ctx context.Context, cs kubernetes.Interface, node, id string) error {
+	return updateNode(ctx, cs, node, func(n *v1.Node) bool {
+		for _, t := range n.Spec.Taints {
+			if t.Key == TaintJob && t.Value == id {
+				return false
+			}
+		}
+		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: TaintJob, Value: id, Effect: v1.TaintEffectNoSchedule})
+		return true
+	})
+}
+
+// unlockNodes removes node lock taints whose job does not run any more. A job this process
+// does not know at all (another cluster's scheduler would use another key) is unlocked too.
+func (p *Plugin) unlockNodes(ctx context.Context, live map[uint32]bool) error {
+	nodes, err := p.h.SharedInformerFactory().Core().V1().Nodes().Lister().List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		stale := func(t v1.Taint) bool {
+			if t.Key != TaintJob {
+				return false
+			}
+			id, err := strconv.ParseUint(t.Value, 10, 32)
+			_, known := live[uint32(id)]
+			return err != nil || !known
+		}
+		if !slices.ContainsFunc(n.Spec.Taints, stale) {
+			continue
+		}
+		err := updateNode(ctx, p.h.ClientSet(), n.Name, func(n *v1.Node) bool {
+			before := len(n.Spec.Taints)
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, stale)
+			return len(n.Spec.Taints) != before
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func updateNode(ctx context.Context, cs kubernetes.Interface, name string, mutate func(*v1.Node) bool) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !mutate(n) {
+			return nil
+		}
+		_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+}

@@ -1,0 +1,49 @@
+package plugin
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"sunk.dev/sunk/pkg/slurm"
+)
+
+// The scheduler's own metrics, served with kube-scheduler's on its /metrics endpoint.
+var (
+	pendingPods = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sunk_scheduler_pending_pods",
+		Help: "Pods of sunk-scheduler that are not bound yet (waiting for their Slurm job or for Kubernetes).",
+	})
+	bindLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "sunk_scheduler_bind_latency_seconds",
+		Help:    "Time from a pod's creation to its binding by sunk-scheduler.",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 16),
+	})
+	jobsSubmitted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sunk_scheduler_jobs_submitted_total",
+		Help: "Slurm placeholder jobs submitted.",
+	})
+	jobsCancelled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sunk_scheduler_jobs_cancelled_total",
+		Help: "Slurm placeholder jobs cancelled by sunk-scheduler, by reason (pod-deleted, pod-finished).",
+	}, []string{"reason"})
+	jobsEnded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sunk_scheduler_jobs_ended_total",
+		Help: "Slurm placeholder jobs that ended under a live pod (the pod is evicted), by Slurm job state; state=\"PREEMPTED\" counts preemptions.",
+	}, []string{"state"})
+
+	registerOnce  sync.Once
+	slurmMetrics  *slurm.Metrics
+	slurmMetricsE error
+)
+
+// registerMetrics adds the scheduler's metrics and the Slurm client's to kube-scheduler's
+// registry, once per process (a test may start several schedulers).
+func registerMetrics() (*slurm.Metrics, error) {
+	registerOnce.Do(func() {
+		legacyregistry.RawMustRegister(pendingPods, bindLatency, jobsSubmitted, jobsCancelled, jobsEnded)
+		slurmMetrics, slurmMetricsE = slurm.NewMetrics(legacyregistry.Registerer())
+	})
+	return slurmMetrics, slurmMetricsE
+}

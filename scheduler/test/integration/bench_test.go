@@ -1,0 +1,147 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"sunk.dev/sunk/scheduler/plugin"
+)
+
+// defaultProfile adds kube-scheduler's default profile to the same scheduler process, so that
+// both schedulers run on the same nodes, the same apiserver and the same client limits.
+const defaultProfile = "- schedulerName: default-scheduler\n"
+
+// BenchmarkThousandPods sends 1,000 pods (SUNK_BENCH_PODS) through the default kube-scheduler,
+// then through sunk-scheduler (Slurm partition "bench", non-exclusive), on the same three nodes
+// in one run, and reports pods bound per second and p50/p99 creation-to-bind latency. Each pod
+// is deleted as soon as it is bound (its job is then cancelled), as short work would be.
+// Run with -bench ThousandPods -benchtime 1x; SUNK_BENCH_POLL sets the plugin's Slurm poll
+// interval (default 200ms).
+func BenchmarkThousandPods(b *testing.B) {
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("SUNK_BENCH_PODS")); err == nil && v > 0 {
+		n = v
+	}
+	e := setup(b)
+	e.pollInterval = os.Getenv("SUNK_BENCH_POLL")
+	e.startScheduler(defaultProfile)
+	for _, sched := range []string{"default-scheduler", "sunk-scheduler"} {
+		r := e.bindMany(sched, n)
+		b.ReportMetric(r.perSec, sched+"-pods/s")
+		b.ReportMetric(r.p50.Seconds()*1000, sched+"-p50-ms")
+		b.ReportMetric(r.p99.Seconds()*1000, sched+"-p99-ms")
+		b.Logf("%s: %d pods bound in %v: %.1f pods/s, creation-to-bind p50 %v p99 %v",
+			sched, n, r.total.Round(time.Millisecond), r.perSec, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond))
+	}
+}
+
+type benchResult struct {
+	total    time.Duration
+	perSec   float64
+	p50, p99 time.Duration
+}
+
+// bindMany creates n pods for the scheduler in a namespace of their own, deletes each once it
+// is bound, and measures from just before its Create call to the informer event showing it
+// bound.
+func (e *env) bindMany(sched string, n int) benchResult {
+	e.t.Helper()
+	ns := "bench-" + sched
+	if _, err := e.cs.CoreV1().Namespaces().Create(e.ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	// An informer, not a bare watch: the apiserver may end a watch, an informer resumes it.
+	boundCh := make(chan *v1.Pod, 2*n)
+	factory := informers.NewSharedInformerFactoryWithOptions(e.cs, 0, informers.WithNamespace(ns))
+	onChange := func(obj any) {
+		if p, ok := obj.(*v1.Pod); ok && p.Spec.NodeName != "" {
+			boundCh <- p
+		}
+	}
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onChange, UpdateFunc: func(_, obj any) { onChange(obj) },
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+
+	var mu sync.Mutex
+	created := make(map[string]time.Time, n)
+	latencies := make([]time.Duration, 0, n)
+	deletes := make(chan string, n)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range deletes {
+				_ = e.cs.CoreV1().Pods(ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			}
+		}()
+	}
+	defer func() { close(deletes); wg.Wait() }()
+
+	start := time.Now()
+	names := make(chan int, n)
+	for i := range n {
+		names <- i
+	}
+	close(names)
+	for range 8 {
+		go func() {
+			for i := range names {
+				name := fmt.Sprintf("p-%04d", i)
+				p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+					Annotations: map[string]string{plugin.AnnotationPartition: "bench", plugin.AnnotationExclusive: "false"}},
+					Spec: v1.PodSpec{SchedulerName: sched, Containers: []v1.Container{{Name: "c", Image: "c",
+						Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+							v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("10Mi")}}}}}}
+				mu.Lock()
+				created[name] = time.Now()
+				mu.Unlock()
+				if _, err := e.cs.CoreV1().Pods(ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+					e.t.Errorf("create %s: %v", name, err)
+				}
+			}
+		}()
+	}
+
+	bound := map[string]bool{}
+	deadline := time.After(10 * time.Minute)
+	for len(bound) < n {
+		select {
+		case p := <-boundCh:
+			if bound[p.Name] {
+				continue
+			}
+			now := time.Now()
+			bound[p.Name] = true
+			mu.Lock()
+			latencies = append(latencies, now.Sub(created[p.Name]))
+			mu.Unlock()
+			deletes <- p.Name
+		case <-deadline:
+			e.t.Fatalf("%s: only %d of %d pods bound within 10 minutes", sched, len(bound), n)
+		}
+	}
+	total := time.Since(start)
+	slices.Sort(latencies)
+	q := func(f float64) time.Duration { return latencies[min(len(latencies)-1, int(f*float64(len(latencies))))] }
+	return benchResult{total: total, perSec: float64(n) / total.Seconds(), p50: q(0.50), p99: q(0.99)}
+}

@@ -1,0 +1,461 @@
+//go:build integration
+
+// Package integration runs sunk-scheduler (kube-scheduler with the SunkSlurm plugin, in this
+// process) against a real kube-apiserver (envtest) and the real Slurm of hack/env-slurm.sh.
+// Nodes and compute pods are API objects only: binding needs no kubelet, and the compute pods
+// stand for the Slurm test bed's slurmd nodes (a compute pod per Slurm node, as a NodeSet makes).
+//
+// The root module's test/testenv builds on controller-runtime for k8s.io 0.37, which this
+// module (pinned to Kubernetes 1.33) cannot import; the little it needs is repeated here.
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/component-base/configz"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/scheduler/plugin"
+)
+
+const (
+	schedulerName = "sunk-scheduler"
+	computeNS     = "slurm"
+	clusterName   = "c1"
+	testNS        = "default"
+)
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+func cacheDir() string {
+	if d := os.Getenv("SUNK_CACHE"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "sunk")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "sunk")
+}
+
+func stateDir() string {
+	if d := os.Getenv("SUNK_STATE"); d != "" {
+		return d
+	}
+	return filepath.Join(cacheDir(), "state")
+}
+
+// slurmEnv is hack/env-slurm.sh's env.json.
+type slurmEnv struct {
+	RESTURL     string   `json:"restURL"`
+	JWTKeyFile  string   `json:"jwtKeyFile"`
+	User        string   `json:"user"`
+	Nodes       []string `json:"nodes"`
+	ExecCommand []string `json:"execCommand"`
+}
+
+func (e *slurmEnv) exec(t testing.TB, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(e.ExecCommand[0], append(append([]string{}, e.ExecCommand[1:]...), args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// env is one test's world: an apiserver with nodes and compute pods, Slurm, and a way to start
+// the scheduler.
+type env struct {
+	t          testing.TB
+	ctx        context.Context
+	cs         kubernetes.Interface
+	slurm      *slurmEnv
+	sc         slurm.Client
+	kubeconfig string
+	hostOf     map[string]string // Slurm node → Kubernetes node
+	// pollInterval of the plugin's Slurm lists (default 200ms).
+	pollInterval string
+}
+
+func setup(t testing.TB) *env {
+	t.Helper()
+	root := repoRoot()
+	if out, err := exec.Command(filepath.Join(root, "hack", "env-slurm.sh"), "up").CombinedOutput(); err != nil {
+		t.Fatalf("hack/env-slurm.sh up: %v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(filepath.Join(stateDir(), "slurm", "env.json"))
+	if err != nil {
+		t.Fatalf("slurm env.json: %v", err)
+	}
+	se := &slurmEnv{}
+	if err := json.Unmarshal(raw, se); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := slurm.NewJWTSourceFromFile(se.User, se.JWTKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := slurm.New(slurm.Config{URL: se.RESTURL, Tokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	te := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(cacheDir(), "envtest")}
+	cfg, err := te.Start()
+	if err != nil {
+		t.Fatalf("envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := te.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	admin, err := te.AddUser(envtest.User{Name: "scheduler-admin", Groups: []string{"system:masters"}}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fast := rest.CopyConfig(cfg) // the benchmark creates and deletes pods quickly
+	fast.QPS, fast.Burst = 500, 1000
+	cs := kubernetes.NewForConfigOrDie(fast)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	e := &env{t: t, ctx: ctx, cs: cs, slurm: se, sc: sc, kubeconfig: kubeconfig, hostOf: map[string]string{}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: computeNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sn := range se.Nodes {
+		e.addComputeNode(sn)
+	}
+	t.Cleanup(e.cancelLeftoverJobs)
+	return e
+}
+
+// addComputeNode makes Kubernetes node k8s-<slurmNode> and, on it, the compute pod of Slurm
+// node slurmNode.
+func (e *env) addComputeNode(slurmNode string) {
+	node := "k8s-" + slurmNode
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{"kubernetes.io/hostname": node}},
+		Status: v1.NodeStatus{
+			Capacity:    v1.ResourceList{v1.ResourceCPU: resource.MustParse("8"), v1.ResourceMemory: resource.MustParse("16Gi"), v1.ResourcePods: resource.MustParse("110")},
+			Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("8"), v1.ResourceMemory: resource.MustParse("16Gi"), v1.ResourcePods: resource.MustParse("110")},
+			Conditions:  []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}},
+		}}
+	created, err := e.cs.CoreV1().Nodes().Create(e.ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	created.Status = n.Status
+	if created, err = e.cs.CoreV1().Nodes().UpdateStatus(e.ctx, created, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	// The apiserver's TaintNodesByCondition admission gives a new node the not-ready taint; with
+	// no node lifecycle controller here to lift it, the test does.
+	created.Spec.Taints = nil
+	if _, err := e.cs.CoreV1().Nodes().Update(e.ctx, created, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: slurmNode, Namespace: computeNS, Labels: map[string]string{
+			"sunk.dev/cluster": clusterName, "sunk.dev/component": "compute", "sunk.dev/slurm-node": slurmNode}},
+		Spec: v1.PodSpec{NodeName: node, Hostname: slurmNode, Containers: []v1.Container{{Name: "slurmd", Image: "slurmd"}}},
+	}
+	if _, err := e.cs.CoreV1().Pods(computeNS).Create(e.ctx, pod, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.hostOf[slurmNode] = node
+}
+
+// cancelLeftoverJobs cancels the test's placeholder jobs (and any sbatch job it named
+// "sunk-sched-test") so that the shared test bed is left idle.
+func (e *env) cancelLeftoverJobs() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := e.sc.ListJobs(ctx, time.Time{})
+	if err != nil {
+		e.t.Errorf("listing jobs for cleanup: %v", err)
+		return
+	}
+	for _, j := range l.Jobs {
+		if (strings.HasPrefix(j.Comment, "sunk-pod:") || j.Name == "sunk-sched-test") && !finished(&j) {
+			if err := e.sc.CancelJob(ctx, j.ID); err != nil && !isNotFound(err) {
+				e.t.Errorf("cancelling leftover job %d: %v", j.ID, err)
+			}
+		}
+	}
+}
+
+func finished(j *slurm.Job) bool {
+	switch j.BaseState() {
+	case "PENDING", "RUNNING", "CONFIGURING", "SUSPENDED", "REQUEUED":
+		return false
+	}
+	return true
+}
+
+const configTemplate = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+clientConnection: {kubeconfig: %q, qps: 500, burst: 1000}
+percentageOfNodesToScore: 100
+profiles:
+- schedulerName: sunk-scheduler
+  plugins:
+    preFilter: {enabled: [{name: SunkSlurm}]}
+    filter: {enabled: [{name: SunkSlurm}]}
+    reserve: {enabled: [{name: SunkSlurm}]}
+    permit: {enabled: [{name: SunkSlurm}]}
+    preBind: {enabled: [{name: SunkSlurm}]}
+    postBind: {enabled: [{name: SunkSlurm}]}
+  pluginConfig:
+  - name: SunkSlurm
+    args: {slurmURL: %q, slurmUser: %q, jwtKeyFile: %q, cluster: %q, namespace: %q, pollInterval: %s, gangTimeout: 10s}
+%s`
+
+// startScheduler runs sunk-scheduler in this process until the returned stop is called (or the
+// test ends). extraProfiles is appended to the profiles list.
+func (e *env) startScheduler(extraProfiles string) (stop func()) {
+	e.t.Helper()
+	cfgFile := filepath.Join(e.t.TempDir(), "config.yaml")
+	poll := e.pollInterval
+	if poll == "" {
+		poll = "200ms"
+	}
+	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, e.slurm.RESTURL, e.slurm.User, e.slurm.JWTKeyFile, clusterName, computeNS, poll, extraProfiles)
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	opts := options.NewOptions()
+	opts.ConfigFile = cfgFile
+	opts.SecureServing.BindPort = 0
+	ctx, cancel := context.WithCancel(e.ctx)
+	cc, sched, err := app.Setup(ctx, opts, app.WithPlugin(plugin.Name, plugin.New))
+	if err != nil {
+		cancel()
+		e.t.Fatalf("scheduler setup: %v", err)
+	}
+	// app.Run registers the configuration with configz, once per process; a test may start
+	// several schedulers.
+	configz.Delete("componentconfig")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := app.Run(ctx, cc, sched); err != nil && ctx.Err() == nil {
+			e.t.Errorf("scheduler: %v", err)
+		}
+	}()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			e.t.Errorf("scheduler did not stop within 30s")
+		}
+	}
+	e.t.Cleanup(stop)
+	return stop
+}
+
+// eventually polls cond every 100ms until it returns true or the deadline passes.
+func (e *env) eventually(what string, timeout time.Duration, cond func() (bool, string)) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		if time.Now().After(deadline) {
+			queue, _ := exec.Command(e.slurm.ExecCommand[0], append(append([]string{}, e.slurm.ExecCommand[1:]...),
+				"squeue", "-a", "-t", "all", "-o", "%i %P %j %T %r %N %S")...).CombinedOutput()
+			e.t.Fatalf("timed out after %v waiting for %s; last: %s\nSlurm queue:\n%s", timeout, what, last, queue)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type podOpt func(*v1.Pod)
+
+func withAnnotations(kv ...string) podOpt {
+	return func(p *v1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			p.Annotations[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+// notOnNode keeps the pod off a Kubernetes node by node affinity (a Kubernetes filter).
+func notOnNode(node string) podOpt {
+	return func(p *v1.Pod) {
+		p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
+				Key: "kubernetes.io/hostname", Operator: v1.NodeSelectorOpNotIn, Values: []string{node}}}}}}}}
+	}
+}
+
+func onNode(node string) podOpt {
+	return func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node} }
+}
+
+func (e *env) createPod(name string, opts ...podOpt) *v1.Pod {
+	e.t.Helper()
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS},
+		Spec: v1.PodSpec{SchedulerName: schedulerName, Containers: []v1.Container{{Name: "app", Image: "app",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+				v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("100Mi")}}}}},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	created, err := e.cs.CoreV1().Pods(testNS).Create(e.ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return created
+}
+
+func (e *env) getPod(name string) *v1.Pod {
+	e.t.Helper()
+	p, err := e.cs.CoreV1().Pods(testNS).Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// waitBound waits until the pod is bound and returns it.
+func (e *env) waitBound(name string, timeout time.Duration) *v1.Pod {
+	e.t.Helper()
+	var p *v1.Pod
+	e.eventually("pod "+name+" bound", timeout, func() (bool, string) {
+		p = e.getPod(name)
+		return p.Spec.NodeName != "", scheduledCondition(p)
+	})
+	return p
+}
+
+func scheduledCondition(p *v1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled {
+			return fmt.Sprintf("PodScheduled=%s %s: %s", c.Status, c.Reason, c.Message)
+		}
+	}
+	return "no PodScheduled condition"
+}
+
+// jobOfPod is the Slurm job the scheduler recorded on a bound pod.
+func (e *env) jobOfPod(p *v1.Pod) *slurm.Job {
+	e.t.Helper()
+	var id uint32
+	if _, err := fmt.Sscan(p.Annotations[plugin.AnnotationJob], &id); err != nil {
+		e.t.Fatalf("pod %s has no %s annotation: %v", p.Name, plugin.AnnotationJob, err)
+	}
+	return e.job(id)
+}
+
+func (e *env) job(id uint32) *slurm.Job {
+	e.t.Helper()
+	j, err := e.sc.GetJob(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("GetJob(%d): %v", id, err)
+	}
+	return j
+}
+
+// jobsNaming lists the Slurm jobs whose comment names a pod UID.
+func (e *env) jobsNaming(uid string) []slurm.Job {
+	e.t.Helper()
+	l, err := e.sc.ListJobs(e.ctx, time.Time{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []slurm.Job
+	for _, j := range l.Jobs {
+		if strings.HasPrefix(j.Comment, "sunk-pod:") && strings.Contains(j.Comment, uid) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// waitJobState waits until the job's base state is one of states.
+func (e *env) waitJobState(id uint32, timeout time.Duration, states ...string) *slurm.Job {
+	e.t.Helper()
+	var j *slurm.Job
+	e.eventually(fmt.Sprintf("job %d in %v", id, states), timeout, func() (bool, string) {
+		j = e.job(id)
+		for _, s := range states {
+			if j.BaseState() == s {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%v %s", j.State, j.StateReason)
+	})
+	return j
+}
+
+// waitEvent waits for an event about the pod with the reason whose note contains text.
+func (e *env) waitEvent(pod *v1.Pod, reason, text string, timeout time.Duration) {
+	e.t.Helper()
+	e.eventually(fmt.Sprintf("event %s %q on %s", reason, text, pod.Name), timeout, func() (bool, string) {
+		l, err := e.cs.EventsV1().Events(pod.Namespace).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen bytes.Buffer
+		for _, ev := range l.Items {
+			if ev.Regarding.UID != pod.UID {
+				continue
+			}
+			fmt.Fprintf(&seen, "[%s %s] ", ev.Reason, ev.Note)
+			if ev.Reason == reason && strings.Contains(ev.Note, text) {
+				return true, ""
+			}
+		}
+		return false, seen.String()
+	})
+}
+
+func isNotFound(err error) bool { return errors.Is(err, slurm.ErrNotFound) }

@@ -1,0 +1,285 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/scheduler/plugin"
+)
+
+var zero = int64(0)
+
+func (e *env) deletePod(name string) {
+	e.t.Helper()
+	if err := e.cs.CoreV1().Pods(testNS).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) nodeTaint(node string) string {
+	e.t.Helper()
+	n, err := e.cs.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == plugin.TaintJob {
+			return t.Value + ":" + string(t.Effect)
+		}
+	}
+	return ""
+}
+
+// sbatch submits a batch job that sleeps (named so that cleanup finds it) and returns its id.
+func (e *env) sbatch(args ...string) uint32 {
+	e.t.Helper()
+	out := e.slurm.exec(e.t, append(append([]string{"sbatch", "-J", "sunk-sched-test", "-o", "/dev/null", "--parsable"}, args...), "--wrap", "sleep 600")...)
+	var id uint32
+	if _, err := fmt.Sscan(strings.Split(out, ";")[0], &id); err != nil {
+		e.t.Fatalf("sbatch printed %q", out)
+	}
+	e.t.Cleanup(func() { _ = e.sc.CancelJob(e.ctx, id) })
+	return id
+}
+
+// A pod is bound to the node that hosts the Slurm node Slurm ran its job on; Slurm chooses only
+// among the nodes that pass Kubernetes' filters; the node is locked while the job runs; deleting
+// the pod cancels the job and lifts the lock.
+func TestBindsWhereSlurmRunsTheJob(t *testing.T) {
+	e := setup(t)
+	e.startScheduler(defaultProfile)
+	avoid := e.slurm.Nodes[0]
+	pod := e.createPod("p1", notOnNode(e.hostOf[avoid]),
+		withAnnotations(plugin.AnnotationTimeLimit, "30", plugin.AnnotationPriority, "5000"))
+	pod = e.waitBound("p1", 90*time.Second)
+	j := e.jobOfPod(pod)
+	if j.BaseState() != "RUNNING" || j.Comment != "sunk-pod:"+string(pod.UID) {
+		t.Fatalf("job %d: state %v comment %q, want RUNNING naming pod %s", j.ID, j.State, j.Comment, pod.UID)
+	}
+	if host := e.hostOf[j.Nodes]; host != pod.Spec.NodeName {
+		t.Fatalf("job %d runs on Slurm node %q (hosted by %q) but the pod was bound to %q", j.ID, j.Nodes, host, pod.Spec.NodeName)
+	}
+	if j.Nodes == avoid || !strings.Contains(j.ExcludedNodes, avoid) {
+		t.Fatalf("job %d on %q excludes %q; the pod's affinity rules out %s", j.ID, j.Nodes, j.ExcludedNodes, avoid)
+	}
+	if !j.Exclusive || j.TimeLimit != 30*time.Minute || j.Priority != 5000 || j.CPUs < 1 {
+		t.Fatalf("job %d: exclusive %v time limit %v priority %d cpus %d", j.ID, j.Exclusive, j.TimeLimit, j.Priority, j.CPUs)
+	}
+	if got, want := e.nodeTaint(pod.Spec.NodeName), fmt.Sprintf("%d:NoSchedule", j.ID); got != want {
+		t.Fatalf("node lock on %s = %q, want %q", pod.Spec.NodeName, got, want)
+	}
+	e.waitEvent(pod, "SlurmAllocated", "Slurm node "+j.Nodes, 10*time.Second)
+	e.waitEvent(pod, "SlurmJobSubmitted", fmt.Sprint(j.ID), 10*time.Second)
+
+	// The node lock keeps an ordinary pod (default scheduler) off the node while the job runs.
+	e.createPod("ordinary", onNode(pod.Spec.NodeName), func(p *v1.Pod) { p.Spec.SchedulerName = "default-scheduler" })
+	e.eventually("ordinary pod kept off the locked node", 30*time.Second, func() (bool, string) {
+		c := scheduledCondition(e.getPod("ordinary"))
+		return strings.Contains(c, "PodScheduled=False") && strings.Contains(c, plugin.TaintJob), c
+	})
+
+	e.deletePod("p1")
+	e.waitJobState(j.ID, 30*time.Second, "CANCELLED")
+	e.eventually("node lock lifted", 30*time.Second, func() (bool, string) {
+		got := e.nodeTaint(pod.Spec.NodeName)
+		return got == "", got
+	})
+	if ordinary := e.waitBound("ordinary", 60*time.Second); ordinary.Spec.NodeName != pod.Spec.NodeName {
+		t.Fatalf("ordinary pod bound to %s, want %s", ordinary.Spec.NodeName, pod.Spec.NodeName)
+	}
+
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch {
+			case m.Counter != nil:
+				values[mf.GetName()] += m.Counter.GetValue()
+			case m.Histogram != nil:
+				values[mf.GetName()] += float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	for _, name := range []string{"sunk_scheduler_jobs_submitted_total", "sunk_scheduler_jobs_cancelled_total", "sunk_scheduler_bind_latency_seconds"} {
+		if values[name] < 1 {
+			t.Errorf("metric %s = %v, want at least 1", name, values[name])
+		}
+	}
+}
+
+// A malformed annotation is named in the pod's condition and in an event; no job is made.
+func TestBadAnnotationIsReported(t *testing.T) {
+	e := setup(t)
+	e.startScheduler("")
+	pod := e.createPod("bad", withAnnotations(plugin.AnnotationTimeLimit, "soon"))
+	e.eventually("condition naming the annotation", 30*time.Second, func() (bool, string) {
+		c := scheduledCondition(e.getPod("bad"))
+		return strings.Contains(c, "PodScheduled=False") && strings.Contains(c, plugin.AnnotationTimeLimit), c
+	})
+	e.waitEvent(pod, "InvalidAnnotation", plugin.AnnotationTimeLimit, 10*time.Second)
+	if jobs := e.jobsNaming(string(pod.UID)); len(jobs) != 0 {
+		t.Fatalf("a pod with a bad annotation got jobs %v", jobs)
+	}
+}
+
+// Slurm's pending reason shows on a waiting pod; a pod in the high-priority partition preempts
+// Slurm batch work and runs; a placeholder job that Slurm preempts evicts its pod.
+func TestPreemption(t *testing.T) {
+	e := setup(t)
+	e.startScheduler("")
+	sn := e.slurm.Nodes[0]
+	host := e.hostOf[sn]
+	batch := e.sbatch("-p", "all", "-w", sn, "--exclusive")
+	e.waitJobState(batch, 30*time.Second, "RUNNING")
+
+	// Same tier as the batch job: waits, and says why.
+	low := e.createPod("low", onNode(host), withAnnotations(plugin.AnnotationPartition, "all"))
+	e.eventually("pending reason on the pod", 60*time.Second, func() (bool, string) {
+		c := scheduledCondition(e.getPod("low"))
+		return strings.Contains(c, "is PENDING: Resources") || strings.Contains(c, "is PENDING: Priority"), c
+	})
+	e.waitEvent(low, "SlurmPending", "is PENDING", 10*time.Second)
+
+	// Higher tier: preempts the batch job (PreemptMode=CANCEL) and is bound to its node.
+	high := e.createPod("high", onNode(host), withAnnotations(plugin.AnnotationPartition, "urgent"))
+	high = e.waitBound("high", 90*time.Second)
+	if high.Spec.NodeName != host {
+		t.Fatalf("high bound to %s, want %s", high.Spec.NodeName, host)
+	}
+	if j := e.waitJobState(batch, 30*time.Second, "PREEMPTED"); j.BaseState() != "PREEMPTED" {
+		t.Fatalf("batch job %d: %v", batch, j.State)
+	}
+	if p := e.getPod("low"); p.Spec.NodeName != "" {
+		t.Fatalf("low was bound to %s while high holds the node", p.Spec.NodeName)
+	}
+
+	// high leaves; low gets the node; then urgent batch work preempts low's job.
+	e.deletePod("high")
+	low = e.waitBound("low", 90*time.Second)
+	lowJob := e.jobOfPod(low)
+	e.sbatch("-p", "urgent", "-w", sn, "--exclusive")
+	e.waitJobState(lowJob.ID, 60*time.Second, "PREEMPTED")
+	e.eventually("low evicted", 30*time.Second, func() (bool, string) {
+		p, err := e.cs.CoreV1().Pods(testNS).Get(e.ctx, "low", metav1.GetOptions{})
+		if err != nil {
+			return strings.Contains(err.Error(), "not found"), err.Error()
+		}
+		return p.DeletionTimestamp != nil, "not deleting"
+	})
+	e.waitEvent(low, "SlurmPreempted", fmt.Sprintf("Slurm job %d ended: PREEMPTED", lowJob.ID), 10*time.Second)
+	_ = e.cs.CoreV1().Pods(testNS).Delete(e.ctx, "low", metav1.DeleteOptions{GracePeriodSeconds: &zero})
+}
+
+// A gang of 3 is one 3-node job; no member is bound (nor a job submitted) until all 3 exist,
+// then all are bound, one per node Slurm allocated.
+func TestGangOfThree(t *testing.T) {
+	e := setup(t)
+	e.startScheduler("")
+	gang := withAnnotations(plugin.AnnotationGang, "g", plugin.AnnotationGangSize, "3")
+	var pods []*v1.Pod
+	for i := range 2 {
+		pods = append(pods, e.createPod(fmt.Sprintf("g-%d", i), gang))
+	}
+	for _, p := range pods {
+		e.eventually(p.Name+" waits for its gang", 30*time.Second, func() (bool, string) {
+			c := scheduledCondition(e.getPod(p.Name))
+			return strings.Contains(c, "gang g has 2 of 3 pods"), c
+		})
+		if jobs := e.jobsNaming(string(p.UID)); len(jobs) != 0 {
+			t.Fatalf("incomplete gang got jobs %v", jobs)
+		}
+		if got := e.getPod(p.Name); got.Spec.NodeName != "" {
+			t.Fatalf("%s bound to %s before its gang was complete", p.Name, got.Spec.NodeName)
+		}
+	}
+	pods = append(pods, e.createPod("g-2", gang))
+	var job *slurm.Job
+	var nodes []string
+	for _, p := range pods {
+		b := e.waitBound(p.Name, 120*time.Second)
+		j := e.jobOfPod(b)
+		if job == nil {
+			job = j
+		}
+		if j.ID != job.ID {
+			t.Fatalf("gang members in different jobs: %d and %d", job.ID, j.ID)
+		}
+		nodes = append(nodes, b.Spec.NodeName)
+	}
+	slurmNodes, err := slurm.ExpandHostlist(job.Nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hosts []string
+	for _, sn := range slurmNodes {
+		hosts = append(hosts, e.hostOf[sn])
+	}
+	slices.Sort(hosts)
+	slices.Sort(nodes)
+	if job.NodeCount != 3 || !slices.Equal(hosts, nodes) || slices.Compact(slices.Clone(nodes))[2] == "" {
+		t.Fatalf("gang job %d on %s (%d nodes, hosts %v); pods bound to %v", job.ID, job.Nodes, job.NodeCount, hosts, nodes)
+	}
+	// One member deleted: the gang's job is cancelled and the others are evicted.
+	e.deletePod("g-0")
+	e.waitJobState(job.ID, 30*time.Second, "CANCELLED")
+	for _, p := range pods[1:] {
+		e.eventually(p.Name+" evicted", 30*time.Second, func() (bool, string) {
+			got, err := e.cs.CoreV1().Pods(testNS).Get(e.ctx, p.Name, metav1.GetOptions{})
+			return err != nil || got.DeletionTimestamp != nil, "not deleting"
+		})
+	}
+}
+
+// A restarted scheduler adopts a pod whose job a previous scheduler submitted (one job, bound to
+// its node), keeps bound pods and their jobs, and cancels a placeholder job whose pod is gone.
+func TestRestartAdoption(t *testing.T) {
+	e := setup(t)
+	stopA := e.startScheduler("")
+	r1 := e.createPod("r1")
+	r1 = e.waitBound("r1", 90*time.Second)
+	j1 := e.jobOfPod(r1)
+	stopA()
+
+	orphan, err := e.sc.SubmitJob(e.ctx, slurm.JobSubmit{Name: "sunk-orphan", Script: "#!/bin/sh\nsleep 600\n",
+		Comment: "sunk-pod:00000000-0000-0000-0000-00000000dead", Hold: true, Tasks: 1, StdOut: "/dev/null"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := e.createPod("r2")
+	adopted, err := e.sc.SubmitJob(e.ctx, slurm.JobSubmit{Name: "sunk-default-r2", Script: "#!/bin/sh\nexec sleep infinity\n",
+		Comment: "sunk-pod:" + string(r2.UID), Tasks: 1, CPUsPerTask: 1, MemoryPerNodeMB: 100, Exclusive: true, StdOut: "/dev/null",
+		ExcludedNodes: []string{j1.Nodes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := e.waitJobState(adopted.JobID, 60*time.Second, "RUNNING")
+
+	e.startScheduler("")
+	e.waitJobState(orphan.JobID, 90*time.Second, "CANCELLED") // the first full job list after a restart may be slow
+	r2 = e.waitBound("r2", 90*time.Second)
+	if want := e.hostOf[running.Nodes]; r2.Spec.NodeName != want {
+		t.Fatalf("adopted pod bound to %s, its job runs on %s (host %s)", r2.Spec.NodeName, running.Nodes, want)
+	}
+	if jobs := e.jobsNaming(string(r2.UID)); len(jobs) != 1 || jobs[0].ID != adopted.JobID {
+		t.Fatalf("pod r2 has jobs %v, want only %d", jobs, adopted.JobID)
+	}
+	if p := e.getPod("r1"); p.DeletionTimestamp != nil || p.Spec.NodeName != r1.Spec.NodeName {
+		t.Fatalf("r1 disturbed by the restart: node %s deleting %v", p.Spec.NodeName, p.DeletionTimestamp)
+	}
+	if j := e.job(j1.ID); j.BaseState() != "RUNNING" {
+		t.Fatalf("r1's job %d is %v after the restart", j1.ID, j.State)
+	}
+}
