@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	goldenfile "sunk.dev/sunk/internal/golden"
 	"sunk.dev/sunk/test/testenv"
 )
 
@@ -173,18 +174,5 @@ func checkWebhookCert(t *testing.T, docs []map[string]any) {
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden.yaml")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -tags integration ./charts -update creates it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from %s (go test -tags integration ./charts -update rewrites it):\n%s", name, path, got)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name+".golden.yaml"), got, *update, "go test -tags integration ./charts -update")
 }

@@ -7,7 +7,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -27,11 +26,7 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that several replicas can run")
 	flag.BoolVar(&webhooks, "enable-webhooks", true, "serve the validating admission webhook")
 	flag.StringVar(&certDir, "webhook-cert-dir", "", "directory with tls.crt and tls.key for the webhook server")
-	opts := zap.Options{}
-	opts.BindFlags(flag.CommandLine)
-	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	log := ctrl.Log.WithName("setup")
+	log := cmdutil.ParseFlags()
 
 	scheme := cmdutil.Scheme()
 

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -33,11 +32,7 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that several replicas can run; only the leader syncs")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
 	flag.DurationVar(&poll, "poll-interval", syncer.DefaultPollInterval, "how often Slurm's node list is polled (an unchanged cluster answers 304)")
-	opts := zap.Options{}
-	opts.BindFlags(flag.CommandLine)
-	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	log := ctrl.Log.WithName("setup")
+	log := cmdutil.ParseFlags()
 
 	scheme := cmdutil.Scheme()
 	computePods := labels.SelectorFromSet(labels.Set{render.LabelComponent: render.ComponentCompute})

@@ -2,11 +2,15 @@
 package cmdutil
 
 import (
+	"flag"
 	"os"
+
+	"github.com/go-logr/logr"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 )
@@ -25,4 +29,14 @@ func Must(err error) {
 		ctrl.Log.Error(err, "setup failed")
 		os.Exit(1)
 	}
+}
+
+// ParseFlags adds the logging flags, parses the command line and starts logging; it returns
+// the setup logger.
+func ParseFlags() logr.Logger {
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	return ctrl.Log.WithName("setup")
 }

@@ -2,7 +2,6 @@ package render
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -15,26 +14,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	goldenfile "sunk.dev/sunk/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/render -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the golden file (go test ./internal/render -update rewrites it):\n--- got\n%s", name, got)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), got, *update, "go test ./internal/render -update")
 }
 
 func minimal() *sunkv1.SlurmCluster {
