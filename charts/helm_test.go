@@ -20,6 +20,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	goldenfile "sunk.dev/sunk/internal/golden"
+	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/test/testenv"
 )
 
@@ -70,6 +71,8 @@ func TestTemplates(t *testing.T) {
 		{"sunk-default", []string{"template", "sunk", "sunk", "-n", "sunk-system"}, checkWebhookCert},
 		{"sunk-minimal", []string{"template", "sunk", "sunk", "-n", "sunk-system",
 			"--set", "operator.webhook.enabled=false", "--set", "syncer.enabled=false", "--set", "operator.leaderElection=false"}, nil},
+		{"sunk-scheduler", []string{"template", "sunk", "sunk", "-n", "sunk-system", "--set", "operator.webhook.enabled=false",
+			"--set", "scheduler.enabled=true", "--set", "scheduler.cluster.name=c1", "--set", "scheduler.cluster.namespace=slurm"}, checkSchedulerConfig},
 		{"slurm-default", []string{"template", "demo", "slurm", "-n", "slurm"}, nil},
 		{"slurm-full", []string{"template", "research", "slurm", "-n", "research", "-f", "testdata/slurm-full.values.yaml"}, nil},
 	}
@@ -94,7 +97,7 @@ func TestTemplateRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"template", "sunk", "sunk", "--set", "scheduler.enabled=true"}, "not packaged"},
+		{[]string{"template", "sunk", "sunk", "--set", "scheduler.enabled=true"}, "set scheduler.cluster.name"},
 		{[]string{"template", "s", "slurm", "--set", "accounting.mode=External"}, "accounting.external is required"},
 		{[]string{"template", "s", "slurm", "--set", "sharedVolumes[0].create=false"}, "claimName is required"},
 	} {
@@ -175,4 +178,55 @@ func checkWebhookCert(t *testing.T, docs []map[string]any) {
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	goldenfile.Check(t, filepath.Join("testdata", name+".golden.yaml"), got, *update, "go test -tags integration ./charts -update")
+}
+
+// checkSchedulerConfig: the scheduler's configuration parses, and names the cluster's slurmrestd
+// and the JWT key that its Deployment mounts from the cluster's Secret (internal/render names).
+func checkSchedulerConfig(t *testing.T, docs []map[string]any) {
+	var config, secret string
+	for _, d := range docs {
+		md := d["metadata"].(map[string]any)
+		switch {
+		case d["kind"] == "ConfigMap" && md["name"] == "sunk-scheduler":
+			config = d["data"].(map[string]any)["config.yaml"].(string)
+		case d["kind"] == "Deployment" && md["name"] == "sunk-scheduler":
+			if md["namespace"] != "slurm" {
+				t.Errorf("the scheduler runs in %v, want the SlurmCluster's namespace slurm", md["namespace"])
+			}
+			vols := d["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["volumes"].([]any)
+			for _, v := range vols {
+				if s, ok := v.(map[string]any)["secret"].(map[string]any); ok {
+					secret = s["secretName"].(string)
+				}
+			}
+		}
+	}
+	var c struct {
+		Profiles []struct {
+			SchedulerName string `json:"schedulerName"`
+			PluginConfig  []struct {
+				Name string         `json:"name"`
+				Args map[string]any `json:"args"`
+			} `json:"pluginConfig"`
+		} `json:"profiles"`
+	}
+	if err := yaml.Unmarshal([]byte(config), &c); err != nil {
+		t.Fatalf("scheduler config: %v\n%s", err, config)
+	}
+	if len(c.Profiles) != 1 || c.Profiles[0].SchedulerName != "sunk-scheduler" || len(c.Profiles[0].PluginConfig) != 1 {
+		t.Fatalf("scheduler config profiles: %+v", c.Profiles)
+	}
+	sc := &sunkv1.SlurmCluster{}
+	sc.Name, sc.Namespace = "c1", "slurm"
+	names := render.NamesFor(sc, "cluster.local")
+	args := c.Profiles[0].PluginConfig[0].Args
+	if want := "http://" + names.RestAPI + ".slurm.svc:6820"; args["slurmURL"] != want {
+		t.Errorf("slurmURL %v, want %s", args["slurmURL"], want)
+	}
+	if want := "/etc/sunk/jwt/" + render.JWTKeyName; args["jwtKeyFile"] != want {
+		t.Errorf("jwtKeyFile %v, want %s", args["jwtKeyFile"], want)
+	}
+	if secret != names.JWTSecret {
+		t.Errorf("the Deployment mounts Secret %q, want %s", secret, names.JWTSecret)
+	}
 }

@@ -4,7 +4,8 @@
 #   docker.io/library/busybox:local   Debian's busybox-static, for small test pods
 #   sunk.dev/slurm:24.11-local        the Slurm root filesystem of images/slurm/packages.txt + images/slurm/rootfs
 #   sunk.dev/coredns:local            the cluster DNS (hack/tools/coredns, hack/manifests/coredns.yaml)
-#   sunk.dev/sunk:local               sunk's controllers: every ./cmd/* as a static binary in /usr/local/bin
+#   sunk.dev/sunk:local               sunk's controllers: every ./cmd/* and scheduler/cmd/sunk-scheduler (its
+#                                     own module) as static binaries in /usr/local/bin
 # With arguments, only the images named (pause busybox coredns slurm sunk).
 source "$(dirname "$0")/lib.sh"
 mk=$SUNK_ROOT/hack/mkimage.sh
@@ -55,23 +56,25 @@ slurm() {
   stamp_set image-slurm <(slurm_inputs)
 }
 
-# sunk's own commands (sunk-operator, sunk-syncer, sunk-scheduler, ...: whatever cmd/ holds),
-# static, on an otherwise empty root filesystem with a non-root user 65532 and /tmp. The stamp
-# covers every non-test Go file of the module, so a code change rebuilds, nothing else does.
+# sunk's own commands (sunk-operator, sunk-syncer, ...: whatever cmd/ holds) and sunk-scheduler
+# (scheduler/, a module of its own), static, on an otherwise empty root filesystem with a non-root
+# user 65532 and /tmp. The stamp covers both modules' go.mod/go.sum and non-test Go files, so a
+# code change rebuilds, nothing else does.
 sunk_inputs() {
-  cat "$mk" "$SUNK_ROOT/go.mod" "$SUNK_ROOT/go.sum"
+  cat "$mk" "$SUNK_ROOT/go.mod" "$SUNK_ROOT/go.sum" "$SUNK_ROOT/scheduler/go.mod" "$SUNK_ROOT/scheduler/go.sum"
   local files
-  files=$(cd "$SUNK_ROOT" && find api cmd internal pkg -name '*.go' ! -name '*_test.go' 2>/dev/null | LC_ALL=C sort)
+  files=$(cd "$SUNK_ROOT" && find api cmd internal pkg scheduler/cmd scheduler/plugin -name '*.go' ! -name '*_test.go' 2>/dev/null | LC_ALL=C sort)
   echo "$files"
   (cd "$SUNK_ROOT" && echo "$files" | xargs cat)
 }
 sunk() {
   stamp_ok image-sunk <(sunk_inputs) && [ -f "$SUNK_IMAGES/sunk.tar" ] && return 0
-  log "building sunk.dev/sunk:local from ./cmd/..."
+  log "building sunk.dev/sunk:local from ./cmd/... and scheduler/cmd/sunk-scheduler"
   local r; r=$(mktemp -d)
   mkdir -p "$r"/{usr/local/bin,etc,tmp}
   chmod 1777 "$r/tmp"
   (cd "$SUNK_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$r/usr/local/bin/" ./cmd/...)
+  (cd "$SUNK_ROOT/scheduler" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$r/usr/local/bin/" ./cmd/sunk-scheduler)
   printf 'root:x:0:0:root:/:/sbin/nologin\nsunk:x:65532:65532:sunk:/tmp:/sbin/nologin\n' > "$r/etc/passwd"
   printf 'root:x:0:\nsunk:x:65532:\n' > "$r/etc/group"
   "$mk" "$r" sunk.dev/sunk:local "$SUNK_IMAGES/sunk.tar" '["/usr/local/bin/sunk-operator"]'

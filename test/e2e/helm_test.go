@@ -34,6 +34,7 @@ import (
 type helmEnv struct {
 	*operatorEnv
 	sunkNS, sunkRelease string
+	slurmRelease        string // the slurm chart's release in ns, which cleanup and uninstall remove
 }
 
 // helm runs the provisioned helm against the local cluster.
@@ -177,6 +178,7 @@ func startCharts(t *testing.T) *helmEnv {
 	h := &helmEnv{
 		operatorEnv: &operatorEnv{ClusterEnv: cl, c: c, exec: execer, ns: fmt.Sprintf("e2e-helm-%d", n)},
 		sunkNS:      fmt.Sprintf("e2e-sunk-system-%d", n), sunkRelease: fmt.Sprintf("e2e-sunk-%d", n),
+		slurmRelease: "journey",
 	}
 	stamp, err := os.ReadFile(filepath.Join(testenv.CacheDir(), "stamps", "image-sunk"))
 	if err != nil {
@@ -188,7 +190,7 @@ func startCharts(t *testing.T) *helmEnv {
 			(&operatorEnv{ClusterEnv: h.ClusterEnv, c: h.c, exec: h.exec, ns: h.sunkNS}).dumpNamespace(t)
 		}
 		// Idempotent: after a passing run there is nothing left to remove.
-		_, _ = h.helm(t, "uninstall", "journey", "-n", h.ns, "--ignore-not-found")
+		_, _ = h.helm(t, "uninstall", h.slurmRelease, "-n", h.ns, "--ignore-not-found")
 		_ = h.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})
 		h.waitGone(t, h.ns)
 		_, _ = h.helm(t, "uninstall", h.sunkRelease, "-n", h.sunkNS, "--ignore-not-found", "--wait")
@@ -324,7 +326,7 @@ func (h *helmEnv) uninstall(t *testing.T) {
 	}
 	// Without --wait: the SlurmCluster and the NodeSet go at once, and a compute pod waits for
 	// Slurm (its finalizer) until the namespace's deletion releases it.
-	if _, err := h.helm(t, "uninstall", "journey", "-n", h.ns); err != nil {
+	if _, err := h.helm(t, "uninstall", h.slurmRelease, "-n", h.ns); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {

@@ -212,3 +212,39 @@ spec:
         {{- toYaml . | nindent 8 }}
       {{- end }}
 {{- end -}}
+
+{{/*
+sunk-scheduler's KubeSchedulerConfiguration (docs/scheduler.md): one profile, sunk-scheduler,
+for the SlurmCluster scheduler.cluster. (dict "root" $ "ns" NAMESPACE "name" OBJECT-NAME)
+*/}}
+{{- define "sunk.schedulerConfig" -}}
+{{- $v := .root.Values.scheduler -}}
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+# Filter must see every node (the plugin excludes from the job the Slurm nodes on nodes it did not see).
+percentageOfNodesToScore: 100
+leaderElection:
+  leaderElect: {{ $v.leaderElection }}
+  resourceLock: leases
+  resourceNamespace: {{ .ns }}
+  resourceName: {{ .name }}
+profiles:
+  - schedulerName: sunk-scheduler
+    plugins:
+      preFilter: {enabled: [{name: SunkSlurm}]}
+      filter: {enabled: [{name: SunkSlurm}]}
+      reserve: {enabled: [{name: SunkSlurm}]}
+      permit: {enabled: [{name: SunkSlurm}]}
+      preBind: {enabled: [{name: SunkSlurm}]}
+      postBind: {enabled: [{name: SunkSlurm}]}
+    pluginConfig:
+      - name: SunkSlurm
+        args:
+          slurmURL: http://{{ $v.cluster.name }}-restapi.{{ .ns }}.svc:6820
+          jwtKeyFile: /etc/sunk/jwt/jwt.key
+          slurmUser: {{ $v.slurmUser }}
+          cluster: {{ $v.cluster.name }}
+          namespace: {{ .ns }}
+          pollInterval: {{ $v.pollInterval }}
+          gangTimeout: {{ $v.gangTimeout }}
+{{- end -}}

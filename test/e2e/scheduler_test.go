@@ -1,0 +1,257 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
+)
+
+// Names the scheduler's plugin uses (scheduler/plugin: another module, not imported here).
+const (
+	taintSlurmJob       = "sunk.dev/slurm-job" // node lock taint; also the pod annotation naming its job
+	annotationPartition = "sunk.dev/partition"
+)
+
+// TestScheduler takes sunk-scheduler through the charts: a Slurm cluster with partitions batch
+// (default, tier 1) and urgent (tier 10) on one compute node and partition_prio/CANCEL
+// preemption; a batch job fills the node; a plain Kubernetes pod for sunk-scheduler in partition
+// urgent preempts it, is bound to the Kubernetes node hosting that Slurm node and runs there;
+// while it runs the node carries the sunk.dev/slurm-job taint and a default-scheduler pod stays
+// Pending; deleting the pod ends its Slurm job and lifts the taint (and the waiting pod runs).
+//
+// The local cluster has one kubelet node, so the NodeSet has one Slurm node: the batch job
+// fills it, and "bound to the node hosting its Slurm node" is the only node there is, checked
+// against the compute pod's node and the job's NodeList anyway.
+func TestScheduler(t *testing.T) {
+	h := startCharts(t)
+	ctx := context.Background()
+	const release = "sched"
+	h.slurmRelease = release
+
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte(`image: {pullPolicy: Never}
+preemption: {type: partition_prio, mode: CANCEL}
+partitions:
+  - {name: batch, default: true, priorityTier: 1}
+  - {name: urgent, priorityTier: 10}
+nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, time.Minute, "slurm chart installed", func() error {
+		_, err := h.helm(t, "upgrade", "--install", release, "charts/slurm", "-n", h.ns, "-f", values)
+		return err
+	})
+	poll(t, 6*time.Minute, "SlurmCluster Ready", func() error {
+		c := meta.FindStatusCondition(h.cluster(t, release).Status.Conditions, sunkv1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Ready = %+v", c)
+		}
+		return nil
+	})
+	login := h.podOf(t, release, render.ComponentLogin).Name
+	poll(t, 3*time.Minute, "compute-0 idle", func() error {
+		nodes, err := h.slurmNodes(t, login)
+		if err != nil || nodes["compute-0"] != "idle" {
+			return fmt.Errorf("sinfo: %v %v", nodes, err)
+		}
+		return nil
+	})
+	if out := h.mustSh(t, login, "scontrol show config | grep -E '^Preempt(Type|Mode)'"); !strings.Contains(out, "preempt/partition_prio") || !strings.Contains(out, "CANCEL") {
+		t.Fatalf("slurmctld's preemption: %q", out)
+	}
+
+	// The scheduler is enabled once the cluster exists (it mounts the cluster's JWT key Secret):
+	// a helm upgrade of sunk, as a user would do it.
+	start := time.Now()
+	if _, err := h.helm(t, "upgrade", h.sunkRelease, "charts/sunk", "-n", h.sunkNS, "--reuse-values", "--wait", "--timeout", "3m",
+		"--set", "scheduler.enabled=true", "--set", "scheduler.cluster.name="+release, "--set", "scheduler.cluster.namespace="+h.ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sunk-scheduler ready %s after the helm upgrade that enabled it", time.Since(start).Round(100*time.Millisecond))
+
+	// The compute pod's node, and the node lock lifted from it whatever happens (the node is
+	// shared with every other test).
+	compute := &corev1.Pod{}
+	if err := h.c.Get(ctx, types.NamespacedName{Namespace: h.ns, Name: "compute-0"}, compute); err != nil {
+		t.Fatal(err)
+	}
+	nodeName := compute.Spec.NodeName
+	t.Cleanup(func() { untaint(t, h, nodeName) })
+
+	// A batch job fills the node.
+	batch := h.sbatch(t, login, "-p batch -N1 --exclusive -J filler --wrap 'sleep 3600'")
+
+	// A plain pod for sunk-scheduler in partition urgent.
+	pod := busyboxPod("urgent", "sleep 3600")
+	pod.Spec.SchedulerName = "sunk-scheduler"
+	pod.Annotations = map[string]string{annotationPartition: "urgent"}
+	pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
+	}
+	created := time.Now()
+	if _, err := h.Clientset.CoreV1().Pods(h.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bound := waitPod(t, h.Clientset, h.ns, "urgent", 3*time.Minute, func(p *corev1.Pod) (bool, error) {
+		return p.Spec.NodeName != "", nil
+	})
+	bindTime := time.Since(created)
+	job := bound.Annotations[taintSlurmJob]
+	t.Logf("pod urgent bound to %s %s after creation, Slurm job %q", bound.Spec.NodeName, bindTime.Round(100*time.Millisecond), job)
+	if bound.Spec.NodeName != nodeName {
+		t.Errorf("pod bound to %s, want %s (the node of compute-0)", bound.Spec.NodeName, nodeName)
+	}
+	if job == "" {
+		t.Fatalf("the bound pod has no %s annotation: %v", taintSlurmJob, bound.Annotations)
+	}
+	if out := h.mustSh(t, login, "squeue -h -j "+job+" -o '%T %P %N'"); strings.TrimSpace(out) != "RUNNING urgent compute-0" {
+		t.Errorf("the pod's job %s: %q, want RUNNING urgent compute-0", job, out)
+	}
+
+	// The batch job was preempted (PreemptMode=CANCEL).
+	state, _, end := h.jobEnd(t, login, batch, time.Minute)
+	if state != "PREEMPTED" && state != "CANCELLED" {
+		t.Errorf("batch job %s after the urgent pod: %s, want PREEMPTED or CANCELLED", batch, state)
+	}
+	t.Logf("batch job %s %s at %s, %s after the pod's creation", batch, state, end.Format(time.TimeOnly), end.Sub(created.UTC().Truncate(time.Second)))
+
+	waitPod(t, h.Clientset, h.ns, "urgent", 2*time.Minute, func(p *corev1.Pod) (bool, error) {
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			return false, fmt.Errorf("pod ended: %s", p.Status.Phase)
+		}
+		return p.Status.Phase == corev1.PodRunning, nil
+	})
+
+	// The node lock: the taint names the job; a default-scheduler pod does not tolerate it.
+	node, err := h.Clientset.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := taintValue(node); !ok || v != job {
+		t.Errorf("node %s taints %v, want %s=%s:NoSchedule", nodeName, node.Spec.Taints, taintSlurmJob, job)
+	}
+	plain := busyboxPod("plain", "true")
+	if _, err := h.Clientset.CoreV1().Pods(h.ns).Create(ctx, plain, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, h.Clientset, h.ns, "plain", time.Minute, func(p *corev1.Pod) (bool, error) {
+		if p.Spec.NodeName != "" {
+			return false, fmt.Errorf("plain pod bound to %s despite the node lock", p.Spec.NodeName)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				if !strings.Contains(c.Message, taintSlurmJob) {
+					return false, fmt.Errorf("unschedulable for another reason: %s", c.Message)
+				}
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
+	// Deleting the pod ends its job and lifts the lock; the waiting plain pod then runs.
+	deleted := time.Now()
+	if err := h.Clientset.CoreV1().Pods(h.ns).Delete(ctx, "urgent", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if state, _, _ := h.jobEnd(t, login, job, time.Minute); state != "CANCELLED" {
+		t.Errorf("the pod's job %s after deleting the pod: %s, want CANCELLED", job, state)
+	}
+	poll(t, time.Minute, "taint lifted", func() error {
+		node, err := h.Clientset.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if _, ok := taintValue(node); ok {
+			return fmt.Errorf("taints %v", node.Spec.Taints)
+		}
+		return nil
+	})
+	t.Logf("pod deleted → job cancelled and taint lifted in %s", time.Since(deleted).Round(100*time.Millisecond))
+	waitPod(t, h.Clientset, h.ns, "plain", 2*time.Minute, podSucceeded)
+	poll(t, time.Minute, "urgent pod gone", func() error {
+		_, err := h.Clientset.CoreV1().Pods(h.ns).Get(ctx, "urgent", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+
+	h.schedulerNotForbidden(t)
+	h.uninstall(t)
+}
+
+// schedulerNotForbidden fails on any request the chart's RBAC refused the scheduler, but the
+// one kube-scheduler tolerates by design: the client-CA ConfigMap in kube-system (delegated
+// authentication of /metrics callers by client certificate; tokens still work).
+func (h *helmEnv) schedulerNotForbidden(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := h.Clientset.CoreV1().Pods(h.ns).List(ctx, metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/component=scheduler,app.kubernetes.io/instance=" + h.sunkRelease})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the scheduler's pod: %v %d", err, len(pods.Items))
+	}
+	logs, err := h.Clientset.CoreV1().Pods(h.ns).GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(logs), "\n") {
+		if strings.Contains(l, "forbidden") && !strings.Contains(l, "extension-apiserver-authentication") {
+			t.Errorf("sunk-scheduler was refused: %s", l)
+		}
+	}
+}
+
+var jobIDRe = regexp.MustCompile(`^\d+$`)
+
+// taintValue returns the node lock's value (a job id) if the node carries it.
+func taintValue(n *corev1.Node) (string, bool) {
+	for _, tt := range n.Spec.Taints {
+		if tt.Key == taintSlurmJob && tt.Effect == corev1.TaintEffectNoSchedule && jobIDRe.MatchString(tt.Value) {
+			return tt.Value, true
+		}
+	}
+	return "", false
+}
+
+// untaint removes a node lock left behind (a failed run) from the shared node.
+func untaint(t *testing.T, h *helmEnv, name string) {
+	ctx := context.Background()
+	node, err := h.Clientset.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("node %s: %v", name, err)
+		return
+	}
+	var keep []corev1.Taint
+	for _, tt := range node.Spec.Taints {
+		if tt.Key != taintSlurmJob {
+			keep = append(keep, tt)
+		}
+	}
+	if len(keep) == len(node.Spec.Taints) {
+		return
+	}
+	node.Spec.Taints = keep
+	if _, err := h.Clientset.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("removing %s from %s: %v", taintSlurmJob, name, err)
+	}
+}
