@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -336,8 +337,8 @@ func (s *Syncer) next(ctx context.Context) bool {
 	}
 	defer s.queue.Done(key)
 	var err error
-	if len(key) > len(nodeKeyPrefix) && key[:len(nodeKeyPrefix)] == nodeKeyPrefix {
-		err = s.syncNode(ctx, key[len(nodeKeyPrefix):])
+	if node, ok := strings.CutPrefix(key, nodeKeyPrefix); ok {
+		err = s.syncNode(ctx, node)
 	} else {
 		err = s.sync(ctx, key)
 	}
@@ -489,6 +490,9 @@ func busy(n *slurm.Node) bool {
 
 // toKube writes the Slurm node's mirror on its pod and on the pod's Kubernetes node.
 func (s *Syncer) toKube(ctx context.Context, pod *corev1.Pod, node *corev1.Node, sn *slurm.Node, since time.Time) error {
+	if pod.Spec.NodeName == "" && sn == nil {
+		return nil // not scheduled, not registered: nothing to say yet
+	}
 	m := Mirror{State: "unregistered", Available: false, Why: "NotRegistered"}
 	msg := fmt.Sprintf("Slurm has no node %s (yet)", pod.Name)
 	if sn != nil {
@@ -498,25 +502,20 @@ func (s *Syncer) toKube(ctx context.Context, pod *corev1.Pod, node *corev1.Node,
 			msg += ": " + m.Reason
 		}
 	}
-	changed := false
-	if pod.Spec.NodeName == "" && sn == nil {
-		return nil // not scheduled, not registered: nothing to say yet
-	}
-	c, err := s.mirrorPod(ctx, pod, m, msg)
+	changed, err := s.mirrorPod(ctx, pod, m, msg)
 	if err != nil {
 		return err
 	}
-	changed = changed || c
 	if node != nil {
 		want := map[string]string{render.LabelCluster: s.cfg.Cluster, render.LabelSlurmNode: pod.Name}
 		if ns := pod.Labels[render.LabelNodeSet]; ns != "" {
 			want[render.LabelNodeSet] = ns
 		}
-		c, err := s.mirrorNode(ctx, node, want, m, msg)
+		nodeChanged, err := s.mirrorNode(ctx, node, want, m, msg)
 		if err != nil {
 			return err
 		}
-		changed = changed || c
+		changed = changed || nodeChanged
 	}
 	if changed {
 		s.cfg.Metrics.corrected(s.cfg.Namespace, s.cfg.Cluster, DirectionToKube, "mirror", since)
