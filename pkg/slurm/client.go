@@ -79,6 +79,8 @@ type Config struct {
 	Timeout time.Duration
 	// Metrics records request counts and latencies; nil records nothing.
 	Metrics *Metrics
+	// Cluster is the `cluster` label of the metrics (namespace/name of the SlurmCluster).
+	Cluster string
 	// ServerLocation is slurmrestd's local time zone (default UTC). Only v0.0.41 needs it: its
 	// parser of update_time rejects UNIX timestamps and reads a local "YYYY-MM-DDTHH:MM:SS".
 	ServerLocation *time.Location
@@ -181,6 +183,6 @@ func (c *core) call(ctx context.Context, endpoint string, allowNotModified bool,
 	default:
 		err = classify(endpoint, a.status, a.errs, err, a.missing)
 	}
-	c.cfg.Metrics.observe(endpoint, outcome(err, a.status), time.Since(start))
+	c.cfg.Metrics.observe(c.cfg.Cluster, endpoint, outcome(err, a.status), time.Since(start))
 	return err
 }

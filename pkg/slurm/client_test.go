@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 const nodesJSON = `{"nodes":[{"name":"n1","state":["IDLE","DRAIN"],"reason":"k8s: cordoned","cpus":4,
@@ -317,7 +318,10 @@ func TestMetrics(t *testing.T) {
 		}
 		jsonReply(200, nodesJSON)(w, r)
 	})
-	c := newTestClient(t, s.URL, V0041, m)
+	c, err := New(Config{URL: s.URL, Tokens: StaticToken{User: "root", Value: "tok"}, Metrics: m, Cluster: "ns/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, _ = c.ListNodes(context.Background(), time.Time{})
 	_, _ = c.ListNodes(context.Background(), time.Time{})
 	_, _ = c.GetNode(context.Background(), "x")
@@ -325,6 +329,28 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := series(mfs)
+	for k, want := range map[string]float64{
+		"sunk_slurm_rest_requests_total cluster=ns/a endpoint=GET /nodes/ outcome=ok ":                            2,
+		"sunk_slurm_rest_requests_total cluster=ns/a endpoint=GET /node/{node_name} outcome=not_found ":           1,
+		"sunk_slurm_rest_request_duration_seconds cluster=ns/a endpoint=GET /nodes/ outcome=ok ":                  2,
+		"sunk_slurm_rest_request_duration_seconds cluster=ns/a endpoint=GET /node/{node_name} outcome=not_found ": 1,
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %v, want %v (have %v)", k, got[k], want, got)
+		}
+	}
+	m.Forget("ns/a")
+	if mfs, err = reg.Gather(); err != nil || len(series(mfs)) != 0 {
+		t.Fatalf("after Forget: %v, %v", series(mfs), err)
+	}
+	if _, err := NewMetrics(reg); err == nil {
+		t.Fatal("registering twice must fail")
+	}
+}
+
+// series flattens gathered metrics to "name label=value ... " -> count or value.
+func series(mfs []*dto.MetricFamily) map[string]float64 {
 	got := map[string]float64{}
 	for _, mf := range mfs {
 		for _, mm := range mf.GetMetric() {
@@ -340,19 +366,7 @@ func TestMetrics(t *testing.T) {
 			}
 		}
 	}
-	for k, want := range map[string]float64{
-		"sunk_slurm_rest_requests_total endpoint=GET /nodes/ outcome=ok ":                            2,
-		"sunk_slurm_rest_requests_total endpoint=GET /node/{node_name} outcome=not_found ":           1,
-		"sunk_slurm_rest_request_duration_seconds endpoint=GET /nodes/ outcome=ok ":                  2,
-		"sunk_slurm_rest_request_duration_seconds endpoint=GET /node/{node_name} outcome=not_found ": 1,
-	} {
-		if got[k] != want {
-			t.Errorf("%s = %v, want %v (have %v)", k, got[k], want, got)
-		}
-	}
-	if _, err := NewMetrics(reg); err == nil {
-		t.Fatal("registering twice must fail")
-	}
+	return got
 }
 
 func TestNewValidates(t *testing.T) {

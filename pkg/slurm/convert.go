@@ -148,7 +148,7 @@ func only[T any](l []T, endpoint, name string, nameOf func(*T) string) (*T, erro
 // unsupported reports an operation the API version has no endpoint for.
 func (c *core) unsupported(endpoint, what string) error {
 	err := fmt.Errorf("slurm %s: %w: slurmrestd 24.11 has no %s endpoint (v0.0.41, v0.0.42)", endpoint, ErrUnsupported, what)
-	c.cfg.Metrics.observe(endpoint, OutcomeUnsupported, 0)
+	c.cfg.Metrics.observe(c.cfg.Cluster, endpoint, OutcomeUnsupported, 0)
 	return err
 }
 
@@ -168,6 +168,22 @@ func isPartitionsNoChange(err error) bool {
 	var se *SlurmError
 	return errors.As(err, &se) && len(se.Errors) == 1 && se.Code == -1 &&
 		se.Description == "Unable to query partitions" && se.Source == "_dump_nodes"
+}
+
+// unchangedList tells slurmrestd's "nothing changed" answer to an incremental list from a list.
+// Slurm answers GET /nodes?update_time=T with 304 when nothing changed, but GET /jobs with 200,
+// an empty list, last_update 0 and the warning "No job changes since update_time" (24.11
+// jobs.c op_handler_jobs turns SLURM_NO_CHANGE_IN_DATA into a warning). A real list always
+// carries slurmctld's last_update, so an empty list without one means "no change" when asked
+// incrementally and is a malformed answer otherwise; it never means "every record is gone".
+func unchangedList(since time.Time, records int, last time.Time) (bool, error) {
+	if records > 0 || !last.IsZero() {
+		return false, nil
+	}
+	if since.IsZero() {
+		return false, fmt.Errorf("%w: a full list without last_update", ErrDecode)
+	}
+	return true, nil
 }
 
 // rawQuery adds key=value for each value to a request's query: the generated clients model

@@ -9,7 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics counts and times slurmrestd requests by endpoint ("GET /nodes/") and outcome.
+// Metrics counts and times slurmrestd requests by cluster (Config.Cluster), endpoint
+// ("GET /nodes/") and outcome. A process that serves several clusters calls Forget when one
+// goes, so that its series do not outlive it.
 type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -26,6 +28,9 @@ const (
 	OutcomeSlurmError   = "slurm_error"
 	OutcomeCanceled     = "canceled"
 	OutcomeUnsupported  = "unsupported"
+	// OutcomeRetried: an answer that stands for "changed, ask again" (Slurm 24.11's HTTP 500
+	// "Unable to query partitions" to an incremental node list), not an error.
+	OutcomeRetried = "retried"
 )
 
 // NewMetrics creates the metrics and registers them on reg (when not nil).
@@ -33,13 +38,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "sunk", Subsystem: "slurm_rest", Name: "requests_total",
-			Help: "slurmrestd requests by endpoint and outcome.",
-		}, []string{"endpoint", "outcome"}),
+			Help: "slurmrestd requests by cluster, endpoint and outcome.",
+		}, []string{"cluster", "endpoint", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "sunk", Subsystem: "slurm_rest", Name: "request_duration_seconds",
-			Help:    "slurmrestd request latency, including decoding, by endpoint and outcome.",
+			Help:    "slurmrestd request latency, including decoding, by cluster, endpoint and outcome.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"endpoint", "outcome"}),
+		}, []string{"cluster", "endpoint", "outcome"}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.requests, m.latency} {
@@ -51,12 +56,21 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-func (m *Metrics) observe(endpoint, outcome string, d time.Duration) {
+func (m *Metrics) observe(cluster, endpoint, outcome string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(endpoint, outcome).Inc()
-	m.latency.WithLabelValues(endpoint, outcome).Observe(d.Seconds())
+	m.requests.WithLabelValues(cluster, endpoint, outcome).Inc()
+	m.latency.WithLabelValues(cluster, endpoint, outcome).Observe(d.Seconds())
+}
+
+// Forget deletes every series of cluster.
+func (m *Metrics) Forget(cluster string) {
+	if m == nil {
+		return
+	}
+	m.requests.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
+	m.latency.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
 }
 
 func outcome(err error, status int) string {
@@ -65,6 +79,8 @@ func outcome(err error, status int) string {
 		return OutcomeNotModified
 	case err == nil:
 		return OutcomeOK
+	case isPartitionsNoChange(err):
+		return OutcomeRetried
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return OutcomeCanceled
 	case errors.Is(err, ErrNotFound):

@@ -190,6 +190,16 @@ func (a *v0041) nodes(ctx context.Context, endpoint, name string, since time.Tim
 		if b == nil {
 			return bodyless(resp)
 		}
+		if name == "" && resp.StatusCode == http.StatusOK && len(details41(b.Errors)) == 0 {
+			unchanged, err := unchangedList(since, len(b.Nodes), unixTime(nv64(&b.LastUpdate)))
+			if err != nil {
+				return answer{status: resp.StatusCode}, err
+			}
+			if unchanged {
+				out = &NodeList{NotModified: true, LastUpdate: since}
+				return answer{status: http.StatusNotModified}, nil
+			}
+		}
 		out = &NodeList{Nodes: make([]Node, 0, len(b.Nodes)), LastUpdate: unixTime(nv64(&b.LastUpdate))}
 		for i := range b.Nodes {
 			n := &b.Nodes[i]
@@ -388,6 +398,16 @@ func (a *v0041) jobs(ctx context.Context, endpoint string, id uint32, since time
 		b := pick(p.JSON200, p.JSONDefault)
 		if b == nil {
 			return bodyless(resp)
+		}
+		if id == 0 && resp.StatusCode == http.StatusOK && len(details41(b.Errors)) == 0 {
+			unchanged, err := unchangedList(since, len(b.Jobs), unixTime(nv64(&b.LastUpdate)))
+			if err != nil {
+				return answer{status: resp.StatusCode}, err
+			}
+			if unchanged {
+				out = &JobList{NotModified: true, LastUpdate: since}
+				return answer{status: http.StatusNotModified}, nil
+			}
 		}
 		out = &JobList{Jobs: make([]Job, 0, len(b.Jobs)), LastUpdate: unixTime(nv64(&b.LastUpdate))}
 		for i := range b.Jobs {

@@ -161,6 +161,16 @@ func (a *v0042) nodes(ctx context.Context, endpoint, name string, since time.Tim
 		if b == nil {
 			return bodyless(resp)
 		}
+		if name == "" && resp.StatusCode == http.StatusOK && len(details42(b.Errors)) == 0 {
+			unchanged, err := unchangedList(since, len(b.Nodes), unixTime(nv42u64(&b.LastUpdate)))
+			if err != nil {
+				return answer{status: resp.StatusCode}, err
+			}
+			if unchanged {
+				out = &NodeList{NotModified: true, LastUpdate: since}
+				return answer{status: http.StatusNotModified}, nil
+			}
+		}
 		out = &NodeList{Nodes: make([]Node, 0, len(b.Nodes)), LastUpdate: unixTime(nv42u64(&b.LastUpdate))}
 		for i := range b.Nodes {
 			n := &b.Nodes[i]
@@ -359,6 +369,16 @@ func (a *v0042) jobs(ctx context.Context, endpoint string, id uint32, since time
 		b := pick(p.JSON200, p.JSONDefault)
 		if b == nil {
 			return bodyless(resp)
+		}
+		if id == 0 && resp.StatusCode == http.StatusOK && len(details42(b.Errors)) == 0 {
+			unchanged, err := unchangedList(since, len(b.Jobs), unixTime(nv42u64(&b.LastUpdate)))
+			if err != nil {
+				return answer{status: resp.StatusCode}, err
+			}
+			if unchanged {
+				out = &JobList{NotModified: true, LastUpdate: since}
+				return answer{status: http.StatusNotModified}, nil
+			}
 		}
 		out = &JobList{Jobs: make([]Job, 0, len(b.Jobs)), LastUpdate: unixTime(nv42u64(&b.LastUpdate))}
 		for i := range b.Jobs {
