@@ -107,6 +107,73 @@ ConstrainCores=yes
 ConstrainRAMSpace=yes
 `
 
+// SchedulerParameters sunk renders, each option with its reason (Slurm 24.11 defaults in
+// parentheses). docs/slurmcluster.md explains them for admins; an extraConf
+// SchedulerParameters line replaces the whole list.
+var schedulerParameters = []string{
+	// sbatch never starts a job inside the submit RPC (job_allocate tests only): a batch job,
+	// like a node that registers or is resumed, queues a scheduling request that slurmctld's
+	// once-a-second background loop serves only batch_sched_delay after the last pass (3 s).
+	// With 0 the next tick serves it.
+	"batch_sched_delay=0",
+	// Every node of a finished job sends an epilog-complete that asks for a pass, and by
+	// default passes may follow 2 µs apart: 0.1 s between passes merges such bursts and
+	// leaves the job lock to RPCs (REST pollers among them), adding at most 0.1 s to a start.
+	"sched_min_interval=100000",
+	// The full-queue pass (60 s) starts what no event asked for: jobs deeper than
+	// default_queue_depth (100), nodes that answer pings again. The ~60 s a batch job was
+	// seen to wait on idle nodes is this interval. One pass is capped at max_sched_time (2 s).
+	"sched_interval=10",
+	// Backfill starts the jobs that strict priority order passes over (a small job behind a
+	// big pending one): every 10 s (30 s), without giving up its cycle whenever job or node
+	// state changes while it yields its locks (sunk changes node state all the time), and
+	// 1000 jobs deep (500) so a queue of a few hundred nodes' work is looked at whole.
+	"bf_continue",
+	"bf_interval=10",
+	"bf_max_job_test=1000",
+	// Both schedulers stand back while 150 or more RPCs are in progress (off), so that a
+	// burst of clients is answered first; the middle of the 256 RPC threads, as Slurm advises.
+	"max_rpc_cnt=150",
+	// Dynamic nodes come and go with their pods: a job whose --constraint names a feature no
+	// registered node has right now (a NodeSet at 0, pods still starting) pends until one
+	// does instead of being rejected (the price: a misspelt feature pends too).
+	"ignore_constraint_validation",
+}
+
+// productionDefaults are the slurm.conf settings sunk chooses for dynamic nodes in pods
+// instead of Slurm's defaults. controller.extraConf replaces any of them by key.
+var productionDefaults = []string{
+	"SchedulerParameters=" + strings.Join(schedulerParameters, ","),
+	// slurmctld pings every node each SlurmdTimeout/3 and each answer bumps the node
+	// table's update time, so every REST poller then reads the whole node list: with 300
+	// (Slurm's default) that is every 100 s instead of every 20 s. Kubernetes, through
+	// sunk-syncer's drains, notices a lost pod long before; Slurm's own DOWN (which kills
+	// the node's jobs) must not fire on a slurmctld or network hiccup.
+	"SlurmdTimeout=300",
+	// A pod that comes back registers again; whatever set its node DOWN (not responding,
+	// "unexpectedly rebooted"), it returns to service. Drains are a flag, not DOWN: they stay.
+	"ReturnToService=2",
+	// Finished jobs stay in slurmctld this long (300 s), and every job list sunk polls
+	// carries them (about 5.5 KB each). Two minutes is ample for sunk-scheduler to see a
+	// job's end, also across its own restart; sacct keeps the history.
+	"MinJobAge=120",
+	// Round trip of one RPC (Slurm's default, written out because the rest depends on it):
+	// also how long a slurmrestd thread waits on slurmctld, and half of it, at most 2 s, is
+	// max_sched_time.
+	"MessageTimeout=10",
+	// Connect timeout (2 s): a SYN lost while a new pod's network is programmed is resent
+	// after 1 s and 3 s; 5 s survives both and stays half of MessageTimeout.
+	"TCPTimeout=5",
+	// SIGTERM to SIGKILL on scancel, time limit and preemption (Slurm's default): also
+	// about the longest a sunk-scheduler pod that preempts a job waits for its node.
+	"KillWait=30",
+	// A step still alive this long after SIGKILL drains the node "Kill task failed" (60 s).
+	// GPU processes releasing device memory and tasks stuck on network file systems take
+	// longer than a minute; a false drain costs a node until someone resumes it. At least
+	// 5 x MessageTimeout, as Slurm requires.
+	"UnkillableStepTimeout=180",
+}
+
 func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 	n := in.Names
 	var ctld []string
@@ -142,11 +209,10 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 		// Dynamic nodes: slurmctld cannot know their addresses ahead, so no message fan-out.
 		"TreeWidth=65533",
 		"MaxNodeCount=1024",
-		"ReturnToService=2",
 		"SlurmctldTimeout=30",
-		"SlurmdTimeout=60",
 		"MpiDefault=none",
 	)
+	lines = append(lines, productionDefaults...)
 	if len(in.Prolog) > 0 {
 		lines = append(lines, "Prolog="+ScriptsDir+"/prolog")
 	}

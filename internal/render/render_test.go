@@ -3,6 +3,7 @@ package render
 import (
 	"flag"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -134,10 +135,10 @@ func TestExtraConfReplacesDefaultsAndHashes(t *testing.T) {
 	n := NamesFor(sc, "")
 	base, _ := RenderConfig(sc, ConfigInputs{Names: n})
 
-	sc.Spec.Controller.ExtraConf = "slurmdtimeout=300"
+	sc.Spec.Controller.ExtraConf = "slurmdtimeout=120"
 	c, _ := RenderConfig(sc, ConfigInputs{Names: n})
 	conf := c.Files["slurm.conf"]
-	if strings.Contains(conf, "SlurmdTimeout=60") || !strings.Contains(conf, "slurmdtimeout=300") {
+	if strings.Contains(conf, "SlurmdTimeout=300") || !strings.Contains(conf, "slurmdtimeout=120") {
 		t.Errorf("the extra line must replace the default, case-insensitively:\n%s", conf)
 	}
 	if c.Hash == base.Hash || c.RestartHash != base.RestartHash {
@@ -161,5 +162,55 @@ func TestExtraConfReplacesDefaultsAndHashes(t *testing.T) {
 	}
 	if !strings.Contains(c.Files["slurm.conf"], "PartitionName=a Nodes=ALL Default=YES") {
 		t.Errorf("the first partition is the default when none is marked:\n%s", c.Files["slurm.conf"])
+	}
+}
+
+// TestProductionDefaults: every default sunk chooses is in slurm.conf once, reaches
+// slurmctld by reconfigure (not a restart), and an extraConf line replaces it by key, the
+// whole SchedulerParameters list included.
+func TestProductionDefaults(t *testing.T) {
+	sc := minimal()
+	n := NamesFor(sc, "")
+	base, err := RenderConfig(sc, ConfigInputs{Names: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(base.Files["slurm.conf"], "\n")
+	count := func(key string) int {
+		c := 0
+		for _, l := range lines {
+			if confKey(l) == strings.ToLower(key) {
+				c++
+			}
+		}
+		return c
+	}
+	for _, d := range productionDefaults {
+		key, _, _ := strings.Cut(d, "=")
+		if count(key) != 1 || !slices.Contains(lines, d) {
+			t.Errorf("%s: want the line %q once in slurm.conf", key, d)
+		}
+		if restartKeys[strings.ToLower(key)] {
+			t.Errorf("%s: a production default must be reconfigurable, not restart-only", key)
+		}
+	}
+	for _, want := range []string{"batch_sched_delay=0", "bf_continue", "sched_interval=10", "max_rpc_cnt=150"} {
+		if !strings.Contains(base.Files["slurm.conf"], want) {
+			t.Errorf("SchedulerParameters lacks %s", want)
+		}
+	}
+
+	sc.Spec.Controller.ExtraConf = "SchedulerParameters=bf_interval=60\nMinJobAge=600"
+	c, err := RenderConfig(sc, ConfigInputs{Names: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(c.Files["slurm.conf"], "\n")
+	if count("SchedulerParameters") != 1 || !slices.Contains(lines, "SchedulerParameters=bf_interval=60") ||
+		count("MinJobAge") != 1 || !slices.Contains(lines, "MinJobAge=600") {
+		t.Errorf("the admin's lines must replace sunk's:\n%s", c.Files["slurm.conf"])
+	}
+	if c.RestartHash != base.RestartHash {
+		t.Error("overriding a production default must not restart slurmctld")
 	}
 }
