@@ -3,9 +3,10 @@ SHELL := /usr/bin/env bash
 SUNK_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sunk
 BIN := $(SUNK_CACHE)/bin
 ENV ?= cluster
+DURATION ?= 30m
 export SUNK_CACHE
 
-.PHONY: help build generate slurm-openapi lint test unit provision testbed-up testbed-down demo demo-down
+.PHONY: help build generate slurm-openapi lint test unit provision testbed-up testbed-down demo demo-down soak
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -58,3 +59,6 @@ demo: ## the local cluster with real Slurm and Kubernetes, and a first job
 
 demo-down: ## tear the demo down
 	hack/demo.sh down
+
+soak: ## the soak (docs/soak.md) on the demo's cluster: churn and faults for DURATION (default 30m), then a report
+	DURATION=$(DURATION) test/soak/run.sh

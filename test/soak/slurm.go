@@ -1,0 +1,96 @@
+package soak
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Job is one record of `scontrol -o show job`.
+type Job struct {
+	ID, Name, State, Reason, ExitCode, NodeList string
+	Restarts                                    int
+	End                                         time.Time // zero until it ended
+}
+
+// Terminal says whether Slurm is done with the job.
+func (j Job) Terminal() bool {
+	switch j.State {
+	case "", "PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD",
+		"REQUEUE_FED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD", "SPECIAL_EXIT":
+		return false
+	}
+	return true
+}
+
+var jobField = regexp.MustCompile(`(?:^|\s)(JobId|JobName|JobState|Reason|Restarts|ExitCode|NodeList|EndTime|ArrayTaskId)=(\S*)`)
+
+// ParseJobs reads `scontrol -o show job` (one job per line). The pending remainder of an array
+// (ArrayTaskId=3-9%4) is not a job of its own and is skipped: its tasks show up as they start.
+func ParseJobs(out string) []Job {
+	var jobs []Job
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, "JobId=") {
+			continue
+		}
+		var j Job
+		skip := false
+		for _, m := range jobField.FindAllStringSubmatch(l, -1) {
+			v := m[2]
+			switch m[1] {
+			case "JobId":
+				j.ID = v
+			case "JobName":
+				j.Name = v
+			case "JobState":
+				j.State = v
+			case "Reason":
+				j.Reason = v
+			case "Restarts":
+				j.Restarts, _ = strconv.Atoi(v)
+			case "ExitCode":
+				j.ExitCode = v
+			case "NodeList":
+				j.NodeList = v
+			case "EndTime":
+				if t, err := time.ParseInLocation("2006-01-02T15:04:05", v, time.UTC); err == nil {
+					j.End = t
+				}
+			case "ArrayTaskId":
+				skip = strings.ContainsAny(v, "-,%")
+			}
+		}
+		if !skip && j.ID != "" {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs
+}
+
+// Node is one Slurm node as `sinfo -h -N -o '%N|%T|%E'` shows it.
+type Node struct {
+	Name, State, Reason string
+}
+
+// Drained says whether the node carries Slurm's DRAIN flag (drained, draining, drain).
+func (n Node) Drained() bool { return strings.HasPrefix(n.State, "drain") }
+
+// ParseNodes reads `sinfo -h -N -o '%N|%T|%E'`; a node listed in several partitions counts once.
+func ParseNodes(out string) []Node {
+	seen := map[string]bool{}
+	var nodes []Node
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.SplitN(l, "|", 3)
+		if len(f) != 3 || seen[f[0]] {
+			continue
+		}
+		seen[f[0]] = true
+		reason := f[2]
+		if reason == "none" {
+			reason = ""
+		}
+		nodes = append(nodes, Node{Name: f[0], State: strings.TrimRight(f[1], "*~#!%$@^-"), Reason: reason})
+	}
+	return nodes
+}
