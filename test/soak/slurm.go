@@ -71,6 +71,7 @@ func ParseJobs(out string) []Job {
 // Node is one Slurm node as `sinfo -h -N -o '%N|%T|%E'` shows it.
 type Node struct {
 	Name, State, Reason string
+	NotResponding       bool // sinfo's * suffix
 }
 
 // Drained says whether the node carries Slurm's DRAIN flag (drained, draining, drain).
@@ -90,7 +91,8 @@ func ParseNodes(out string) []Node {
 		if reason == "none" {
 			reason = ""
 		}
-		nodes = append(nodes, Node{Name: f[0], State: strings.TrimRight(f[1], "*~#!%$@^-"), Reason: reason})
+		nodes = append(nodes, Node{Name: f[0], State: strings.TrimRight(f[1], "*~#!%$@^-"), Reason: reason,
+			NotResponding: strings.HasSuffix(f[1], "*")})
 	}
 	return nodes
 }

@@ -805,7 +805,7 @@ func (s *soak) scale(n int, timeout time.Duration) {
 			if err != nil || i >= n {
 				continue
 			}
-			if !strings.HasPrefix(nd.State, "down") && !strings.HasPrefix(nd.State, "unk") && !strings.HasPrefix(nd.State, "fail") && nd.State != "future" {
+			if !nd.NotResponding && !strings.HasPrefix(nd.State, "down") && !strings.HasPrefix(nd.State, "unk") && !strings.HasPrefix(nd.State, "fail") && nd.State != "future" {
 				up++
 			}
 		}
@@ -1420,6 +1420,9 @@ func (s *soak) report() {
 			continue
 		}
 		for _, nd := range sm.k8sDrains {
+			if strings.HasPrefix(nd.Reason, "k8s: nodeset") {
+				continue // the NodeSet controller's own scale-in drain
+			}
 			transient[nd.Reason]++
 		}
 	}

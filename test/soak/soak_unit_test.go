@@ -98,7 +98,7 @@ JobId=14 ArrayJobId=13 ArrayTaskId=0 JobName=soak-array JobState=RUNNING Reason=
 		t.Fatalf("%+v", jobs)
 	}
 	nodes := ParseNodes("compute-0|idle|none\ncompute-1|drained|k8s: node cordoned (soak)\ncompute-1|drained|k8s: node cordoned (soak)\ncompute-2|draining*|soak: person\n")
-	if len(nodes) != 3 || nodes[0].Drained() || !nodes[1].Drained() || nodes[1].Reason != "k8s: node cordoned (soak)" || nodes[2].State != "draining" {
+	if len(nodes) != 3 || nodes[0].Drained() || !nodes[1].Drained() || nodes[1].Reason != "k8s: node cordoned (soak)" || nodes[2].State != "draining" || !nodes[2].NotResponding || nodes[1].NotResponding {
 		t.Fatalf("%+v", nodes)
 	}
 }
