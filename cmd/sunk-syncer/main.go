@@ -25,13 +25,16 @@ import (
 func main() {
 	var metricsAddr, probeAddr, clusterDomain, leaderNS string
 	var leaderElect bool
-	var poll time.Duration
+	var poll, notReadyGrace time.Duration
+	var drainBudget int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that several replicas can run; only the leader syncs")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
 	flag.DurationVar(&poll, "poll-interval", syncer.DefaultPollInterval, "how often Slurm's node list is polled (an unchanged cluster answers 304)")
+	flag.DurationVar(&notReadyGrace, "not-ready-grace", syncer.DefaultNotReadyGrace, "how long a compute pod that was Ready may be not Ready before its Slurm node is drained")
+	flag.IntVar(&drainBudget, "drain-budget-percent", syncer.DefaultDrainBudgetPercent, "share of a cluster's Slurm nodes that one cause (node NotReady, pod not Ready) may hold drained at once, at least 1 node; 100 lifts the limit")
 	log := cmdutil.ParseFlags()
 
 	scheme := cmdutil.Scheme()
@@ -61,7 +64,7 @@ func main() {
 	ctx := ctrl.SetupSignalHandler()
 	cmdutil.Must((&syncer.Clusters{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Slurm: factory, ClusterDomain: clusterDomain,
-		PollInterval: poll, Metrics: syncMetrics,
+		PollInterval: poll, NotReadyGrace: notReadyGrace, DrainBudgetPercent: drainBudget, Metrics: syncMetrics,
 	}).SetupWithManager(ctx, mgr))
 	cmdutil.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	cmdutil.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))

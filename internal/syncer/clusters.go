@@ -47,6 +47,10 @@ type Clusters struct {
 	Metrics       *Metrics
 	Recorder      events.EventRecorder
 
+	// NotReadyGrace and DrainBudgetPercent go to every Syncer's Config (zero: defaults).
+	NotReadyGrace      time.Duration
+	DrainBudgetPercent int
+
 	mgr     ctrl.Manager
 	mu      sync.Mutex
 	base    context.Context
@@ -113,6 +117,7 @@ func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	key := req.NamespacedName
 	s := New(Config{
 		Namespace: sc.Namespace, Cluster: sc.Name, Slurm: sl, PollInterval: c.PollInterval,
+		NotReadyGrace: c.NotReadyGrace, DrainBudgetPercent: c.DrainBudgetPercent,
 		Metrics: c.Metrics, Recorder: c.Recorder,
 		OnHealth: func(ctx context.Context, err error) { c.reportHealth(ctx, key, err) },
 	}, c.Client, c.mgr.GetCache(), c.APIReader)

@@ -7,10 +7,10 @@ package syncer
 import (
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/pkg/slurm"
 )
 
@@ -38,31 +38,112 @@ const (
 	maxReasonLength = 200
 )
 
+// The causes of a syncer drain, as they appear in the reason.
+const (
+	CauseCordoned     = "node cordoned"
+	CauseNodeNotReady = "node NotReady"
+	CausePodDeleted   = "pod being deleted"
+	CausePodNotReady  = "pod not Ready"
+)
+
+// DefaultNotReadyGrace is Config.NotReadyGrace's default: long enough that a probe that
+// fails a few times in a row (a busy node, a kubelet restart) does not drain the node, short
+// next to how long a broken node would otherwise keep getting jobs.
+const DefaultNotReadyGrace = 30 * time.Second
+
 // Causes lists why Kubernetes says the Slurm node of pod (on node) must not take jobs, in
 // a stable order. Either argument may be nil (a pod not yet scheduled, a node gone).
-func Causes(node *corev1.Node, pod *corev1.Pod) []string {
-	var causes []string
+// recheck, when not zero, says when to decide again: the pod is not Ready and becomes the
+// cause CausePodNotReady then unless it is Ready again (PodNotReady).
+func Causes(node *corev1.Node, pod *corev1.Pod, now time.Time, grace time.Duration) (causes []string, recheck time.Duration) {
 	if node != nil {
 		if node.Spec.Unschedulable {
-			c := "node cordoned"
+			c := CauseCordoned
 			if r := strings.TrimSpace(node.Annotations[AnnotationCordonReason]); r != "" {
 				c += " (" + r + ")"
 			}
 			causes = append(causes, c)
 		}
 		if !nodeReady(node) {
-			causes = append(causes, "node NotReady")
+			causes = append(causes, CauseNodeNotReady)
 		}
 	}
 	if pod != nil {
-		switch {
-		case !pod.DeletionTimestamp.IsZero():
-			causes = append(causes, "pod being deleted")
-		case !kube.PodReady(pod):
-			causes = append(causes, "pod not Ready")
+		if !pod.DeletionTimestamp.IsZero() {
+			causes = append(causes, CausePodDeleted)
+		} else {
+			cause, wait := PodNotReady(pod, now, grace)
+			if cause {
+				causes = append(causes, CausePodNotReady)
+			}
+			recheck = wait
 		}
 	}
-	return causes
+	return causes, recheck
+}
+
+// PodNotReady is the rule for CausePodNotReady: the pod was Ready since its containers
+// started, is not Ready now, and has not been Ready for grace. A pod that has not been Ready
+// since its containers (re)started is starting, and startup is no cause: slurmd may wait
+// for a busy slurmctld for minutes, and a slurmd that never comes up is one Slurm itself
+// marks NOT_RESPONDING. When the pod will become a cause unless it is Ready again, wait says
+// how long until then.
+//
+// "Was Ready" comes from the pod's status alone, so that it survives a syncer restart and
+// costs no write: kubelet's Ready condition is only ever True or False, and its
+// lastTransitionTime is when it last changed. A pod that is not Ready and whose condition
+// changed after its last container started must have been Ready in between. Kubelet sets
+// the condition (False) before it starts the containers, so a pod that never was Ready
+// keeps a transition time at or before their start, and so does one whose container
+// restarted (the transition to False came before the restart). Both times have whole
+// seconds; a Ready pod takes a few failed probes (15 s with sunk's probe) to turn not
+// Ready, so "after" is never lost to the rounding, and a tie counts as startup.
+func PodNotReady(pod *corev1.Pod, now time.Time, grace time.Duration) (cause bool, wait time.Duration) {
+	var ready *corev1.PodCondition
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			ready = &pod.Status.Conditions[i]
+		}
+	}
+	if ready == nil || ready.Status == corev1.ConditionTrue {
+		return false, 0 // Ready, or kubelet has not reported it yet (starting)
+	}
+	started, running := containersStarted(pod)
+	if !running || !ready.LastTransitionTime.After(started) {
+		return false, 0
+	}
+	notReady := now.Sub(ready.LastTransitionTime.Time)
+	if notReady >= grace {
+		return true, 0
+	}
+	// A transition time ahead of this clock (skew between the node and the syncer) waits
+	// no longer than the grace itself; the next look measures again.
+	return false, min(grace-notReady, grace)
+}
+
+// containersStarted is when the last of the pod's containers (and restartable init
+// containers, which count for Ready too) started. running is false while one of its
+// containers is not running: it is starting, or restarting after a crash, which for slurmd
+// Slurm notices itself.
+func containersStarted(pod *corev1.Pod) (last time.Time, running bool) {
+	if len(pod.Status.ContainerStatuses) == 0 {
+		return time.Time{}, false
+	}
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if r := cs.State.Running; r != nil && r.StartedAt.After(last) {
+			last = r.StartedAt.Time // a sidecar; finished init containers do not count
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		r := cs.State.Running
+		if r == nil {
+			return time.Time{}, false
+		}
+		if r.StartedAt.After(last) {
+			last = r.StartedAt.Time
+		}
+	}
+	return last, true
 }
 
 func nodeReady(n *corev1.Node) bool {
@@ -131,6 +212,69 @@ func Decide(causes []string, n *slurm.Node) Action {
 		return Action{Kind: Resume}
 	}
 	return Action{}
+}
+
+// DefaultDrainBudgetPercent is Config.DrainBudgetPercent's default.
+const DefaultDrainBudgetPercent = 10
+
+// budgetedCause reports a cause that one fault outside the nodes can raise on every node at
+// once: an apiserver or network outage makes every node NotReady, a slow slurmctld made
+// every compute pod not Ready. Cordons and deletions are exempt: a person or the system
+// asked for each of them.
+func budgetedCause(c string) bool { return c == CauseNodeNotReady || c == CausePodNotReady }
+
+// Budgeted reports a drain whose causes are all budgeted ones (and there is at least one).
+func Budgeted(causes []string) bool {
+	for _, c := range causes {
+		if !budgetedCause(c) {
+			return false
+		}
+	}
+	return len(causes) > 0
+}
+
+// BudgetedDrainOf returns the causes of n's drain when it is a budgeted drain by the syncer
+// (drained, with a reason the syncer wrote from budgeted causes only), else nil.
+func BudgetedDrainOf(n *slurm.Node) []string {
+	if !n.Drained() || !ownDrain(n.Reason) {
+		return nil
+	}
+	rest, _ := strings.CutPrefix(n.Reason, ReasonPrefix+" ")
+	causes := strings.Split(rest, "; ")
+	if !Budgeted(causes) {
+		return nil
+	}
+	return causes
+}
+
+// Budget is what the drain budget looks at: the cluster's Slurm nodes, the share of them
+// that one cause may hold drained, and for each budgeted cause how many other nodes are
+// drained by the syncer for it.
+type Budget struct {
+	Nodes      int
+	Percent    int
+	DrainedFor map[string]int
+}
+
+// Limit is how many nodes one cause may hold drained: Percent of the nodes, rounded down,
+// and at least 1, so that a small cluster still drains a broken node.
+func (b Budget) Limit() int { return max(1, b.Nodes*b.Percent/100) }
+
+// HeldBy is the drain budget's rule for the action Decide chose for n. Only a new drain (n
+// not drained) whose causes are all budgeted is limited: it is held when, for one of its
+// causes, Limit nodes are drained for that cause already. HeldBy returns that cause, or ""
+// when the action goes ahead. Changing the reason of a drain that is on already drains
+// nothing new and is never held.
+func HeldBy(a Action, n *slurm.Node, causes []string, b Budget) string {
+	if a.Kind != Drain || n.Drained() || !Budgeted(causes) {
+		return ""
+	}
+	for _, c := range causes {
+		if b.DrainedFor[c] >= b.Limit() {
+			return c
+		}
+	}
+	return ""
 }
 
 // Mirror is the Slurm → Kubernetes view of one Slurm node: the annotations and the

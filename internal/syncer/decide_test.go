@@ -3,6 +3,7 @@ package syncer
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,14 +31,34 @@ func cordoned(reason string) func(*corev1.Node) {
 
 func notReadyNode(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionUnknown }
 
-func readyPod(ready bool) *corev1.Pod {
+// t0 is when the tests' compute pods started their containers.
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// kubeletPod is a compute pod as kubelet reports it: container slurmd running since
+// started, and the Ready condition with its status and last transition.
+func kubeletPod(started time.Time, ready bool, transition time.Time) *corev1.Pod {
 	s := corev1.ConditionFalse
 	if ready {
 		s = corev1.ConditionTrue
 	}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1"},
-		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: s}}}}
+		Status: corev1.PodStatus{
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: s, LastTransitionTime: metav1.NewTime(transition)}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "slurmd",
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}}},
+		}}
 }
+
+// readyPod is a pod that started at t0 and was Ready 10s later; not ready, it turned not
+// Ready at t0+10m, a minute before now (past the grace).
+func readyPod(ready bool) *corev1.Pod {
+	if ready {
+		return kubeletPod(t0, true, t0.Add(10*time.Second))
+	}
+	return kubeletPod(t0, false, t0.Add(10*time.Minute))
+}
+
+var now = t0.Add(11 * time.Minute)
 
 func deletingPod() *corev1.Pod {
 	p := readyPod(true)
@@ -52,23 +73,77 @@ func snode(reason string, state ...string) *slurm.Node {
 
 func TestCauses(t *testing.T) {
 	cases := []struct {
-		name string
-		node *corev1.Node
-		pod  *corev1.Pod
-		want string
+		name    string
+		node    *corev1.Node
+		pod     *corev1.Pod
+		want    string
+		recheck time.Duration
 	}{
-		{"all well", k8sNode(), readyPod(true), ""},
-		{"cordon with the annotation's reason", k8sNode(cordoned("bad GPU 3")), readyPod(true), "node cordoned (bad GPU 3)"},
-		{"cordon without a reason", k8sNode(cordoned("")), readyPod(true), "node cordoned"},
-		{"node NotReady", k8sNode(notReadyNode), readyPod(true), "node NotReady"},
-		{"pod not Ready", k8sNode(), readyPod(false), "pod not Ready"},
-		{"pod being deleted", k8sNode(), deletingPod(), "pod being deleted"},
-		{"several, in a stable order", k8sNode(cordoned("x"), notReadyNode), deletingPod(), "node cordoned (x); node NotReady; pod being deleted"},
-		{"node unknown", nil, readyPod(true), ""},
+		{"all well", k8sNode(), readyPod(true), "", 0},
+		{"cordon with the annotation's reason", k8sNode(cordoned("bad GPU 3")), readyPod(true), "node cordoned (bad GPU 3)", 0},
+		{"cordon without a reason", k8sNode(cordoned("")), readyPod(true), "node cordoned", 0},
+		{"node NotReady", k8sNode(notReadyNode), readyPod(true), "node NotReady", 0},
+		{"pod not Ready past the grace", k8sNode(), readyPod(false), "pod not Ready", 0},
+		{"pod not Ready within the grace: no cause yet, look again when it ends", k8sNode(),
+			kubeletPod(t0, false, now.Add(-10*time.Second)), "", 20 * time.Second},
+		{"a starting pod is no cause", k8sNode(), kubeletPod(now.Add(-5*time.Minute), false, now.Add(-6*time.Minute)), "", 0},
+		{"pod being deleted", k8sNode(), deletingPod(), "pod being deleted", 0},
+		{"several, in a stable order", k8sNode(cordoned("x"), notReadyNode), deletingPod(), "node cordoned (x); node NotReady; pod being deleted", 0},
+		{"node unknown", nil, readyPod(true), "", 0},
 	}
 	for _, c := range cases {
-		if got := strings.Join(Causes(c.node, c.pod), "; "); got != c.want {
-			t.Errorf("%s: causes %q, want %q", c.name, got, c.want)
+		causes, recheck := Causes(c.node, c.pod, now, 30*time.Second)
+		if got := strings.Join(causes, "; "); got != c.want || recheck != c.recheck {
+			t.Errorf("%s: causes %q, recheck %v; want %q, %v", c.name, got, recheck, c.want, c.recheck)
+		}
+	}
+}
+
+func TestPodNotReady(t *testing.T) {
+	const grace = 30 * time.Second
+	start := t0
+	ready := start.Add(20 * time.Second)    // went Ready
+	notReady := start.Add(10 * time.Minute) // went not Ready again
+	with := func(p *corev1.Pod, f func(*corev1.Pod)) *corev1.Pod { f(p); return p }
+	cases := []struct {
+		name  string
+		pod   *corev1.Pod
+		now   time.Time
+		cause bool
+		wait  time.Duration
+	}{
+		{"Ready", kubeletPod(start, true, ready), notReady, false, 0},
+		{"no Ready condition yet", with(kubeletPod(start, false, start), func(p *corev1.Pod) { p.Status.Conditions = nil }), notReady, false, 0},
+		{"never Ready: kubelet set False before the container started", kubeletPod(start, false, start.Add(-3*time.Second)), notReady, false, 0},
+		{"never Ready, long after the start (a slow slurmctld)", kubeletPod(start, false, start.Add(-3*time.Second)), start.Add(time.Hour), false, 0},
+		{"never Ready, transition in the start's second: startup", kubeletPod(start, false, start), notReady, false, 0},
+		{"was Ready, within the grace: look again when it ends", kubeletPod(start, false, notReady), notReady.Add(10 * time.Second), false, 20 * time.Second},
+		{"was Ready, just now", kubeletPod(start, false, notReady), notReady, false, grace},
+		{"was Ready, the grace over", kubeletPod(start, false, notReady), notReady.Add(grace), true, 0},
+		{"was Ready, long ago", kubeletPod(start, false, notReady), notReady.Add(time.Hour), true, 0},
+		{"container restarted after it went not Ready: starting again", kubeletPod(notReady.Add(2*time.Second), false, notReady), notReady.Add(time.Hour), false, 0},
+		{"container not running (crash loop back-off): starting", with(kubeletPod(start, false, notReady), func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+		}), notReady.Add(time.Hour), false, 0},
+		{"no container status yet", with(kubeletPod(start, false, notReady), func(p *corev1.Pod) { p.Status.ContainerStatuses = nil }), notReady.Add(time.Hour), false, 0},
+		{"a sidecar container that started after the transition: starting", with(kubeletPod(start, false, notReady), func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: "exporter",
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(notReady.Add(time.Second))}}})
+		}), notReady.Add(time.Hour), false, 0},
+		{"a restartable init container restarted after the transition: starting", with(kubeletPod(start, false, notReady), func(p *corev1.Pod) {
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "log-shipper",
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(notReady.Add(time.Second))}}}}
+		}), notReady.Add(time.Hour), false, 0},
+		{"a finished init container does not count", with(kubeletPod(start, false, notReady), func(p *corev1.Pod) {
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "setup",
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{StartedAt: metav1.NewTime(start.Add(-time.Minute))}}}}
+		}), notReady.Add(time.Hour), true, 0},
+		{"transition ahead of this clock (skew): waits at most the grace", kubeletPod(start, false, notReady.Add(5*time.Second)), notReady, false, grace},
+	}
+	for _, c := range cases {
+		cause, wait := PodNotReady(c.pod, c.now, grace)
+		if cause != c.cause || wait != c.wait {
+			t.Errorf("%s: cause %v, wait %v; want %v, %v", c.name, cause, wait, c.cause, c.wait)
 		}
 	}
 }
@@ -130,6 +205,72 @@ func TestMirrorOf(t *testing.T) {
 		m := MirrorOf(c.node)
 		if m.State != c.state || m.Available != c.available || m.Why != c.why || m.Reason != c.node.Reason {
 			t.Errorf("%v: %+v, want state %q available %v why %q", c.node.State, m, c.state, c.available, c.why)
+		}
+	}
+}
+
+func TestBudgetedDrainOf(t *testing.T) {
+	cases := []struct {
+		node *slurm.Node
+		want string
+	}{
+		{snode("k8s: pod not Ready", "IDLE", "DRAIN"), "pod not Ready"},
+		{snode("k8s: node NotReady; pod not Ready", "ALLOCATED", "DRAIN"), "node NotReady; pod not Ready"},
+		{snode("k8s: pod not Ready", "IDLE"), ""},                             // resumed: the old reason stays
+		{snode("k8s: node cordoned; pod not Ready", "IDLE", "DRAIN"), ""},     // a cordon: exempt
+		{snode("k8s: node NotReady; pod being deleted", "IDLE", "DRAIN"), ""}, // a deletion: exempt
+		{snode("k8s: nodeset scale-in", "IDLE", "DRAIN"), ""},                 // the NodeSet controller's
+		{snode("pod not Ready", "IDLE", "DRAIN"), ""},                         // a person's
+	}
+	for _, c := range cases {
+		if got := strings.Join(BudgetedDrainOf(c.node), "; "); got != c.want {
+			t.Errorf("%q %v: %q, want %q", c.node.Reason, c.node.State, got, c.want)
+		}
+	}
+}
+
+func TestHeldBy(t *testing.T) {
+	notReady := []string{CausePodNotReady}
+	both := []string{CauseNodeNotReady, CausePodNotReady}
+	drain := func(causes []string) Action { return Action{Kind: Drain, Reason: DrainReason(causes)} }
+	idle := snode("", "IDLE")
+	budget := func(nodes int, drained map[string]int) Budget {
+		return Budget{Nodes: nodes, Percent: DefaultDrainBudgetPercent, DrainedFor: drained}
+	}
+	cases := []struct {
+		name   string
+		a      Action
+		node   *slurm.Node
+		causes []string
+		b      Budget
+		want   string
+	}{
+		{"room left: 3 of 4 (10% of 40)", drain(notReady), idle, notReady, budget(40, map[string]int{CausePodNotReady: 3}), ""},
+		{"budget spent: 4 of 4", drain(notReady), idle, notReady, budget(40, map[string]int{CausePodNotReady: 4}), CausePodNotReady},
+		{"other causes' drains do not count", drain(notReady), idle, notReady, budget(40, map[string]int{CauseNodeNotReady: 4}), ""},
+		{"each of its causes needs room", drain(both), idle, both, budget(40, map[string]int{CauseNodeNotReady: 4}), CauseNodeNotReady},
+		{"rounded down: 10% of 19 is 1", drain(notReady), idle, notReady, budget(19, map[string]int{CausePodNotReady: 1}), CausePodNotReady},
+		{"a small cluster still drains one node", drain(notReady), idle, notReady, budget(3, nil), ""},
+		{"... but only one", drain(notReady), idle, notReady, budget(3, map[string]int{CausePodNotReady: 1}), CausePodNotReady},
+		{"no nodes known: one", drain(notReady), idle, notReady, budget(0, nil), ""},
+		{"100% lifts the limit", drain(notReady), idle, notReady,
+			Budget{Nodes: 40, Percent: 100, DrainedFor: map[string]int{CausePodNotReady: 39}}, ""},
+		{"a cordon is exempt", drain([]string{"node cordoned (bad GPU)"}), idle, []string{"node cordoned (bad GPU)"},
+			budget(40, map[string]int{CausePodNotReady: 40, CauseNodeNotReady: 40}), ""},
+		{"a cordon with budgeted causes is exempt", drain([]string{"node cordoned", CauseNodeNotReady}), idle,
+			[]string{"node cordoned", CauseNodeNotReady}, budget(40, map[string]int{CauseNodeNotReady: 40}), ""},
+		{"a deletion is exempt", drain([]string{CauseNodeNotReady, CausePodDeleted}), idle,
+			[]string{CauseNodeNotReady, CausePodDeleted}, budget(40, map[string]int{CauseNodeNotReady: 40}), ""},
+		{"a new reason for a drain that is on drains nothing new", drain(both), snode("k8s: node cordoned", "IDLE", "DRAIN"), both,
+			budget(40, map[string]int{CauseNodeNotReady: 40, CausePodNotReady: 40}), ""},
+		{"a resume is never held", Action{Kind: Resume}, snode("k8s: pod not Ready", "IDLE", "DRAIN"), nil,
+			budget(40, map[string]int{CausePodNotReady: 40}), ""},
+		{"resumed by someone while the cause persists: a new drain", drain(notReady), snode("k8s: pod not Ready", "IDLE"), notReady,
+			budget(40, map[string]int{CausePodNotReady: 4}), CausePodNotReady},
+	}
+	for _, c := range cases {
+		if got := HeldBy(c.a, c.node, c.causes, c.b); got != c.want {
+			t.Errorf("%s: held by %q, want %q", c.name, got, c.want)
 		}
 	}
 }

@@ -19,6 +19,7 @@ type Metrics struct {
 	drift    *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	readable *prometheus.GaugeVec
+	held     *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them on reg (when not nil).
@@ -41,9 +42,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "sunk", Subsystem: "syncer", Name: "slurm_state_readable",
 			Help: "1 when the cluster's Slurm node state is readable and fresh; 0 while the syncer fails closed and changes nothing.",
 		}, []string{"cluster"}),
+		held: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sunk", Subsystem: "syncer", Name: "drains_held_total",
+			Help: "Drains the drain budget held back, by cause: counted once each time a node is held.",
+		}, []string{"cluster", "cause"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.latency, m.drift, m.errors, m.readable} {
+		for _, c := range []prometheus.Collector{m.latency, m.drift, m.errors, m.readable, m.held} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -79,4 +84,10 @@ func (m *Metrics) setReadable(ns, cluster string, ok bool) {
 		v = 1
 	}
 	m.readable.WithLabelValues(clusterLabel(ns, cluster)).Set(v)
+}
+
+func (m *Metrics) drainHeld(ns, cluster, cause string) {
+	if m != nil {
+		m.held.WithLabelValues(clusterLabel(ns, cluster), cause).Inc()
+	}
 }

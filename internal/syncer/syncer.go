@@ -23,6 +23,10 @@ import (
 	"sunk.dev/sunk/pkg/slurm"
 )
 
+// ReasonDrainHeld is the reason of the Warning event on a compute pod whose drain the drain
+// budget holds back.
+const ReasonDrainHeld = "SlurmDrainHeld"
+
 // PodNodeIndex is the field index of compute pods by spec.nodeName that a Syncer needs on
 // its cache (IndexPodsByNode), so that a node's change reaches the pods on it without a scan.
 const PodNodeIndex = "spec.nodeName"
@@ -61,6 +65,14 @@ type Config struct {
 	// OrphanGrace: a record is removed only once its pod has been missing this long
 	// (default 30s), so that a pod the cache has not shown yet keeps its node.
 	OrphanGrace time.Duration
+	// NotReadyGrace: a compute pod that was Ready and is not becomes the drain cause "pod
+	// not Ready" once it has not been Ready for this long (default DefaultNotReadyGrace);
+	// see PodNotReady.
+	NotReadyGrace time.Duration
+	// DrainBudgetPercent: one budgeted cause ("node NotReady", "pod not Ready") may hold at
+	// most this share of the cluster's Slurm nodes drained at once, at least one node
+	// (default DefaultDrainBudgetPercent; 100 lifts the limit). See HeldBy.
+	DrainBudgetPercent int
 	// Resync enqueues every pod, node and record this often, a safety net (default 5m).
 	Resync time.Duration
 	// Workers that sync keys in parallel (default 8).
@@ -84,6 +96,7 @@ type Syncer struct {
 	live   client.Reader // the one read that must not lag: is a pod really gone?
 	nodes  *slurm.Informer[string, slurm.Node]
 	queue  workqueue.TypedRateLimitingInterface[string]
+	budget *budget
 
 	mu       sync.Mutex
 	seen     map[string]observed  // key -> when a change was first observed, per direction
@@ -121,6 +134,12 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 	if cfg.OrphanGrace == 0 {
 		cfg.OrphanGrace = 30 * time.Second
 	}
+	if cfg.NotReadyGrace == 0 {
+		cfg.NotReadyGrace = DefaultNotReadyGrace
+	}
+	if cfg.DrainBudgetPercent <= 0 {
+		cfg.DrainBudgetPercent = DefaultDrainBudgetPercent
+	}
 	if cfg.Resync == 0 {
 		cfg.Resync = 5 * time.Minute
 	}
@@ -133,6 +152,7 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sunk-syncer-" + cfg.Namespace + "-" + cfg.Cluster}),
 		seen: map[string]observed{}, inflight: map[string]inflight{}, orphans: map[string]time.Time{},
+		budget: newBudget(cfg.Owns, cfg.DrainBudgetPercent, cfg.StaleAfter),
 	}
 }
 
@@ -165,11 +185,19 @@ func (s *Syncer) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = nodeInf.RemoveEventHandler(nodeReg) }()
-	onSlurm := func(n slurm.Node) { s.enqueue(n.Name, false) }
+	onSlurm := func(n slurm.Node, gone bool) {
+		s.enqueue(n.Name, false)
+		if s.budget.observe(&n, gone) {
+			// The drain budget has room again: the drains it held back are due.
+			for _, held := range s.budget.heldNodes() {
+				s.queue.Add(held)
+			}
+		}
+	}
 	s.nodes.AddHandler(slurm.Handler[slurm.Node]{
-		OnAdd:    onSlurm,
-		OnUpdate: func(_, n slurm.Node) { onSlurm(n) },
-		OnDelete: onSlurm,
+		OnAdd:    func(n slurm.Node) { onSlurm(n, false) },
+		OnUpdate: func(_, n slurm.Node) { onSlurm(n, false) },
+		OnDelete: func(n slurm.Node) { onSlurm(n, true) },
 	})
 	go func() { _ = s.nodes.Run(ctx) }()
 	for range s.cfg.Workers {
@@ -373,6 +401,7 @@ func (s *Syncer) sync(ctx context.Context, name string) error {
 	}
 	sn, registered := s.nodes.Get(name)
 	if pod == nil {
+		s.budget.forget(name)
 		if registered && s.cfg.Owns(&sn) {
 			return s.removeOrphan(ctx, &sn)
 		}
@@ -400,10 +429,16 @@ func (s *Syncer) sync(ctx context.Context, name string) error {
 	return s.toKube(ctx, pod, node, slurmNode, seen.slurm)
 }
 
-// toSlurm applies the Kubernetes → Slurm rule (Decide). The cache shows a change only after
-// the next poll, so a change just sent is not sent again until then.
+// toSlurm applies the Kubernetes → Slurm rule (Decide) within the drain budget (HeldBy).
+// The cache shows a change only after the next poll, so a change just sent is not sent again
+// until then.
 func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node, sn *slurm.Node, since time.Time) error {
-	a := Decide(Causes(node, pod), sn)
+	causes, recheck := Causes(node, pod, time.Now(), s.cfg.NotReadyGrace)
+	if recheck > 0 {
+		// The pod's grace ends then: decide again, whatever else happens meanwhile.
+		s.queue.AddAfter(sn.Name, recheck)
+	}
+	a := Decide(causes, sn)
 	s.mu.Lock()
 	prev, sent := s.inflight[sn.Name]
 	if a.Kind == Nothing {
@@ -411,6 +446,7 @@ func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node
 	}
 	s.mu.Unlock()
 	if a.Kind == Nothing {
+		s.budget.forget(sn.Name)
 		return nil
 	}
 	// Sent already, and the cache still shows the node it was decided on: wait for the
@@ -421,11 +457,26 @@ func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node
 			return nil
 		}
 	}
+	if cause, newly, b := s.budget.admit(a, sn, causes); cause != "" {
+		// Held back until a drain for the same cause ends (the node cache's handler queues
+		// it then) or a resync; reported once per hold.
+		if newly {
+			s.cfg.Metrics.drainHeld(s.cfg.Namespace, s.cfg.Cluster, cause)
+			s.event(pod, corev1.EventTypeWarning, ReasonDrainHeld, "drain",
+				"not draining Slurm node %s for %q: %d other nodes are drained for it, the most the drain budget allows "+
+					"(%d%% of %d Slurm nodes, at least 1); it drains once one of them is resumed",
+				sn.Name, cause, b.DrainedFor[cause], b.Percent, b.Nodes)
+			log.FromContext(ctx).Info("drain held back by the drain budget", "node", sn.Name, "cluster", s.cfg.Cluster,
+				"cause", cause, "drained", b.DrainedFor[cause], "limit", b.Limit())
+		}
+		return nil
+	}
 	u, what := slurm.NodeUpdate{State: slurm.NodeStateResume}, "resume"
 	if a.Kind == Drain {
 		u, what = slurm.NodeUpdate{State: slurm.NodeStateDrain, Reason: &a.Reason}, "drain"
 	}
 	if err := s.cfg.Slurm.UpdateNode(ctx, sn.Name, u); err != nil {
+		s.budget.release(sn.Name)
 		s.cfg.Metrics.syncError(s.cfg.Namespace, s.cfg.Cluster, "slurm_write")
 		s.event(pod, corev1.EventTypeWarning, "SlurmUpdateFailed", what, "%s of Slurm node %s failed: %v", what, sn.Name, err)
 		return fmt.Errorf("%s Slurm node %s: %w", what, sn.Name, err)
