@@ -7,6 +7,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -14,7 +15,9 @@ import (
 	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/kube"
+	"sunk.dev/sunk/internal/slurmconn"
 	sunkwebhook "sunk.dev/sunk/internal/webhook"
+	"sunk.dev/sunk/pkg/slurm"
 )
 
 func main() {
@@ -42,11 +45,16 @@ func main() {
 	cmdutil.Must(err)
 	execer, err := kube.NewPodExecer(cfg)
 	cmdutil.Must(err)
+	restMetrics, err := slurm.NewMetrics(crmetrics.Registry)
+	cmdutil.Must(err)
+	// One REST client per cluster for both controllers: a client per reconcile exhausted
+	// slurmrestd's connections.
+	pool := slurmconn.New(slurmconn.Options{Reader: mgr.GetClient(), Metrics: restMetrics})
 	cmdutil.Must((&slurmcluster.Reconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer,
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Slurm: pool,
 	}).SetupWithManager(mgr))
 	cmdutil.Must((&nodeset.Reconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain,
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Slurm: pool,
 	}).SetupWithManager(mgr))
 	if webhooks {
 		cmdutil.Must(sunkwebhook.SetupSlurmClusterWebhook(mgr))

@@ -18,6 +18,7 @@ import (
 
 	"sunk.dev/sunk/internal/cmdutil"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/pkg/slurm"
 )
@@ -54,16 +55,12 @@ func main() {
 	cmdutil.Must(err)
 	syncMetrics, err := syncer.NewMetrics(crmetrics.Registry)
 	cmdutil.Must(err)
-	factory := func(url string, key []byte) (slurm.Client, error) {
-		tokens, err := slurm.NewJWTSource("slurm", key)
-		if err != nil {
-			return nil, err
-		}
-		return slurm.New(slurm.Config{URL: url, APIVersion: slurm.V0041, Tokens: tokens, Timeout: 10 * time.Second, Metrics: restMetrics})
-	}
+	// The Service and the Secret are read past the cache: neither is worth caching
+	// cluster-wide for one read per cluster.
+	pool := slurmconn.New(slurmconn.Options{Reader: mgr.GetAPIReader(), Metrics: restMetrics, Timeout: 10 * time.Second})
 	ctx := ctrl.SetupSignalHandler()
 	cmdutil.Must((&syncer.Clusters{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Slurm: factory, ClusterDomain: clusterDomain,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Slurm: pool, ClusterDomain: clusterDomain,
 		PollInterval: poll, NotReadyGrace: notReadyGrace, DrainBudgetPercent: drainBudget, Metrics: syncMetrics,
 	}).SetupWithManager(ctx, mgr))
 	cmdutil.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))

@@ -39,6 +39,9 @@ const (
 	MariaDBDataDir  = "/var/lib/mysql"
 )
 
+// SlurmUser is the Slurm daemons' user, and the user sunk's components act as over REST.
+const SlurmUser = "slurm"
+
 // Keys of the generated Secrets.
 const (
 	AuthKeyName     = "slurm.key"

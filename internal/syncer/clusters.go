@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,8 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/slurmconn"
+	"sunk.dev/sunk/pkg/slurm"
 )
 
 // Reasons of the SlurmCluster condition NodesSynced.
@@ -40,8 +42,10 @@ type Clusters struct {
 	Client client.Client
 	// APIReader reads the JWT Secret and the REST Service past the cache (neither is cached
 	// cluster-wide for the sake of one read per cluster), and checks a pod is really gone.
-	APIReader     client.Reader
-	Slurm         slurmcluster.SlurmFactory
+	APIReader client.Reader
+	// Slurm holds the REST client of each cluster; a Syncer runs on the client the pool gave
+	// it and is restarted when the pool's client changes (new endpoint or key).
+	Slurm         *slurmconn.Pool
 	ClusterDomain string
 	PollInterval  time.Duration
 	Metrics       *Metrics
@@ -54,13 +58,26 @@ type Clusters struct {
 	mgr     ctrl.Manager
 	mu      sync.Mutex
 	base    context.Context
-	running map[types.NamespacedName]context.CancelFunc
+	running map[types.NamespacedName]runningSyncer
 }
+
+// runningSyncer is a started Syncer: how to stop it and the client it runs on.
+type runningSyncer struct {
+	stop  context.CancelFunc
+	slurm slurm.Client
+}
+
+// recheckEndpoint is how often a running Syncer's cluster is looked at again for a changed
+// REST endpoint or key: neither the Service nor the Secret is watched.
+const recheckEndpoint = 30 * time.Second
 
 // SetupWithManager registers the reconciler, the runnable and the pod index.
 func (c *Clusters) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	c.mgr = mgr
-	c.running = map[types.NamespacedName]context.CancelFunc{}
+	c.running = map[types.NamespacedName]runningSyncer{}
+	if c.Slurm == nil {
+		c.Slurm = slurmconn.New(slurmconn.Options{Reader: c.APIReader})
+	}
 	if c.Recorder == nil {
 		c.Recorder = mgr.GetEventRecorder("sunk-syncer")
 	}
@@ -85,36 +102,47 @@ func (c *Clusters) Start(ctx context.Context) error {
 // NeedLeaderElection: only the leader syncs.
 func (c *Clusters) NeedLeaderElection() bool { return true }
 
-// Reconcile starts a SlurmCluster's Syncer once its REST Service and JWT key exist, and stops
-// it when the cluster goes.
+// Reconcile starts a SlurmCluster's Syncer once its REST Service and JWT key exist, restarts it
+// when they change, and stops it (dropping its client and metric series) when the cluster goes.
 func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	key := req.NamespacedName
 	c.mu.Lock()
-	base, cancel, running := c.base, c.running[req.NamespacedName], c.running[req.NamespacedName] != nil
+	base, run, running := c.base, c.running[key], c.running[key].stop != nil
 	c.mu.Unlock()
 	if base == nil {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	sc := &sunkv1.SlurmCluster{}
-	if err := c.Client.Get(ctx, req.NamespacedName, sc); err != nil || !sc.DeletionTimestamp.IsZero() {
-		if running {
-			cancel()
-			c.mu.Lock()
-			delete(c.running, req.NamespacedName)
-			c.mu.Unlock()
-			log.FromContext(ctx).Info("stopped syncing: the SlurmCluster is gone", "cluster", req.NamespacedName)
+	if err := c.Client.Get(ctx, key, sc); err != nil || !sc.DeletionTimestamp.IsZero() {
+		if err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if running {
+		if running {
+			c.stop(key)
+			log.FromContext(ctx).Info("stopped syncing: the SlurmCluster is gone", "cluster", key)
+		}
+		c.Slurm.Forget(key)
+		c.Metrics.Forget(key.Namespace, key.Name)
 		return ctrl.Result{}, nil
 	}
-	sl, err := slurmcluster.ClusterClient(ctx, c.APIReader, c.Slurm, render.NamesFor(sc, c.ClusterDomain))
+	sl, err := c.Slurm.For(ctx, render.NamesFor(sc, c.ClusterDomain))
 	if err != nil {
+		if running {
+			// Keep syncing on the client we have: a Service or Secret read that failed
+			// says nothing about slurmrestd, and the Syncer fails closed on its own.
+			return ctrl.Result{RequeueAfter: recheckEndpoint}, nil
+		}
 		// The operator has not made the Service or the key yet.
-		log.FromContext(ctx).Info("not syncing yet", "cluster", req.NamespacedName, "why", err.Error())
+		log.FromContext(ctx).Info("not syncing yet", "cluster", key, "why", err.Error())
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	key := req.NamespacedName
+	if running && run.slurm == sl {
+		return ctrl.Result{RequeueAfter: recheckEndpoint}, nil
+	}
+	if running {
+		c.stop(key)
+		log.FromContext(ctx).Info("restarting the syncer: slurmrestd's endpoint or key changed", "cluster", key)
+	}
 	s := New(Config{
 		Namespace: sc.Namespace, Cluster: sc.Name, Slurm: sl, PollInterval: c.PollInterval,
 		NotReadyGrace: c.NotReadyGrace, DrainBudgetPercent: c.DrainBudgetPercent,
@@ -123,15 +151,24 @@ func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}, c.Client, c.mgr.GetCache(), c.APIReader)
 	sctx, stop := context.WithCancel(base)
 	c.mu.Lock()
-	c.running[key] = stop
+	c.running[key] = runningSyncer{stop: stop, slurm: sl}
 	c.mu.Unlock()
 	go func() {
-		if err := s.Run(log.IntoContext(sctx, log.FromContext(ctx))); err != nil {
+		if err := s.Run(log.IntoContext(sctx, log.FromContext(ctx))); err != nil && sctx.Err() == nil {
 			log.FromContext(ctx).Error(err, "syncer stopped", "cluster", key)
 		}
 	}()
 	log.FromContext(ctx).Info("syncing", "cluster", key)
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: recheckEndpoint}, nil
+}
+
+func (c *Clusters) stop(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r := c.running[key]; r.stop != nil {
+		r.stop()
+	}
+	delete(c.running, key)
 }
 
 // reportHealth sets the SlurmCluster's NodesSynced condition; the operator keeps conditions

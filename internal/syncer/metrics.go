@@ -91,3 +91,16 @@ func (m *Metrics) drainHeld(ns, cluster, cause string) {
 		m.held.WithLabelValues(clusterLabel(ns, cluster), cause).Inc()
 	}
 }
+
+// Forget deletes every series of a cluster, once it is gone.
+func (m *Metrics) Forget(ns, cluster string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"cluster": clusterLabel(ns, cluster)}
+	m.latency.DeletePartialMatch(l)
+	m.drift.DeletePartialMatch(l)
+	m.errors.DeletePartialMatch(l)
+	m.readable.DeletePartialMatch(l)
+	m.held.DeletePartialMatch(l)
+}

@@ -72,8 +72,10 @@ type Config struct {
 	APIVersion string
 	// Tokens supplies the user name and token sent with each request (required).
 	Tokens TokenSource
-	// HTTPClient to use; default a client with Timeout.
+	// HTTPClient to use; default a client with Timeout over NewTransport(MaxConns).
 	HTTPClient *http.Client
+	// MaxConns bounds the connections of the default HTTPClient (default DefaultMaxConns).
+	MaxConns int
 	// Timeout bounds each request (default 30s) when HTTPClient is nil; a context deadline
 	// applies either way.
 	Timeout time.Duration
@@ -99,9 +101,12 @@ func New(cfg Config) (Client, error) {
 		if t == 0 {
 			t = 30 * time.Second
 		}
+		if cfg.MaxConns <= 0 {
+			cfg.MaxConns = DefaultMaxConns
+		}
 		// A transport of its own: a kept-alive connection that went wrong (see Do) is
 		// this client's to drop, and no other client's requests ride on it.
-		cfg.HTTPClient = &http.Client{Timeout: t, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		cfg.HTTPClient = &http.Client{Timeout: t, Transport: NewTransport(cfg.MaxConns)}
 	}
 	if cfg.ServerLocation == nil {
 		cfg.ServerLocation = time.UTC
@@ -114,6 +119,21 @@ func New(cfg Config) (Client, error) {
 		return newV0042(base)
 	}
 	return nil, fmt.Errorf("slurm: unknown API version %q (known: %s, %s)", cfg.APIVersion, V0041, V0042)
+}
+
+// DefaultMaxConns is the default bound on one client's connections to slurmrestd.
+const DefaultMaxConns = 4
+
+// NewTransport is an HTTP transport that opens at most maxConns connections to a host and keeps
+// them for reuse: slurmrestd serves a fixed number of connections (124 by default) to every
+// component and user at once, and a component that opens more starves the others. Requests
+// beyond the bound wait for a connection (within the client's Timeout).
+func NewTransport(maxConns int) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxConnsPerHost = maxConns
+	t.MaxIdleConnsPerHost = maxConns
+	t.IdleConnTimeout = 60 * time.Second
+	return t
 }
 
 // core is what every version adapter shares: authentication, transport errors, classification

@@ -135,7 +135,10 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err != nil {
 		return nil, err
 	}
-	c, err := slurm.New(slurm.Config{URL: args.SlurmURL, APIVersion: args.APIVersion, Tokens: tokens, Metrics: m})
+	// Eight connections: as many as submits and cancels run at once (the informers'
+	// polls take turns with them), within slurmrestd's share for each sunk component.
+	c, err := slurm.New(slurm.Config{URL: args.SlurmURL, APIVersion: args.APIVersion, Tokens: tokens, Metrics: m,
+		MaxConns: 8, Cluster: args.Namespace + "/" + args.Cluster})
 	if err != nil {
 		return nil, err
 	}

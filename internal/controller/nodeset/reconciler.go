@@ -33,8 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/slurm"
 )
 
@@ -45,8 +45,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// ClusterDomain is the Kubernetes cluster's DNS domain (cluster.local).
 	ClusterDomain string
-	// Slurm makes REST clients; slurmcluster.DefaultSlurmFactory when nil.
-	Slurm slurmcluster.SlurmFactory
+	// Slurm holds the process's REST client per cluster, shared with the SlurmCluster
+	// controller; a Pool of its own when nil.
+	Slurm *slurmconn.Pool
 	// PollInterval is how soon Slurm is read again while the NodeSet waits on it (a job to
 	// end, a drain to be lifted); 5s when zero. Slurm has no watch to wake the controller.
 	PollInterval time.Duration
@@ -393,7 +394,7 @@ func (r *Reconciler) readSlurm(ctx context.Context, w *world, st *status) {
 // slurmClient authenticates with the cluster's JWT key, which only the SlurmCluster
 // controller creates.
 func (r *Reconciler) slurmClient(ctx context.Context, n render.Names) (slurm.Client, error) {
-	return slurmcluster.ClusterClient(ctx, r.Client, r.Slurm, n)
+	return r.Slurm.For(ctx, n)
 }
 
 // applyServices keeps the ConfigMap of the NodeSet's s6 services, owned by the NodeSet.
@@ -674,6 +675,9 @@ func (r *Reconciler) event(ns *sunkv1.NodeSet, typ, reason, format string, args 
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("sunk-operator")
+	}
+	if r.Slurm == nil {
+		r.Slurm = slurmconn.New(slurmconn.Options{Reader: mgr.GetClient()})
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sunkv1.NodeSet{}).

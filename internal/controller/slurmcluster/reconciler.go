@@ -25,22 +25,9 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/internal/webhook"
-	"sunk.dev/sunk/pkg/slurm"
 )
-
-// SlurmFactory makes a slurmrestd client for a cluster, authenticated as SlurmUser with a
-// token signed by the cluster's JWT key.
-type SlurmFactory func(url string, jwtKey []byte) (slurm.Client, error)
-
-// DefaultSlurmFactory speaks v0.0.41 to slurmrestd.
-func DefaultSlurmFactory(url string, jwtKey []byte) (slurm.Client, error) {
-	tokens, err := slurm.NewJWTSource("slurm", jwtKey)
-	if err != nil {
-		return nil, err
-	}
-	return slurm.New(slurm.Config{URL: url, APIVersion: slurm.V0041, Tokens: tokens, Timeout: 15 * time.Second})
-}
 
 // Reconciler reconciles SlurmClusters.
 type Reconciler struct {
@@ -51,8 +38,9 @@ type Reconciler struct {
 	ClusterDomain string
 	// Exec reads files inside slurmctld pods (which slurm.conf kubelet has delivered).
 	Exec kube.Execer
-	// Slurm makes REST clients; DefaultSlurmFactory when nil.
-	Slurm SlurmFactory
+	// Slurm holds the process's REST client per cluster (shared with the NodeSet controller);
+	// a Pool reading through the manager's client when nil.
+	Slurm *slurmconn.Pool
 
 	// applied remembers the configuration each cluster's slurmctld was reconfigured with,
 	// because the cached SlurmCluster a reconcile reads may predate its own status write,
@@ -95,9 +83,13 @@ const pollWhileConverging = 3 * time.Second
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sc := &sunkv1.SlurmCluster{}
 	if err := r.Get(ctx, req.NamespacedName, sc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Slurm.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !sc.DeletionTimestamp.IsZero() {
+		r.Slurm.Forget(req.NamespacedName)
 		// Owner references remove everything but the state and database claims, which
 		// outlive the cluster on purpose: they hold the jobs and the accounting.
 		return ctrl.Result{}, nil
@@ -258,7 +250,7 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 		st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForRestAPI, "slurmrestd is not ready")
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
-	sl, err := r.slurmClient(ctx, n, jwtKey)
+	sl, err := r.Slurm.ForKey(ctx, n, jwtKey)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -275,37 +267,6 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 	return ctrl.Result{}, nil
 }
 
-func (r *Reconciler) slurmClient(ctx context.Context, n render.Names, jwtKey []byte) (slurm.Client, error) {
-	return SlurmClientFor(ctx, r.Client, r.Slurm, n, jwtKey)
-}
-
-// SlurmClientFor reaches a cluster's slurmrestd through its Service's cluster IP, which
-// works both from inside the cluster and from an operator running outside it. A nil f is
-// DefaultSlurmFactory. The NodeSet controller uses it too.
-func SlurmClientFor(ctx context.Context, c client.Reader, f SlurmFactory, n render.Names, jwtKey []byte) (slurm.Client, error) {
-	svc := &corev1.Service{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.RestAPI}, svc); err != nil {
-		return nil, err
-	}
-	if f == nil {
-		f = DefaultSlurmFactory
-	}
-	return f(fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, render.SlurmrestdPort), jwtKey)
-}
-
-// ClusterClient is SlurmClientFor with the JWT key read from the cluster's Secret.
-func ClusterClient(ctx context.Context, c client.Reader, f SlurmFactory, n render.Names) (slurm.Client, error) {
-	s := &corev1.Secret{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.JWTSecret}, s); err != nil {
-		return nil, fmt.Errorf("reading the JWT key: %w", err)
-	}
-	key := s.Data[render.JWTKeyName]
-	if len(key) == 0 {
-		return nil, fmt.Errorf("secret %s has no key %q", n.JWTSecret, render.JWTKeyName)
-	}
-	return SlurmClientFor(ctx, c, f, n, key)
-}
-
 func (r *Reconciler) event(sc *sunkv1.SlurmCluster, typ, reason, msg string) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(sc, nil, typ, reason, "Reconcile", "%s", msg)
@@ -317,6 +278,9 @@ func (r *Reconciler) event(sc *sunkv1.SlurmCluster, typ, reason, msg string) {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("sunk-operator")
+	}
+	if r.Slurm == nil {
+		r.Slurm = slurmconn.New(slurmconn.Options{Reader: mgr.GetClient()})
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sunkv1.SlurmCluster{}).

@@ -5,6 +5,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
+	"sunk.dev/sunk/internal/slurmconn"
 	sunkwebhook "sunk.dev/sunk/internal/webhook"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/slurm/slurmfake"
@@ -103,12 +105,13 @@ func start(t *testing.T) *harness {
 	h := &harness{c: direct, exec: &fakeExec{seen: map[string]string{}}, slurm: slurmfake.New()}
 	r := &slurmcluster.Reconciler{
 		Client: mgr.GetClient(), Scheme: scheme, Exec: h.exec,
-		Slurm: func(url string, key []byte) (slurm.Client, error) {
-			if len(key) < 32 {
-				return nil, fmt.Errorf("jwt key of %d bytes", len(key))
-			}
-			return h.slurm, nil
-		},
+		Slurm: slurmconn.New(slurmconn.Options{Reader: mgr.GetClient(),
+			Factory: func(url string, key []byte, _ *http.Client) (slurm.Client, error) {
+				if len(key) < 32 {
+					return nil, fmt.Errorf("jwt key of %d bytes", len(key))
+				}
+				return h.slurm, nil
+			}}),
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)

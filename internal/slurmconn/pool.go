@@ -1,0 +1,167 @@
+// Package slurmconn holds the one slurmrestd client a process keeps per SlurmCluster: it finds
+// the cluster's REST Service and JWT key, bounds the connections the process opens to
+// slurmrestd, builds a new client only when the endpoint or the key changes, and closes the
+// old one then and when the cluster goes. Every component of a process (the SlurmCluster and
+// NodeSet controllers, the syncer) shares it, so no reconcile opens connections of its own.
+package slurmconn
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/slurm"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxConns per cluster and process: with four components per cluster that is 16 of
+	// slurmrestd's connections (render sizes slurmrestd's limit with room for users).
+	DefaultMaxConns = slurm.DefaultMaxConns
+	DefaultTimeout  = 15 * time.Second
+)
+
+// Factory builds a client for url with the cluster's JWT key over hc, which carries the
+// pool's connection bound. Tests substitute one that returns a fake.
+type Factory func(url string, jwtKey []byte, hc *http.Client) (slurm.Client, error)
+
+// Options configure a Pool.
+type Options struct {
+	// Reader reads the REST Service and the JWT Secret (an API reader: neither is worth a
+	// cluster-wide cache for one read per cluster).
+	Reader client.Reader
+	// Factory builds clients; nil speaks v0.0.41 as SlurmUser with Metrics.
+	Factory Factory
+	// MaxConns bounds the connections to one cluster's slurmrestd (default DefaultMaxConns).
+	MaxConns int
+	// Timeout bounds each request, including the wait for a free connection.
+	Timeout time.Duration
+	// Metrics counts the default clients' requests per cluster; Forget drops their series.
+	Metrics *slurm.Metrics
+}
+
+// Pool maps each SlurmCluster to its client. The zero value is not usable; use New.
+type Pool struct {
+	opts  Options
+	mu    sync.Mutex
+	conns map[types.NamespacedName]*conn
+}
+
+type conn struct {
+	url       string
+	key       [sha256.Size]byte
+	client    slurm.Client
+	transport *http.Transport
+}
+
+// New returns an empty Pool.
+func New(opts Options) *Pool {
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Factory == nil {
+		m := opts.Metrics
+		opts.Factory = func(url string, key []byte, hc *http.Client) (slurm.Client, error) {
+			return defaultClient(url, key, hc, m)
+		}
+	}
+	return &Pool{opts: opts, conns: map[types.NamespacedName]*conn{}}
+}
+
+// Key names a cluster in the pool and in metrics.
+func Key(n render.Names) types.NamespacedName {
+	return types.NamespacedName{Namespace: n.Namespace, Name: n.Cluster}
+}
+
+// For returns the cluster's client, authenticated with the key of its JWT Secret.
+func (p *Pool) For(ctx context.Context, n render.Names) (slurm.Client, error) {
+	s := &corev1.Secret{}
+	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.JWTSecret}, s); err != nil {
+		return nil, fmt.Errorf("reading the JWT key: %w", err)
+	}
+	key := s.Data[render.JWTKeyName]
+	if len(key) == 0 {
+		return nil, fmt.Errorf("secret %s/%s has no %s", n.Namespace, n.JWTSecret, render.JWTKeyName)
+	}
+	return p.ForKey(ctx, n, key)
+}
+
+// ForKey is For with a JWT key the caller has already read. The client reaches slurmrestd
+// through its Service's cluster IP, which works from inside the cluster and from a process
+// running outside it.
+func (p *Pool) ForKey(ctx context.Context, n render.Names, jwtKey []byte) (slurm.Client, error) {
+	svc := &corev1.Service{}
+	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.RestAPI}, svc); err != nil {
+		return nil, fmt.Errorf("reading the REST API Service: %w", err)
+	}
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return nil, fmt.Errorf("service %s/%s has no cluster IP", n.Namespace, n.RestAPI)
+	}
+	url := fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, render.SlurmrestdPort)
+	sum := sha256.Sum256(jwtKey)
+	k := Key(n)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.conns[k]; c != nil {
+		if c.url == url && c.key == sum {
+			return c.client, nil
+		}
+		// The endpoint or the key changed: requests in flight on the old client finish; its
+		// idle connections go now and the rest when they fall idle.
+		c.close()
+		delete(p.conns, k)
+	}
+	t := slurm.NewTransport(p.opts.MaxConns)
+	cl, err := p.opts.Factory(url, jwtKey, &http.Client{Timeout: p.opts.Timeout, Transport: t})
+	if err != nil {
+		return nil, err
+	}
+	p.conns[k] = &conn{url: url, key: sum, client: cl, transport: t}
+	return cl, nil
+}
+
+// Forget closes the cluster's client, if any, and drops its metric series. Call it when the
+// SlurmCluster is gone.
+func (p *Pool) Forget(k types.NamespacedName) {
+	p.mu.Lock()
+	if c := p.conns[k]; c != nil {
+		c.close()
+		delete(p.conns, k)
+	}
+	p.mu.Unlock()
+	p.opts.Metrics.Forget(k.String())
+}
+
+// Len is the number of clusters with a client.
+func (p *Pool) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
+}
+
+func (c *conn) close() {
+	// A closed transport would still open new connections for a caller that kept the
+	// client; taking its idle ones away and letting the rest time out bounds the leak to
+	// the in-flight requests.
+	c.transport.CloseIdleConnections()
+}
+
+func defaultClient(url string, key []byte, hc *http.Client, m *slurm.Metrics) (slurm.Client, error) {
+	tokens, err := slurm.NewJWTSource(render.SlurmUser, key)
+	if err != nil {
+		return nil, err
+	}
+	return slurm.New(slurm.Config{URL: url, APIVersion: slurm.V0041, Tokens: tokens, HTTPClient: hc, Metrics: m})
+}

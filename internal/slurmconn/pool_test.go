@@ -1,0 +1,151 @@
+package slurmconn
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/slurm/slurmfake"
+)
+
+func objects(ip, key string) (*corev1.Service, *corev1.Secret) {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-restapi"}, Spec: corev1.ServiceSpec{ClusterIP: ip}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-jwt-key"}, Data: map[string][]byte{render.JWTKeyName: []byte(key)}}
+}
+
+func TestPoolKeepsOneClientPerCluster(t *testing.T) {
+	ctx := context.Background()
+	svc, sec := objects("10.0.0.1", "key-1")
+	c := fake.NewClientBuilder().WithObjects(svc, sec).Build()
+	var built []string
+	p := New(Options{Reader: c, Factory: func(url string, key []byte, _ *http.Client) (slurm.Client, error) {
+		built = append(built, url+" "+string(key))
+		return slurmfake.New(), nil
+	}})
+	n := render.Names{Cluster: "a", Namespace: "ns", RestAPI: "a-restapi", JWTSecret: "a-jwt-key"}
+
+	first, err := p.For(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		again, err := p.For(ctx, n)
+		if err != nil || again != first {
+			t.Fatalf("a second For built another client (%v)", err)
+		}
+	}
+	update(t, c, func(s *corev1.Service, _ *corev1.Secret) { s.Spec.ClusterIP = "10.0.0.2" })
+	second, err := p.For(ctx, n)
+	if err != nil || second == first {
+		t.Fatalf("a new endpoint kept the old client (%v)", err)
+	}
+	update(t, c, func(_ *corev1.Service, s *corev1.Secret) { s.Data[render.JWTKeyName] = []byte("key-2") })
+	third, err := p.For(ctx, n)
+	if err != nil || third == second {
+		t.Fatalf("a new key kept the old client (%v)", err)
+	}
+	want := []string{"http://10.0.0.1:6820 key-1", "http://10.0.0.2:6820 key-1", "http://10.0.0.2:6820 key-2"}
+	if len(built) != len(want) {
+		t.Fatalf("built %v, want %v", built, want)
+	}
+	for i := range want {
+		if built[i] != want[i] {
+			t.Fatalf("built %v, want %v", built, want)
+		}
+	}
+	p.Forget(types.NamespacedName{Namespace: "ns", Name: "a"})
+	if p.Len() != 0 {
+		t.Fatal("Forget kept the client")
+	}
+}
+
+func TestPoolFailsWithoutServiceOrKey(t *testing.T) {
+	ctx := context.Background()
+	n := render.Names{Cluster: "a", Namespace: "ns", RestAPI: "a-restapi", JWTSecret: "a-jwt-key"}
+	svc, sec := objects("10.0.0.1", "")
+	for name, objs := range map[string][]client.Object{
+		"no objects": nil, "no service": {sec}, "empty key": {svc, sec},
+		"headless": {func() *corev1.Service { s := svc.DeepCopy(); s.Spec.ClusterIP = corev1.ClusterIPNone; return s }(), sec},
+	} {
+		p := New(Options{Reader: fake.NewClientBuilder().WithObjects(objs...).Build()})
+		if _, err := p.For(ctx, n); err == nil {
+			t.Errorf("%s: For succeeded", name)
+		}
+	}
+}
+
+func update(t *testing.T, c client.Client, f func(*corev1.Service, *corev1.Secret)) {
+	t.Helper()
+	svc, sec := &corev1.Service{}, &corev1.Secret{}
+	ctx := context.Background()
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "a-restapi"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "a-jwt-key"}, sec); err != nil {
+		t.Fatal(err)
+	}
+	f(svc, sec)
+	if err := c.Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Update(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTransportBoundsConnections: 32 concurrent requests open at most MaxConns connections.
+func TestTransportBoundsConnections(t *testing.T) {
+	var open, peak atomic.Int32
+	release := make(chan struct{})
+	var arrived sync.WaitGroup
+	arrived.Add(DefaultMaxConns)
+	var first atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if first.Add(1) <= DefaultMaxConns {
+			arrived.Done()
+		}
+		<-release
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			if v := open.Add(1); v > peak.Load() {
+				peak.Store(v)
+			}
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	hc := &http.Client{Transport: slurm.NewTransport(DefaultMaxConns)}
+	var done sync.WaitGroup
+	for range 32 {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			resp, err := hc.Get(srv.URL)
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	arrived.Wait() // the bound's worth of requests are in the server, the rest wait for a connection
+	close(release)
+	done.Wait()
+	if got := peak.Load(); got > DefaultMaxConns {
+		t.Fatalf("%d connections at once, want at most %d", got, DefaultMaxConns)
+	}
+}
