@@ -51,6 +51,19 @@ func (n *Node) HasState(s string) bool { return slices.Contains(n.State, s) }
 // Drained reports a node that is draining or drained (the DRAIN flag).
 func (n *Node) Drained() bool { return n.HasState("DRAIN") }
 
+// Busy reports a node that runs or finishes jobs, or may: anything but a base state known to
+// hold no job (IDLE, DOWN, FUTURE) counts as busy, so that a state sunk does not know never
+// lets a component delete a pod or a node record under a job. It is the one answer every sunk
+// component uses before removing a node.
+func (n *Node) Busy() bool {
+	switch n.BaseState() {
+	case "IDLE", "DOWN", "FUTURE":
+	default:
+		return true
+	}
+	return n.HasState("COMPLETING") || n.HasState("ALLOCATED") || n.HasState("MIXED") || n.AllocCPUs > 0
+}
+
 // NodeState is a state to set on a node.
 type NodeState string
 

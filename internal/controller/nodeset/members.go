@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -13,6 +12,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // selection matches Kubernetes nodes against a NodeSet's nodeSelector and required affinity,
@@ -129,33 +129,11 @@ func pinnedNode(p *corev1.Pod) string {
 	return ""
 }
 
-// Slurm node states, as the REST API lists them.
-
-// busy reports a Slurm node that runs or finishes jobs. Anything but a base state known to
-// hold no job (IDLE, DOWN, FUTURE) counts as busy, so that a state sunk does not know never
-// lets it delete a pod.
-func busy(n *slurm.Node) bool {
-	switch n.BaseState() {
-	case "IDLE", "DOWN", "FUTURE":
-	default:
-		return true
-	}
-	return n.HasState("COMPLETING") || n.HasState("ALLOCATED") || n.HasState("MIXED") || n.AllocCPUs > 0
-}
-
-// ReasonPrefix starts the drain reason of every drain the NodeSet controller sets; it lifts
-// only drains whose reason starts with it.
-const ReasonPrefix = "k8s: nodeset"
-
-// k8sReasonPrefix starts every drain reason a sunk component sets; a drain without it is a
-// person's (or Slurm's own) and is never lifted or dropped.
-const k8sReasonPrefix = "k8s:"
-
-func drainReason(why string) string { return ReasonPrefix + " " + why }
+func drainReason(why string) string { return wellknown.DrainPrefixNodeSet + " " + why }
 
 // ourDrain reports a node drained by the NodeSet controller.
 func ourDrain(n *slurm.Node) bool {
-	return n != nil && n.Drained() && strings.HasPrefix(n.Reason, ReasonPrefix)
+	return n != nil && n.Drained() && wellknown.DrainByNodeSet(n.Reason)
 }
 
 func terminating(p *corev1.Pod) bool { return p != nil && !p.DeletionTimestamp.IsZero() }

@@ -99,7 +99,7 @@ func plan(in planInput) []action {
 		// otherwise be drained before idle members and hold the update until its job ends.
 		// One the update already drained goes on being retired: it already counts against
 		// the budget, and it goes when its jobs end.
-		free := (!kube.PodReady(m.pod) || m.slurm == nil || m.slurm.Drained()) && (m.slurm == nil || !busy(m.slurm))
+		free := (!kube.PodReady(m.pod) || m.slurm == nil || m.slurm.Drained()) && (m.slurm == nil || !m.slurm.Busy())
 		if free || ourDrain(m.slurm) {
 			out = append(out, action{kind: actRetire, m: m, reason: drainReason(whyUpdate)})
 		} else {
@@ -107,7 +107,7 @@ func plan(in planInput) []action {
 		}
 	}
 	sort.SliceStable(fresh, func(i, j int) bool {
-		bi, bj := busy(fresh[i].slurm), busy(fresh[j].slurm)
+		bi, bj := fresh[i].slurm.Busy(), fresh[j].slurm.Busy()
 		if bi != bj {
 			return !bi
 		}

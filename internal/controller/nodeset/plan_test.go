@@ -181,23 +181,6 @@ func TestPerNodeDesired(t *testing.T) {
 	}
 }
 
-func TestBusyFailsClosed(t *testing.T) {
-	for state, want := range map[string]bool{
-		"IDLE": false, "IDLE+DRAIN": false, "DOWN+DRAIN": false, "FUTURE": false,
-		"ALLOCATED": true, "MIXED+DRAIN": true, "IDLE+COMPLETING": true, "UNKNOWN": true, "": true, "ERROR": true,
-	} {
-		var st []string
-		if state != "" {
-			st = strings.Split(state, "+")
-		}
-		if got := busy(&slurm.Node{State: st}); got != want {
-			t.Errorf("busy(%s) = %v", state, got)
-		}
-	}
-	if !busy(&slurm.Node{State: []string{"IDLE"}, AllocCPUs: 2}) {
-		t.Error("allocated CPUs are busy whatever the state says")
-	}
-}
 
 func TestMaxUnavailable(t *testing.T) {
 	for _, c := range []struct {

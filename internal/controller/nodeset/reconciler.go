@@ -36,6 +36,7 @@ import (
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Reconciler reconciles NodeSets.
@@ -482,7 +483,7 @@ func (r *Reconciler) create(ctx context.Context, w *world, m *member, st *status
 func (r *Reconciler) retire(ctx context.Context, w *world, m *member, reason string, o *outcome) error {
 	p := m.pod
 	if p.Spec.NodeName == "" {
-		return r.deletePod(ctx, w.ns, p, "it never ran on a node ("+strings.TrimPrefix(reason, ReasonPrefix+" ")+")")
+		return r.deletePod(ctx, w.ns, p, "it never ran on a node ("+strings.TrimPrefix(reason, wellknown.DrainPrefixNodeSet+" ")+")")
 	}
 	if w.sl == nil {
 		o.waiting = append(o.waiting, m.name)
@@ -510,7 +511,7 @@ func (r *Reconciler) retire(ctx context.Context, w *world, m *member, reason str
 		o.waiting = append(o.waiting, m.name)
 		return nil
 	}
-	if busy(sn) {
+	if sn.Busy() {
 		o.waitingForJobs = append(o.waitingForJobs, m.name)
 		return nil
 	}
@@ -561,7 +562,7 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 		case err != nil:
 			o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("reading Slurm node %s: %v", m.name, err))
 			return nil
-		case n.Drained() && !strings.HasPrefix(n.Reason, k8sReasonPrefix):
+		case n.Drained() && !wellknown.DrainBySunk(n.Reason):
 			r.event(ns, corev1.EventTypeNormal, ReasonRecordKept, "kept Slurm node %s for its replacement: drained by someone else (%s)", m.name, n.Reason)
 			return removeFinalizer(ctx, r.Client, p)
 		}

@@ -105,7 +105,7 @@ func (r *Reconciler) count(w *world, st *status) {
 			}
 		}
 		if slurmKnown && p != nil && m.slurm != nil {
-			if busy(m.slurm) {
+			if m.slurm.Busy() {
 				c.Busy++
 			}
 			if m.slurm.Drained() {

@@ -31,6 +31,7 @@ import (
 	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // kubelet plays the scheduler and kubelet for compute pods: it binds pending pods to a
@@ -214,7 +215,7 @@ func (k *kubelet) sample(ctx context.Context, pods []corev1.Pod) {
 	}
 	drained := map[string]bool{}
 	for _, n := range list.Nodes {
-		drained[n.Name] = n.Drained() && strings.HasPrefix(n.Reason, nodeset.ReasonPrefix)
+		drained[n.Name] = n.Drained() && wellknown.DrainByNodeSet(n.Reason)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()

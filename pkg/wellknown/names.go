@@ -1,0 +1,107 @@
+// Package wellknown is the one home of the names sunk's components agree on: the labels,
+// annotations, taints and finalizers they write and read on Kubernetes objects, and the drain
+// reasons they write on Slurm nodes. The operator, the syncer and the scheduler (its own Go
+// module) import them from here; a name defined anywhere else is a bug.
+package wellknown
+
+import "strings"
+
+// Labels of every object a SlurmCluster owns.
+const (
+	// LabelCluster names the SlurmCluster an object belongs to (also on Kubernetes nodes that
+	// run one of its compute pods).
+	LabelCluster = "sunk.dev/cluster"
+	// LabelComponent is the role of a pod: one of the Component* values.
+	LabelComponent = "sunk.dev/component"
+)
+
+// Values of LabelComponent.
+const (
+	ComponentController = "controller"
+	ComponentRestAPI    = "restapi"
+	ComponentAccounting = "accounting"
+	ComponentDatabase   = "database"
+	ComponentLogin      = "login"
+	// ComponentCompute: a compute pod, one slurmd, one dynamic Slurm node.
+	ComponentCompute = "compute"
+)
+
+// Labels and the finalizer of compute pods (and, mirrored by the syncer, of their Kubernetes
+// nodes).
+const (
+	// LabelNodeSet names the NodeSet a compute pod belongs to.
+	LabelNodeSet = "sunk.dev/nodeset"
+	// LabelTemplateHash is the hash of the pod template the pod was made from; a pod whose
+	// hash differs from the NodeSet's current one is replaced by an update.
+	LabelTemplateHash = "sunk.dev/template-hash"
+	// LabelSlurmNode is the Slurm node name of the pod (its host name, and its own name).
+	LabelSlurmNode = "sunk.dev/slurm-node"
+	// FinalizerSlurmNode keeps a compute pod until the NodeSet controller has removed its
+	// Slurm node record, when the pod is gone for good (scale-in, node left the selection).
+	FinalizerSlurmNode = "sunk.dev/slurm-node"
+)
+
+// Annotations the operator writes on the control plane's pods.
+const (
+	// AnnotationRestartHash on a pod template rolls the pods when settings change that only a
+	// restart applies.
+	AnnotationRestartHash = "sunk.dev/restart-hash"
+	// AnnotationConfigHash on a slurmctld pod is the config it should see; writing it also
+	// makes kubelet refresh the pod's ConfigMap volumes promptly.
+	AnnotationConfigHash = "sunk.dev/config-hash"
+)
+
+// The syncer's protocol on Kubernetes objects (docs/syncer.md).
+const (
+	// AnnotationCordonReason on a Kubernetes node says why it was cordoned; it becomes part
+	// of the Slurm drain reason.
+	AnnotationCordonReason = "sunk.dev/cordon-reason"
+	// AnnotationSlurmState and AnnotationSlurmReason mirror the Slurm node on its pod and its
+	// Kubernetes node.
+	AnnotationSlurmState  = "slurm.sunk.dev/state"
+	AnnotationSlurmReason = "slurm.sunk.dev/reason"
+	// ConditionSlurmNode is the pod and node condition: True when Slurm may run jobs there.
+	ConditionSlurmNode = "sunk.dev/SlurmNodeAvailable"
+)
+
+// Annotations a pod scheduled by sunk-scheduler sets to shape its Slurm job (all optional),
+// and the scheduler's own marks (docs/scheduler.md).
+const (
+	AnnotationPartition   = "sunk.dev/partition"
+	AnnotationAccount     = "sunk.dev/account"
+	AnnotationQOS         = "sunk.dev/qos"
+	AnnotationPriority    = "sunk.dev/priority"   // unsigned integer
+	AnnotationTimeLimit   = "sunk.dev/time-limit" // Go duration ("90m") or minutes ("90")
+	AnnotationReservation = "sunk.dev/reservation"
+	AnnotationExclusive   = "sunk.dev/exclusive" // "true" (default) or "false"
+	AnnotationConstraint  = "sunk.dev/constraint"
+	// AnnotationGang names a gang: the pods of one namespace that share it become one job of
+	// AnnotationGangSize nodes, one pod per node, bound all or nothing.
+	AnnotationGang     = "sunk.dev/gang"
+	AnnotationGangSize = "sunk.dev/gang-size"
+	// AnnotationJob is written by the scheduler on a pod it binds: the Slurm job it runs in.
+	AnnotationJob = "sunk.dev/slurm-job"
+	// TaintJob is the node lock: while an exclusive placeholder job runs on a node, the node
+	// carries this NoSchedule taint (value: the job id), so that ordinary pods are kept away.
+	TaintJob = "sunk.dev/slurm-job"
+)
+
+// Drain reasons: who set a Slurm drain is told by its reason's prefix. A drain whose reason
+// does not start with DrainPrefix was set by a person (or by Slurm itself), and no sunk
+// component ever lifts or rewrites it.
+const (
+	// DrainPrefix starts every drain reason a sunk component sets.
+	DrainPrefix = "k8s:"
+	// DrainPrefixNodeSet starts the NodeSet controller's drains (scale-in, update); only the
+	// NodeSet controller lifts them.
+	DrainPrefixNodeSet = DrainPrefix + " nodeset"
+)
+
+// DrainBySunk reports a drain reason set by any sunk component.
+func DrainBySunk(reason string) bool { return strings.HasPrefix(reason, DrainPrefix) }
+
+// DrainByNodeSet reports a drain reason set by the NodeSet controller.
+func DrainByNodeSet(reason string) bool { return strings.HasPrefix(reason, DrainPrefixNodeSet) }
+
+// DrainBySyncer reports a drain reason set by the syncer: sunk's, not the NodeSet controller's.
+func DrainBySyncer(reason string) bool { return DrainBySunk(reason) && !DrainByNodeSet(reason) }
