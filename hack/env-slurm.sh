@@ -58,10 +58,18 @@ TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
-ReturnToService=2
 MaxNodeCount=6000
-SlurmdTimeout=30
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+# The production defaults sunk renders (internal/render/config.go productionDefaults; a unit
+# test there keeps these lines equal), so that tests meet the scheduling latency and node
+# update cadence of a real sunk cluster.
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,sched_interval=10,bf_continue,bf_interval=10,bf_max_job_test=1000,max_rpc_cnt=150,ignore_constraint_validation
+SlurmdTimeout=300
+ReturnToService=2
+MinJobAge=120
+MessageTimeout=10
+TCPTimeout=5
+KillWait=30
+UnkillableStepTimeout=180
 PreemptType=preempt/partition_prio
 PreemptMode=CANCEL
 PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1
