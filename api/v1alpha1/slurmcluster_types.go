@@ -149,6 +149,28 @@ type RestAPISpec struct {
 	// Resources of the slurmrestd container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Threads is slurmrestd's worker thread count (-t): how many requests one replica serves
+	// at once, each waiting on one slurmctld RPC. Default 32: sunk's components keep at most
+	// 16 requests in flight (the operator and the syncer 4 each, sunk-scheduler 8), and users
+	// get at least as many. Replicas x threads is the most RPCs slurmrestd puts on slurmctld
+	// at once; keep it below 150, where sunk's SchedulerParameters (max_rpc_cnt) make the
+	// scheduler stand back.
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=1024
+	// +optional
+	Threads *int32 `json:"threads,omitempty"`
+
+	// MaxConnections is how many client connections one replica holds open at once
+	// (--max-connections); past it, new connections wait unaccepted and slurmrestd's own
+	// readiness probe fails. Default 256: sunk's components hold at most 16 (32 while leaders
+	// hand over), slurmrestd never closes an idle connection itself (so a client that
+	// vanished without closing keeps its slot), and the rest is for users.
+	// Each connection is a file descriptor: stay below the container's open-file limit.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
+	// +optional
+	MaxConnections *int32 `json:"maxConnections,omitempty"`
 }
 
 // AccountingMode says where job accounting goes.

@@ -2,6 +2,7 @@ package render
 
 import (
 	"flag"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -16,6 +17,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	goldenfile "sunk.dev/sunk/internal/golden"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -109,7 +111,7 @@ func TestObjectsGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		objs := []any{ControllerService(n), ControllerStatefulSet(sc, n, c), RestAPIService(n), RestAPIDeployment(sc, n, c),
-			LoginService(sc, n), LoginDeployment(sc, n, c), S6ServicesConfigMap(n, n.LoginServices, ComponentLogin, sc.Spec.Login.Services)}
+			LoginService(sc, n), LoginDeployment(sc, n, c), S6ServicesConfigMap(n, n.LoginServices, wellknown.ComponentLogin, sc.Spec.Login.Services)}
 		if sc.Spec.Controller.Backup {
 			objs = append(objs, SharedStateClaim(sc, n))
 		}
@@ -212,5 +214,40 @@ func TestProductionDefaults(t *testing.T) {
 	}
 	if c.RestartHash != base.RestartHash {
 		t.Error("overriding a production default must not restart slurmctld")
+	}
+}
+
+// TestRestAPISize: slurmrestd gets sunk's thread and connection defaults, and the spec's
+// values when set, as the options Slurm 24.11's slurmrestd reads (-t, --max-connections).
+func TestRestAPISize(t *testing.T) {
+	sc := minimal()
+	n := NamesFor(sc, "")
+	c, err := RenderConfig(sc, ConfigInputs{Names: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := func() []string { return RestAPIDeployment(sc, n, c).Spec.Template.Spec.Containers[0].Args }
+	if got, want := args(), []string{"slurmrestd", "-s", "openapi/slurmctld", "-t", "32", "--max-connections", "256"}; !slices.Equal(got, want) {
+		t.Errorf("default args %q, want %q", got, want)
+	}
+	sc.Spec.RestAPI.Threads, sc.Spec.RestAPI.MaxConnections = ptr.To(int32(64)), ptr.To(int32(512))
+	if got, want := args(), []string{"slurmrestd", "-s", "openapi/slurmctld", "-t", "64", "--max-connections", "512"}; !slices.Equal(got, want) {
+		t.Errorf("args %q, want %q", got, want)
+	}
+}
+
+// TestSlurmTestBedHasProductionDefaults: the standalone Slurm of the integration tests
+// (hack/env-slurm.sh writes its own slurm.conf) runs with the defaults sunk renders, so that
+// what the tests measure (job start latency, node list changes) is what a sunk cluster does.
+func TestSlurmTestBedHasProductionDefaults(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join("..", "..", "hack", "env-slurm.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(script), "\n")
+	for _, d := range productionDefaults {
+		if !slices.Contains(lines, d) {
+			t.Errorf("hack/env-slurm.sh's slurm.conf lacks the line %q", d)
+		}
 	}
 }
