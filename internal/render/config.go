@@ -121,8 +121,8 @@ var schedulerParameters = []string{
 	// leaves the job lock to RPCs (REST pollers among them), adding at most 0.1 s to a start.
 	"sched_min_interval=100000",
 	// The full-queue pass (60 s) starts what no event asked for: jobs deeper than
-	// default_queue_depth (100), nodes that answer pings again. The ~60 s a batch job was
-	// seen to wait on idle nodes is this interval. One pass is capped at max_sched_time (2 s).
+	// default_queue_depth (100), nodes that answer pings again. The ~60 s wait seen for a
+	// batch job on idle nodes matches it. One pass is capped at max_sched_time (2 s).
 	"sched_interval=10",
 	// Backfill starts the jobs that strict priority order passes over (a small job behind a
 	// big pending one): every 10 s (30 s), without giving up its cycle whenever job or node
