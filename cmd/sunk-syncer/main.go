@@ -17,10 +17,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"sunk.dev/sunk/internal/cmdutil"
-	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 func main() {
@@ -39,7 +39,7 @@ func main() {
 	log := cmdutil.ParseFlags()
 
 	scheme := cmdutil.Scheme()
-	computePods := labels.SelectorFromSet(labels.Set{render.LabelComponent: render.ComponentCompute})
+	computePods := labels.SelectorFromSet(labels.Set{wellknown.LabelComponent: wellknown.ComponentCompute})
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},

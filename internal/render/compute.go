@@ -14,23 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-)
-
-// ComponentCompute is the component label of compute pods (slurmd).
-const ComponentCompute = "compute"
-
-// Labels and the finalizer of compute pods.
-const (
-	// LabelNodeSet names the NodeSet a compute pod belongs to.
-	LabelNodeSet = "sunk.dev/nodeset"
-	// LabelTemplateHash is the hash of the pod template the pod was made from; a pod whose
-	// hash differs from the NodeSet's current one is replaced by an update.
-	LabelTemplateHash = "sunk.dev/template-hash"
-	// LabelSlurmNode is the Slurm node name of the pod (its host name, and its own name).
-	LabelSlurmNode = "sunk.dev/slurm-node"
-	// FinalizerSlurmNode keeps a compute pod until the NodeSet controller has removed its
-	// Slurm node record, when the pod is gone for good (scale-in, node left the selection).
-	FinalizerSlurmNode = "sunk.dev/slurm-node"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // MaxSlurmNodeName is the longest pod and Slurm node name: a host name is a DNS label.
@@ -86,8 +70,8 @@ func ComputeServicesName(nodeSet string) string { return nodeSet + "-slurmd-serv
 
 // ComputeSelectorLabels select the pods of one NodeSet.
 func ComputeSelectorLabels(n Names, nodeSet string) map[string]string {
-	l := SelectorLabels(n, ComponentCompute)
-	l[LabelNodeSet] = nodeSet
+	l := SelectorLabels(n, wellknown.ComponentCompute)
+	l[wellknown.LabelNodeSet] = nodeSet
 	return l
 }
 
@@ -198,14 +182,14 @@ func ComputePod(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, m ComputeM
 				RequiredDuringSchedulingIgnoredDuringExecution: ns.Spec.Affinity.DeepCopy()}}
 		}
 	}
-	l := labels(n, ComponentCompute)
-	l[LabelNodeSet] = ns.Name
-	l[LabelTemplateHash] = ComputeTemplateHash(ns, sc, n)
-	l[LabelSlurmNode] = m.Name
+	l := labels(n, wellknown.ComponentCompute)
+	l[wellknown.LabelNodeSet] = ns.Name
+	l[wellknown.LabelTemplateHash] = ComputeTemplateHash(ns, sc, n)
+	l[wellknown.LabelSlurmNode] = m.Name
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: m.Name, Namespace: ns.Namespace, Labels: l,
-			Finalizers: []string{FinalizerSlurmNode},
+			Finalizers: []string{wellknown.FinalizerSlurmNode},
 		},
 		Spec: spec,
 	}
@@ -216,8 +200,8 @@ func ComputeServicesConfigMap(ns *sunkv1.NodeSet, n Names) *corev1.ConfigMap {
 	if len(ns.Spec.Services) == 0 {
 		return nil
 	}
-	cm := S6ServicesConfigMap(n, ComputeServicesName(ns.Name), ComponentCompute, ns.Spec.Services)
+	cm := S6ServicesConfigMap(n, ComputeServicesName(ns.Name), wellknown.ComponentCompute, ns.Spec.Services)
 	cm.Namespace = ns.Namespace
-	cm.Labels[LabelNodeSet] = ns.Name
+	cm.Labels[wellknown.LabelNodeSet] = ns.Name
 	return cm
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 func minimalNodeSet() *sunkv1.NodeSet {
@@ -127,7 +128,7 @@ func TestComputeTemplateHash(t *testing.T) {
 	n := NamesFor(sc, "")
 	base := ComputeTemplateHash(ns, sc, n)
 	a, b := ComputePod(ns, sc, n, ComputeMember{Name: "gpu-0"}), ComputePod(ns, sc, n, ComputeMember{Name: "gpu-1"})
-	if a.Labels[LabelTemplateHash] != base || b.Labels[LabelTemplateHash] != base {
+	if a.Labels[wellknown.LabelTemplateHash] != base || b.Labels[wellknown.LabelTemplateHash] != base {
 		t.Error("members of one template must share its hash")
 	}
 	ns2 := ns.DeepCopy()

@@ -11,32 +11,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-)
-
-// Component names, the value of the component label.
-const (
-	ComponentController = "controller"
-	ComponentRestAPI    = "restapi"
-	ComponentAccounting = "accounting"
-	ComponentDatabase   = "database"
-	ComponentLogin      = "login"
-)
-
-// Labels and annotations sunk puts on what it owns.
-const (
-	LabelCluster   = "sunk.dev/cluster"
-	LabelComponent = "sunk.dev/component"
-	// AnnotationRestartHash on a pod template rolls the pods when settings change that
-	// only a restart applies.
-	AnnotationRestartHash = "sunk.dev/restart-hash"
-	// AnnotationConfigHash on a slurmctld pod is the config it should see; writing it
-	// also makes kubelet refresh the pod's ConfigMap volumes promptly.
-	AnnotationConfigHash = "sunk.dev/config-hash"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // SelectorLabels select the pods of one component of one cluster.
 func SelectorLabels(n Names, component string) map[string]string {
-	return map[string]string{LabelCluster: n.Cluster, LabelComponent: component}
+	return map[string]string{wellknown.LabelCluster: n.Cluster, wellknown.LabelComponent: component}
 }
 
 func labels(n Names, component string) map[string]string {
@@ -156,7 +136,7 @@ func service(n Names, name, component string, typ corev1.ServiceType, port int32
 // ControllerService is slurmctld's headless Service: it gives each controller pod the
 // stable DNS name slurm.conf's SlurmctldHost uses.
 func ControllerService(n Names) *corev1.Service {
-	return headlessService(n, n.Controller, ComponentController, SlurmctldPort)
+	return headlessService(n, n.Controller, wellknown.ComponentController, SlurmctldPort)
 }
 
 // ControllerStatefulSet runs slurmctld (and its backup) with the state volume.
@@ -172,13 +152,13 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 		Volumes:                       []corev1.Volume{configMapVolume("config", n.Config, 0o444), KeysVolume(n, true)},
 	}
 	sts := &appsv1.StatefulSet{
-		ObjectMeta: meta(n, n.Controller, ComponentController),
+		ObjectMeta: meta(n, n.Controller, wellknown.ComponentController),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            ptr.To(int32(Controllers(sc))),
 			ServiceName:         n.Controller,
 			PodManagementPolicy: appsv1.ParallelPodManagement,
-			Selector:            &metav1.LabelSelector{MatchLabels: SelectorLabels(n, ComponentController)},
-			Template:            podTemplate(n, ComponentController, cfg.RestartHash, pod),
+			Selector:            &metav1.LabelSelector{MatchLabels: SelectorLabels(n, wellknown.ComponentController)},
+			Template:            podTemplate(n, wellknown.ComponentController, cfg.RestartHash, pod),
 		},
 	}
 	if sc.Spec.Controller.Backup {
@@ -198,7 +178,7 @@ func StateClaim(n Names) string { return n.Controller + "-state" }
 // SharedStateClaim is the ReadWriteMany claim that primary and backup slurmctld share.
 func SharedStateClaim(sc *sunkv1.SlurmCluster, n Names) *corev1.PersistentVolumeClaim {
 	pvc := claimTemplate(StateClaim(n), sc.Spec.Controller.StateStorage, corev1.ReadWriteMany)
-	pvc.ObjectMeta = meta(n, StateClaim(n), ComponentController)
+	pvc.ObjectMeta = meta(n, StateClaim(n), wellknown.ComponentController)
 	return &pvc
 }
 
@@ -208,14 +188,14 @@ func podTemplate(n Names, component, restartHash string, pod corev1.PodSpec) cor
 		Spec:       pod,
 	}
 	if restartHash != "" {
-		t.Annotations = map[string]string{AnnotationRestartHash: restartHash}
+		t.Annotations = map[string]string{wellknown.AnnotationRestartHash: restartHash}
 	}
 	return t
 }
 
 // RestAPIService is slurmrestd's Service.
 func RestAPIService(n Names) *corev1.Service {
-	return service(n, n.RestAPI, ComponentRestAPI, corev1.ServiceTypeClusterIP, SlurmrestdPort)
+	return service(n, n.RestAPI, wellknown.ComponentRestAPI, corev1.ServiceTypeClusterIP, SlurmrestdPort)
 }
 
 // slurmrestd's size when the spec sets none; the reasons are on RestAPISpec's fields.
@@ -248,19 +228,19 @@ func RestAPIDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.De
 		Volumes:         []corev1.Volume{configMapVolume("config", n.Config, 0o444)},
 	}
 	return &appsv1.Deployment{
-		ObjectMeta: meta(n, n.RestAPI, ComponentRestAPI),
+		ObjectMeta: meta(n, n.RestAPI, wellknown.ComponentRestAPI),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(ptr.Deref(sc.Spec.RestAPI.Replicas, 1)),
-			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(n, ComponentRestAPI)},
+			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(n, wellknown.ComponentRestAPI)},
 			// slurmrestd reads slurm.conf only at start, but needs only what a restart applies anyway.
-			Template: podTemplate(n, ComponentRestAPI, cfg.RestartHash, pod),
+			Template: podTemplate(n, wellknown.ComponentRestAPI, cfg.RestartHash, pod),
 		},
 	}
 }
 
 // AccountingService is slurmdbd's Service (AccountingStorageHost).
 func AccountingService(n Names) *corev1.Service {
-	return service(n, n.Accounting, ComponentAccounting, corev1.ServiceTypeClusterIP, SlurmdbdPort)
+	return service(n, n.Accounting, wellknown.ComponentAccounting, corev1.ServiceTypeClusterIP, SlurmdbdPort)
 }
 
 // AccountingStatefulSet runs slurmdbd. A StatefulSet, because slurmdbd.conf's DbdHost must
@@ -276,19 +256,19 @@ func AccountingStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config, slurmd
 			secretVolume("slurmdbd", n.SlurmdbdSecret)},
 	}
 	return &appsv1.StatefulSet{
-		ObjectMeta: meta(n, n.Accounting, ComponentAccounting),
+		ObjectMeta: meta(n, n.Accounting, wellknown.ComponentAccounting),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    ptr.To(int32(1)),
 			ServiceName: n.Accounting,
-			Selector:    &metav1.LabelSelector{MatchLabels: SelectorLabels(n, ComponentAccounting)},
-			Template:    podTemplate(n, ComponentAccounting, slurmdbdConfHash, pod),
+			Selector:    &metav1.LabelSelector{MatchLabels: SelectorLabels(n, wellknown.ComponentAccounting)},
+			Template:    podTemplate(n, wellknown.ComponentAccounting, slurmdbdConfHash, pod),
 		},
 	}
 }
 
 // DatabaseService is the managed MariaDB's Service.
 func DatabaseService(n Names) *corev1.Service {
-	return service(n, n.Database, ComponentDatabase, corev1.ServiceTypeClusterIP, MariaDBPort)
+	return service(n, n.Database, wellknown.ComponentDatabase, corev1.ServiceTypeClusterIP, MariaDBPort)
 }
 
 // DatabaseStatefulSet runs the managed MariaDB from the Slurm image (sunk-entrypoint mariadb).
@@ -307,12 +287,12 @@ func DatabaseStatefulSet(sc *sunkv1.SlurmCluster, n Names) *appsv1.StatefulSet {
 	}
 	pod := corev1.PodSpec{Containers: []corev1.Container{c}}
 	return &appsv1.StatefulSet{
-		ObjectMeta: meta(n, n.Database, ComponentDatabase),
+		ObjectMeta: meta(n, n.Database, wellknown.ComponentDatabase),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:             ptr.To(int32(1)),
 			ServiceName:          n.Database,
-			Selector:             &metav1.LabelSelector{MatchLabels: SelectorLabels(n, ComponentDatabase)},
-			Template:             podTemplate(n, ComponentDatabase, "", pod),
+			Selector:             &metav1.LabelSelector{MatchLabels: SelectorLabels(n, wellknown.ComponentDatabase)},
+			Template:             podTemplate(n, wellknown.ComponentDatabase, "", pod),
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claimTemplate("data", sc.Spec.Accounting.DatabaseStorage, corev1.ReadWriteOnce)},
 		},
 	}
@@ -324,7 +304,7 @@ func LoginService(sc *sunkv1.SlurmCluster, n Names) *corev1.Service {
 	if typ == "" {
 		typ = corev1.ServiceTypeClusterIP
 	}
-	return service(n, n.Login, ComponentLogin, typ, SSHPort)
+	return service(n, n.Login, wellknown.ComponentLogin, typ, SSHPort)
 }
 
 // SSHEnabled says whether login pods run sshd.
@@ -363,11 +343,11 @@ func LoginDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Depl
 		Volumes:         vols,
 	}
 	return &appsv1.Deployment{
-		ObjectMeta: meta(n, n.Login, ComponentLogin),
+		ObjectMeta: meta(n, n.Login, wellknown.ComponentLogin),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(ptr.Deref(l.Replicas, 1)),
-			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(n, ComponentLogin)},
-			Template: podTemplate(n, ComponentLogin, S6ServicesHash(l.Services), pod),
+			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(n, wellknown.ComponentLogin)},
+			Template: podTemplate(n, wellknown.ComponentLogin, S6ServicesHash(l.Services), pod),
 		},
 	}
 }
@@ -433,8 +413,8 @@ func SharedVolumeMounts(shared []sunkv1.SharedVolume) ([]corev1.Volume, []corev1
 // ConfigMaps of the rendered configuration.
 func ConfigMaps(n Names, cfg *Config) []*corev1.ConfigMap {
 	return []*corev1.ConfigMap{
-		{ObjectMeta: meta(n, n.Config, ComponentController), Data: cfg.Files},
-		{ObjectMeta: meta(n, n.Scripts, ComponentController), Data: cfg.Scripts},
+		{ObjectMeta: meta(n, n.Config, wellknown.ComponentController), Data: cfg.Files},
+		{ObjectMeta: meta(n, n.Scripts, wellknown.ComponentController), Data: cfg.Scripts},
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	goldenfile "sunk.dev/sunk/internal/golden"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -110,7 +111,7 @@ func TestObjectsGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		objs := []any{ControllerService(n), ControllerStatefulSet(sc, n, c), RestAPIService(n), RestAPIDeployment(sc, n, c),
-			LoginService(sc, n), LoginDeployment(sc, n, c), S6ServicesConfigMap(n, n.LoginServices, ComponentLogin, sc.Spec.Login.Services)}
+			LoginService(sc, n), LoginDeployment(sc, n, c), S6ServicesConfigMap(n, n.LoginServices, wellknown.ComponentLogin, sc.Spec.Login.Services)}
 		if sc.Spec.Controller.Backup {
 			objs = append(objs, SharedStateClaim(sc, n))
 		}

@@ -12,27 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Protocol names: annotations, labels and the condition type the syncer writes, and the
 // drain reason prefix it owns.
 const (
-	// ReasonPrefix starts every drain reason a sunk component sets. A drain without it was
-	// set by a person (or by Slurm itself) and is never lifted or overwritten.
-	ReasonPrefix = "k8s:"
-	// nodeSetReasonPrefix starts the NodeSet controller's drains (scale-in, update): the
-	// NodeSet controller lifts them itself, the syncer leaves them alone.
-	nodeSetReasonPrefix = "k8s: nodeset"
-
-	// AnnotationCordonReason on a Kubernetes node says why it was cordoned; it becomes
-	// part of the Slurm drain reason.
-	AnnotationCordonReason = "sunk.dev/cordon-reason"
-	// AnnotationSlurmState and AnnotationSlurmReason mirror the Slurm node on its pod and
-	// its Kubernetes node.
-	AnnotationSlurmState  = "slurm.sunk.dev/state"
-	AnnotationSlurmReason = "slurm.sunk.dev/reason"
-	// ConditionSlurmNode is the pod and node condition: True when Slurm may run jobs there.
-	ConditionSlurmNode = "sunk.dev/SlurmNodeAvailable"
 
 	// maxReasonLength keeps reasons readable in sinfo.
 	maxReasonLength = 200
@@ -59,7 +44,7 @@ func Causes(node *corev1.Node, pod *corev1.Pod, now time.Time, grace time.Durati
 	if node != nil {
 		if node.Spec.Unschedulable {
 			c := CauseCordoned
-			if r := strings.TrimSpace(node.Annotations[AnnotationCordonReason]); r != "" {
+			if r := strings.TrimSpace(node.Annotations[wellknown.AnnotationCordonReason]); r != "" {
 				c += " (" + r + ")"
 			}
 			causes = append(causes, c)
@@ -157,7 +142,7 @@ func nodeReady(n *corev1.Node) bool {
 
 // DrainReason is the Slurm drain reason for a set of causes.
 func DrainReason(causes []string) string {
-	r := ReasonPrefix + " " + strings.Join(causes, "; ")
+	r := wellknown.DrainPrefix + " " + strings.Join(causes, "; ")
 	if len(r) > maxReasonLength {
 		r = r[:maxReasonLength-3] + "..."
 	}
@@ -166,7 +151,7 @@ func DrainReason(causes []string) string {
 
 // ownDrain reports a drain the syncer set: ours by prefix, and not the NodeSet controller's.
 func ownDrain(reason string) bool {
-	return strings.HasPrefix(reason, ReasonPrefix) && !strings.HasPrefix(reason, nodeSetReasonPrefix)
+	return strings.HasPrefix(reason, wellknown.DrainPrefix) && !strings.HasPrefix(reason, wellknown.DrainPrefixNodeSet)
 }
 
 // ActionKind is what the syncer does to a Slurm node.
@@ -239,7 +224,7 @@ func BudgetedDrainOf(n *slurm.Node) []string {
 	if !n.Drained() || !ownDrain(n.Reason) {
 		return nil
 	}
-	rest, _ := strings.CutPrefix(n.Reason, ReasonPrefix+" ")
+	rest, _ := strings.CutPrefix(n.Reason, wellknown.DrainPrefix+" ")
 	causes := strings.Split(rest, "; ")
 	if !Budgeted(causes) {
 		return nil

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 func k8sNode(opts ...func(*corev1.Node)) *corev1.Node {
@@ -24,7 +25,7 @@ func cordoned(reason string) func(*corev1.Node) {
 	return func(n *corev1.Node) {
 		n.Spec.Unschedulable = true
 		if reason != "" {
-			n.Annotations = map[string]string{AnnotationCordonReason: reason}
+			n.Annotations = map[string]string{wellknown.AnnotationCordonReason: reason}
 		}
 	}
 }
@@ -178,7 +179,7 @@ func TestDecide(t *testing.T) {
 
 func TestDrainReasonIsBounded(t *testing.T) {
 	r := DrainReason([]string{"node cordoned (" + strings.Repeat("x", 500) + ")"})
-	if len(r) != maxReasonLength || !strings.HasPrefix(r, ReasonPrefix) || !strings.HasSuffix(r, "...") {
+	if len(r) != maxReasonLength || !strings.HasPrefix(r, wellknown.DrainPrefix) || !strings.HasSuffix(r, "...") {
 		t.Errorf("reason of %d bytes: %q", len(r), r)
 	}
 }

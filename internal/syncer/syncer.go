@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // ReasonDrainHeld is the reason of the Warning event on a compute pod whose drain the drain
@@ -281,7 +281,7 @@ func (s *Syncer) resyncAll(ctx context.Context) {
 		s.queue.Add(n.Name)
 	}
 	nodes := &corev1.NodeList{}
-	if err := s.cache.List(ctx, nodes, client.MatchingLabels{render.LabelCluster: s.cfg.Cluster}); err == nil {
+	if err := s.cache.List(ctx, nodes, client.MatchingLabels{wellknown.LabelCluster: s.cfg.Cluster}); err == nil {
 		for i := range nodes.Items {
 			s.queue.Add(nodeKeyPrefix + nodes.Items[i].Name)
 		}
@@ -290,12 +290,12 @@ func (s *Syncer) resyncAll(ctx context.Context) {
 
 func (s *Syncer) podSelector() []client.ListOption {
 	return []client.ListOption{client.InNamespace(s.cfg.Namespace),
-		client.MatchingLabels{render.LabelCluster: s.cfg.Cluster, render.LabelComponent: render.ComponentCompute}}
+		client.MatchingLabels{wellknown.LabelCluster: s.cfg.Cluster, wellknown.LabelComponent: wellknown.ComponentCompute}}
 }
 
 func (s *Syncer) ours(p *corev1.Pod) bool {
-	return p.Namespace == s.cfg.Namespace && p.Labels[render.LabelCluster] == s.cfg.Cluster &&
-		p.Labels[render.LabelComponent] == render.ComponentCompute
+	return p.Namespace == s.cfg.Namespace && p.Labels[wellknown.LabelCluster] == s.cfg.Cluster &&
+		p.Labels[wellknown.LabelComponent] == wellknown.ComponentCompute
 }
 
 func (s *Syncer) podEvent(o any) {
@@ -328,7 +328,7 @@ func (s *Syncer) nodeEvent(ctx context.Context, o any) {
 	for _, p := range pods {
 		s.enqueue(p.Name, true)
 	}
-	if len(pods) == 0 && n.Labels[render.LabelCluster] == s.cfg.Cluster {
+	if len(pods) == 0 && n.Labels[wellknown.LabelCluster] == s.cfg.Cluster {
 		s.queue.Add(nodeKeyPrefix + n.Name)
 	}
 }
@@ -371,7 +371,14 @@ func (s *Syncer) next(ctx context.Context) bool {
 		err = s.sync(ctx, key)
 	}
 	if err != nil {
-		log.FromContext(ctx).Error(err, "sync failed; retrying", "key", key, "cluster", s.cfg.Cluster)
+		// A retry loop must not flood the log: the first failure and every tenth are errors,
+		// the rest debug; an unreachable Slurm is already reported once by the health change.
+		l := log.FromContext(ctx).WithValues("key", key, "cluster", s.cfg.Cluster, "attempt", s.queue.NumRequeues(key)+1)
+		if n := s.queue.NumRequeues(key); (n == 0 || n%10 == 0) && !errors.Is(err, slurm.ErrUnavailable) {
+			l.Error(err, "sync failed; retrying")
+		} else {
+			l.V(1).Info("sync failed; retrying", "error", err.Error())
+		}
 		s.queue.AddRateLimited(key)
 		return true
 	}
@@ -558,9 +565,9 @@ func (s *Syncer) toKube(ctx context.Context, pod *corev1.Pod, node *corev1.Node,
 		return err
 	}
 	if node != nil {
-		want := map[string]string{render.LabelCluster: s.cfg.Cluster, render.LabelSlurmNode: pod.Name}
-		if ns := pod.Labels[render.LabelNodeSet]; ns != "" {
-			want[render.LabelNodeSet] = ns
+		want := map[string]string{wellknown.LabelCluster: s.cfg.Cluster, wellknown.LabelSlurmNode: pod.Name}
+		if ns := pod.Labels[wellknown.LabelNodeSet]; ns != "" {
+			want[wellknown.LabelNodeSet] = ns
 		}
 		nodeChanged, err := s.mirrorNode(ctx, node, want, m, msg)
 		if err != nil {
@@ -576,7 +583,7 @@ func (s *Syncer) toKube(ctx context.Context, pod *corev1.Pod, node *corev1.Node,
 
 func (s *Syncer) mirrorPod(ctx context.Context, pod *corev1.Pod, m Mirror, msg string) (bool, error) {
 	changed := false
-	if pod.Annotations[AnnotationSlurmState] != m.State || pod.Annotations[AnnotationSlurmReason] != m.Reason {
+	if pod.Annotations[wellknown.AnnotationSlurmState] != m.State || pod.Annotations[wellknown.AnnotationSlurmReason] != m.Reason {
 		p := pod.DeepCopy()
 		patch := client.MergeFrom(pod)
 		setMirrorAnnotations(&p.ObjectMeta, m)
@@ -588,12 +595,12 @@ func (s *Syncer) mirrorPod(ctx context.Context, pod *corev1.Pod, m Mirror, msg s
 	status := conditionStatus(m.Available)
 	var cur *corev1.PodCondition
 	for i := range pod.Status.Conditions {
-		if string(pod.Status.Conditions[i].Type) == ConditionSlurmNode {
+		if string(pod.Status.Conditions[i].Type) == wellknown.ConditionSlurmNode {
 			cur = &pod.Status.Conditions[i]
 		}
 	}
 	if cur == nil || cur.Status != status || cur.Reason != m.Why || cur.Message != msg {
-		cond := corev1.PodCondition{Type: ConditionSlurmNode, Status: status, Reason: m.Why, Message: msg,
+		cond := corev1.PodCondition{Type: wellknown.ConditionSlurmNode, Status: status, Reason: m.Why, Message: msg,
 			LastTransitionTime: metav1.Now()}
 		if cur != nil && cur.Status == status {
 			cond.LastTransitionTime = cur.LastTransitionTime
@@ -613,7 +620,7 @@ func (s *Syncer) mirrorPod(ctx context.Context, pod *corev1.Pod, m Mirror, msg s
 
 func (s *Syncer) mirrorNode(ctx context.Context, node *corev1.Node, labels map[string]string, m Mirror, msg string) (bool, error) {
 	changed := false
-	metaOK := node.Annotations[AnnotationSlurmState] == m.State && node.Annotations[AnnotationSlurmReason] == m.Reason
+	metaOK := node.Annotations[wellknown.AnnotationSlurmState] == m.State && node.Annotations[wellknown.AnnotationSlurmReason] == m.Reason
 	for k, v := range labels {
 		metaOK = metaOK && node.Labels[k] == v
 	}
@@ -635,13 +642,13 @@ func (s *Syncer) mirrorNode(ctx context.Context, node *corev1.Node, labels map[s
 	status := conditionStatus(m.Available)
 	var cur *corev1.NodeCondition
 	for i := range node.Status.Conditions {
-		if string(node.Status.Conditions[i].Type) == ConditionSlurmNode {
+		if string(node.Status.Conditions[i].Type) == wellknown.ConditionSlurmNode {
 			cur = &node.Status.Conditions[i]
 		}
 	}
 	if cur == nil || cur.Status != status || cur.Reason != m.Why || cur.Message != msg {
 		now := metav1.Now()
-		cond := corev1.NodeCondition{Type: ConditionSlurmNode, Status: status, Reason: m.Why, Message: msg,
+		cond := corev1.NodeCondition{Type: wellknown.ConditionSlurmNode, Status: status, Reason: m.Why, Message: msg,
 			LastHeartbeatTime: now, LastTransitionTime: now}
 		if cur != nil && cur.Status == status {
 			cond.LastTransitionTime = cur.LastTransitionTime
@@ -668,7 +675,7 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 	if err := s.cache.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if node.Labels[render.LabelCluster] != s.cfg.Cluster {
+	if node.Labels[wellknown.LabelCluster] != s.cfg.Cluster {
 		return nil
 	}
 	pods, err := s.podsOn(ctx, name)
@@ -676,17 +683,17 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 		return err
 	}
 	// The condition first: the labels are what marks the node as still to be cleaned.
-	raw := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"$patch":"delete"}]}}`, ConditionSlurmNode)
+	raw := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"$patch":"delete"}]}}`, wellknown.ConditionSlurmNode)
 	if err := s.client.Status().Patch(ctx, node.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, []byte(raw))); err != nil {
 		return s.kubeError(fmt.Errorf("removing condition from node %s: %w", name, err))
 	}
 	n := node.DeepCopy()
 	patch := client.MergeFrom(node)
-	for _, k := range []string{render.LabelCluster, render.LabelNodeSet, render.LabelSlurmNode} {
+	for _, k := range []string{wellknown.LabelCluster, wellknown.LabelNodeSet, wellknown.LabelSlurmNode} {
 		delete(n.Labels, k)
 	}
-	delete(n.Annotations, AnnotationSlurmState)
-	delete(n.Annotations, AnnotationSlurmReason)
+	delete(n.Annotations, wellknown.AnnotationSlurmState)
+	delete(n.Annotations, wellknown.AnnotationSlurmReason)
 	if err := s.client.Patch(ctx, n, patch); err != nil {
 		return s.kubeError(fmt.Errorf("unlabelling node %s: %w", name, err))
 	}
@@ -705,8 +712,8 @@ func setMirrorAnnotations(o *metav1.ObjectMeta, m Mirror) {
 	if o.Annotations == nil {
 		o.Annotations = map[string]string{}
 	}
-	o.Annotations[AnnotationSlurmState] = m.State
-	o.Annotations[AnnotationSlurmReason] = m.Reason
+	o.Annotations[wellknown.AnnotationSlurmState] = m.State
+	o.Annotations[wellknown.AnnotationSlurmReason] = m.Reason
 }
 
 func conditionStatus(ok bool) corev1.ConditionStatus {

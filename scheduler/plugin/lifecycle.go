@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // lifecycle is the state of the loop that keeps pods and jobs together. It is level-triggered:
@@ -157,7 +158,7 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 	// A job missing from the list is asked for by id before anything is done: only Slurm's
 	// "not found" counts.
 	for _, pod := range byUID {
-		id, err := strconv.ParseUint(pod.Annotations[AnnotationJob], 10, 32)
+		id, err := strconv.ParseUint(pod.Annotations[wellknown.AnnotationJob], 10, 32)
 		if err != nil || pod.Spec.NodeName == "" || !alive(pod) || known[uint32(id)] {
 			continue
 		}
@@ -341,11 +342,11 @@ func (p *Plugin) expireSubmissions() {
 func lockNode(ctx context.Context, cs kubernetes.Interface, node, id string) error {
 	return updateNode(ctx, cs, node, func(n *v1.Node) bool {
 		for _, t := range n.Spec.Taints {
-			if t.Key == TaintJob && t.Value == id {
+			if t.Key == wellknown.TaintJob && t.Value == id {
 				return false
 			}
 		}
-		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: TaintJob, Value: id, Effect: v1.TaintEffectNoSchedule})
+		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: wellknown.TaintJob, Value: id, Effect: v1.TaintEffectNoSchedule})
 		return true
 	})
 }
@@ -359,7 +360,7 @@ func (p *Plugin) unlockNodes(ctx context.Context, live map[uint32]bool) error {
 	}
 	for _, n := range nodes {
 		stale := func(t v1.Taint) bool {
-			if t.Key != TaintJob {
+			if t.Key != wellknown.TaintJob {
 				return false
 			}
 			id, err := strconv.ParseUint(t.Value, 10, 32)

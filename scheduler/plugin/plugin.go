@@ -27,23 +27,11 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Name is the plugin's name in the KubeSchedulerConfiguration.
 const Name = "SunkSlurm"
-
-// Labels of compute pods (internal/render): the cluster, the component and the Slurm node name.
-const (
-	labelCluster     = "sunk.dev/cluster"
-	labelComponent   = "sunk.dev/component"
-	labelSlurmNode   = "sunk.dev/slurm-node"
-	componentCompute = "compute"
-)
-
-// TaintJob is the node lock: while an exclusive placeholder job runs on a node, the node carries
-// this NoSchedule taint (value: the job id), so that ordinary pods are kept away. Slurm keeps its
-// own work away because the job is exclusive.
-const TaintJob = "sunk.dev/slurm-job"
 
 // Args configure the plugin (pluginConfig args in the KubeSchedulerConfiguration).
 type Args struct {
@@ -156,7 +144,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		jobs:      slurm.NewJobInformer(c, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
 		nodes:     slurm.NewNodeInformer(c, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
 		pods:      podInformer.Lister(),
-		computes:  labels.SelectorFromSet(labels.Set{labelCluster: args.Cluster, labelComponent: componentCompute}),
+		computes:  labels.SelectorFromSet(labels.Set{wellknown.LabelCluster: args.Cluster, wellknown.LabelComponent: wellknown.ComponentCompute}),
 		byUID:     map[types.UID]map[uint32]bool{},
 		submitted: map[uint32]submission{},
 		inflight:  map[types.UID]bool{},
@@ -283,7 +271,7 @@ func (p *Plugin) topology() (*topology, error) {
 		if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
 			continue
 		}
-		name := pod.Labels[labelSlurmNode]
+		name := pod.Labels[wellknown.LabelSlurmNode]
 		if name == "" {
 			name = pod.Name
 		}
@@ -584,7 +572,7 @@ func (p *Plugin) gangMembers(pod *v1.Pod, g gang) []*v1.Pod {
 	all, _ := p.pods.Pods(pod.Namespace).List(labels.Everything())
 	var out []*v1.Pod
 	for _, m := range all {
-		if m.Spec.SchedulerName == pod.Spec.SchedulerName && m.Annotations[AnnotationGang] == g.Name && alive(m) {
+		if m.Spec.SchedulerName == pod.Spec.SchedulerName && m.Annotations[wellknown.AnnotationGang] == g.Name && alive(m) {
 			out = append(out, m)
 		}
 	}
@@ -611,7 +599,7 @@ func (p *Plugin) Permit(ctx context.Context, state *framework.CycleState, pod *v
 	var waiting []framework.WaitingPod
 	p.h.IterateOverWaitingPods(func(wp framework.WaitingPod) {
 		wpod := wp.GetPod()
-		if wpod.Namespace == pod.Namespace && wpod.Annotations[AnnotationGang] == g.Name && wpod.UID != pod.UID {
+		if wpod.Namespace == pod.Namespace && wpod.Annotations[wellknown.AnnotationGang] == g.Name && wpod.UID != pod.UID {
 			waiting = append(waiting, wp)
 		}
 	})
@@ -640,7 +628,7 @@ func (p *Plugin) PreBind(ctx context.Context, state *framework.CycleState, pod *
 		return framework.AsStatus(fmt.Errorf("pod %s/%s reached PreBind without a Slurm job", pod.Namespace, pod.Name))
 	}
 	id := strconv.FormatUint(uint64(c.job.ID), 10)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationJob, id)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, wellknown.AnnotationJob, id)
 	if _, err := p.h.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return framework.AsStatus(err)
 	}

@@ -10,25 +10,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"sunk.dev/sunk/pkg/slurm"
-)
-
-// Annotations a pod sets to shape its Slurm job. All are optional.
-const (
-	AnnotationPartition   = "sunk.dev/partition"
-	AnnotationAccount     = "sunk.dev/account"
-	AnnotationQOS         = "sunk.dev/qos"
-	AnnotationPriority    = "sunk.dev/priority"   // unsigned integer
-	AnnotationTimeLimit   = "sunk.dev/time-limit" // Go duration ("90m") or minutes ("90")
-	AnnotationReservation = "sunk.dev/reservation"
-	AnnotationExclusive   = "sunk.dev/exclusive" // "true" (default) or "false"
-	AnnotationConstraint  = "sunk.dev/constraint"
-	// AnnotationGang names a gang: the pods of one namespace that share it become one job of
-	// AnnotationGangSize nodes, one pod per node, bound all or nothing.
-	AnnotationGang     = "sunk.dev/gang"
-	AnnotationGangSize = "sunk.dev/gang-size"
-
-	// AnnotationJob is written by the scheduler on a pod it binds: the Slurm job it runs in.
-	AnnotationJob = "sunk.dev/slurm-job"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // ResourceGPU is the extended resource that becomes GRES gpu.
@@ -83,11 +65,11 @@ func parsePod(pod *v1.Pod) (*podSpec, error) {
 	s := &podSpec{Job: slurm.JobSubmit{
 		Name:        truncate("sunk-"+pod.Namespace+"-"+pod.Name, 200),
 		Script:      "#!/bin/sh\n# sunk-scheduler placeholder: holds the allocation while the pod runs\nexec sleep infinity\n",
-		Partition:   a[AnnotationPartition],
-		Account:     a[AnnotationAccount],
-		QOS:         a[AnnotationQOS],
-		Reservation: a[AnnotationReservation],
-		Constraints: a[AnnotationConstraint],
+		Partition:   a[wellknown.AnnotationPartition],
+		Account:     a[wellknown.AnnotationAccount],
+		QOS:         a[wellknown.AnnotationQOS],
+		Reservation: a[wellknown.AnnotationReservation],
+		Constraints: a[wellknown.AnnotationConstraint],
 		Tasks:       1, CPUsPerTask: cpus, MinNodes: 1, MaxNodes: 1,
 		MemoryPerNodeMB: memMB,
 		Exclusive:       true,
@@ -96,42 +78,42 @@ func parsePod(pod *v1.Pod) (*podSpec, error) {
 	if g, ok := req[ResourceGPU]; ok && g.Value() > 0 {
 		s.Job.GRES = fmt.Sprintf("gres/gpu:%d", g.Value())
 	}
-	if v, ok := a[AnnotationPriority]; ok {
+	if v, ok := a[wellknown.AnnotationPriority]; ok {
 		p, err := strconv.ParseUint(v, 10, 32)
 		if err != nil {
-			return nil, &annotationError{AnnotationPriority, v, "want an unsigned integer"}
+			return nil, &annotationError{wellknown.AnnotationPriority, v, "want an unsigned integer"}
 		}
 		p32 := uint32(p)
 		s.Job.Priority = &p32
 	}
-	if v, ok := a[AnnotationTimeLimit]; ok {
+	if v, ok := a[wellknown.AnnotationTimeLimit]; ok {
 		d, err := parseTimeLimit(v)
 		if err != nil {
-			return nil, &annotationError{AnnotationTimeLimit, v, err.Error()}
+			return nil, &annotationError{wellknown.AnnotationTimeLimit, v, err.Error()}
 		}
 		s.Job.TimeLimit = d
 	}
-	if v, ok := a[AnnotationExclusive]; ok {
+	if v, ok := a[wellknown.AnnotationExclusive]; ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return nil, &annotationError{AnnotationExclusive, v, "want true or false"}
+			return nil, &annotationError{wellknown.AnnotationExclusive, v, "want true or false"}
 		}
 		s.Job.Exclusive = b
 	}
-	name, hasGang := a[AnnotationGang]
-	sizeStr, hasSize := a[AnnotationGangSize]
+	name, hasGang := a[wellknown.AnnotationGang]
+	sizeStr, hasSize := a[wellknown.AnnotationGangSize]
 	switch {
 	case hasGang && !hasSize:
-		return nil, &annotationError{AnnotationGangSize, "", "required with " + AnnotationGang}
+		return nil, &annotationError{wellknown.AnnotationGangSize, "", "required with " + wellknown.AnnotationGang}
 	case hasSize && !hasGang:
-		return nil, &annotationError{AnnotationGang, "", "required with " + AnnotationGangSize}
+		return nil, &annotationError{wellknown.AnnotationGang, "", "required with " + wellknown.AnnotationGangSize}
 	case hasGang:
 		n, err := strconv.Atoi(sizeStr)
 		if err != nil || n < 1 || n > 10000 {
-			return nil, &annotationError{AnnotationGangSize, sizeStr, "want an integer from 1 to 10000"}
+			return nil, &annotationError{wellknown.AnnotationGangSize, sizeStr, "want an integer from 1 to 10000"}
 		}
 		if name == "" {
-			return nil, &annotationError{AnnotationGang, name, "must not be empty"}
+			return nil, &annotationError{wellknown.AnnotationGang, name, "must not be empty"}
 		}
 		s.Gang = gang{Name: name, Size: n}
 		s.Job.Tasks, s.Job.MinNodes, s.Job.MaxNodes = n, n, n

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 func pod(ann map[string]string, req v1.ResourceList) *v1.Pod {
@@ -20,8 +21,8 @@ func pod(ann map[string]string, req v1.ResourceList) *v1.Pod {
 
 func TestParsePod(t *testing.T) {
 	s, err := parsePod(pod(map[string]string{
-		AnnotationPartition: "gpu", AnnotationAccount: "ml", AnnotationQOS: "high", AnnotationPriority: "100",
-		AnnotationTimeLimit: "90m", AnnotationReservation: "maint", AnnotationExclusive: "false", AnnotationConstraint: "a100",
+		wellknown.AnnotationPartition: "gpu", wellknown.AnnotationAccount: "ml", wellknown.AnnotationQOS: "high", wellknown.AnnotationPriority: "100",
+		wellknown.AnnotationTimeLimit: "90m", wellknown.AnnotationReservation: "maint", wellknown.AnnotationExclusive: "false", wellknown.AnnotationConstraint: "a100",
 	}, v1.ResourceList{v1.ResourceCPU: resource.MustParse("1500m"), v1.ResourceMemory: resource.MustParse("1G"), ResourceGPU: resource.MustParse("2")}))
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +34,7 @@ func TestParsePod(t *testing.T) {
 		t.Fatalf("job %+v", j)
 	}
 
-	s, err = parsePod(pod(map[string]string{AnnotationGang: "g", AnnotationGangSize: "3", AnnotationTimeLimit: "30"}, nil))
+	s, err = parsePod(pod(map[string]string{wellknown.AnnotationGang: "g", wellknown.AnnotationGangSize: "3", wellknown.AnnotationTimeLimit: "30"}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,18 +46,18 @@ func TestParsePod(t *testing.T) {
 
 func TestParsePodNamesTheBadAnnotation(t *testing.T) {
 	for key, ann := range map[string]map[string]string{
-		AnnotationPriority:  {AnnotationPriority: "-1"},
-		AnnotationTimeLimit: {AnnotationTimeLimit: "soon"},
-		AnnotationExclusive: {AnnotationExclusive: "maybe"},
-		AnnotationGangSize:  {AnnotationGang: "g"},
-		AnnotationGang:      {AnnotationGangSize: "2"},
+		wellknown.AnnotationPriority:  {wellknown.AnnotationPriority: "-1"},
+		wellknown.AnnotationTimeLimit: {wellknown.AnnotationTimeLimit: "soon"},
+		wellknown.AnnotationExclusive: {wellknown.AnnotationExclusive: "maybe"},
+		wellknown.AnnotationGangSize:  {wellknown.AnnotationGang: "g"},
+		wellknown.AnnotationGang:      {wellknown.AnnotationGangSize: "2"},
 	} {
 		_, err := parsePod(pod(ann, nil))
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%v: error %v, want one naming %s", ann, err, key)
 		}
 	}
-	if _, err := parsePod(pod(map[string]string{AnnotationGang: "g", AnnotationGangSize: "0"}, nil)); err == nil {
+	if _, err := parsePod(pod(map[string]string{wellknown.AnnotationGang: "g", wellknown.AnnotationGangSize: "0"}, nil)); err == nil {
 		t.Error("gang size 0 accepted")
 	}
 }

@@ -26,7 +26,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/kube"
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
 )
 
@@ -98,7 +98,7 @@ func TestHelmJourney(t *testing.T) {
 		}
 		return nil
 	})
-	login := h.podOf(t, "journey", render.ComponentLogin).Name
+	login := h.podOf(t, "journey", wellknown.ComponentLogin).Name
 	poll(t, 3*time.Minute, "compute-0 idle", func() error {
 		nodes, err := h.slurmNodes(t, login)
 		if err != nil || nodes["compute-0"] != "idle" {
@@ -130,7 +130,7 @@ func TestHelmJourney(t *testing.T) {
 	// helm upgrade: a new partition time limit reaches slurmctld by reconfigure (admitted by the
 	// webhook that sunk's upgrade kept serving); a held job stays queued and slurmctld keeps running.
 	held := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable --hold -J held --wrap true"))
-	ctld := h.podOf(t, "journey", render.ComponentController)
+	ctld := h.podOf(t, "journey", wellknown.ComponentController)
 	if _, err := h.helm(t, "upgrade", "journey", "charts/slurm", "-n", h.ns, "-f", slurmValues(t, "1:30:00")); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestHelmJourney(t *testing.T) {
 	if out := h.mustSh(t, login, "squeue -h -j "+held+" -o '%T %r'"); !strings.HasPrefix(out, "PENDING") {
 		t.Errorf("held job %s after the upgrade: %q, want PENDING", held, out)
 	}
-	if after := h.podOf(t, "journey", render.ComponentController); after.UID != ctld.UID ||
+	if after := h.podOf(t, "journey", wellknown.ComponentController); after.UID != ctld.UID ||
 		after.Status.ContainerStatuses[0].RestartCount != ctld.Status.ContainerStatuses[0].RestartCount {
 		t.Errorf("slurmctld was restarted by the upgrade")
 	}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // memberPods returns the live pods of a NodeSet by name.
@@ -29,7 +29,7 @@ func (e *operatorEnv) memberPods(t *testing.T, nodeSet string) map[string]corev1
 	}
 	out := map[string]corev1.Pod{}
 	for _, p := range pods.Items {
-		if p.Namespace == e.ns && p.Labels[render.LabelNodeSet] == nodeSet && p.DeletionTimestamp.IsZero() {
+		if p.Namespace == e.ns && p.Labels[wellknown.LabelNodeSet] == nodeSet && p.DeletionTimestamp.IsZero() {
 			out[p.Name] = p
 		}
 	}
@@ -105,7 +105,7 @@ func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "nsc"},
 		Spec:       sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever},
 	})
-	login := e.podOf(t, "nsc", render.ComponentLogin).Name
+	login := e.podOf(t, "nsc", wellknown.ComponentLogin).Name
 
 	ns := &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "cpu"},

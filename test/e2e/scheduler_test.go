@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Names the scheduler's plugin uses (scheduler/plugin: another module, not imported here).
@@ -66,7 +66,7 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
 		}
 		return nil
 	})
-	login := h.podOf(t, release, render.ComponentLogin).Name
+	login := h.podOf(t, release, wellknown.ComponentLogin).Name
 	poll(t, 3*time.Minute, "compute-0 idle", func() error {
 		nodes, err := h.slurmNodes(t, login)
 		if err != nil || nodes["compute-0"] != "idle" {

@@ -31,8 +31,8 @@ import (
 	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/kube"
-	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/syncer"
+	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
 )
 
@@ -113,9 +113,9 @@ func startOperator(t *testing.T) *operatorEnv {
 // cordon cordons (or uncordons) the cluster's node, with a reason for the syncer.
 func (e *operatorEnv) cordon(t *testing.T, on bool, reason string) {
 	t.Helper()
-	ann := map[string]any{syncer.AnnotationCordonReason: nil}
+	ann := map[string]any{wellknown.AnnotationCordonReason: nil}
 	if reason != "" {
-		ann[syncer.AnnotationCordonReason] = reason
+		ann[wellknown.AnnotationCordonReason] = reason
 	}
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": on}, "metadata": map[string]any{"annotations": ann}})
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.NodeName}}
@@ -210,7 +210,7 @@ func (e *operatorEnv) cluster(t *testing.T, name string) *sunkv1.SlurmCluster {
 func (e *operatorEnv) podOf(t *testing.T, cluster, component string) corev1.Pod {
 	var pods corev1.PodList
 	if err := e.c.List(context.Background(), &pods, client.InNamespace(e.ns),
-		client.MatchingLabels{render.LabelCluster: cluster, render.LabelComponent: component}); err != nil {
+		client.MatchingLabels{wellknown.LabelCluster: cluster, wellknown.LabelComponent: component}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pods.Items {
@@ -246,7 +246,7 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 	}
 	e.createReady(t, sc)
 
-	login := e.podOf(t, "e2e", render.ComponentLogin).Name
+	login := e.podOf(t, "e2e", wellknown.ComponentLogin).Name
 	out, err := e.sh(t, login, "login", "scontrol ping && sinfo")
 	if err != nil || !strings.Contains(out, "is UP") || !strings.Contains(out, "main*") {
 		t.Fatalf("scontrol ping && sinfo in the login pod: %v\n%s", err, out)
@@ -300,8 +300,8 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "compute-0"}, p); err != nil {
 			return err
 		}
-		if st := p.Annotations[syncer.AnnotationSlurmState]; !strings.Contains(st, "drain") {
-			return fmt.Errorf("pod annotation %s=%q", syncer.AnnotationSlurmState, st)
+		if st := p.Annotations[wellknown.AnnotationSlurmState]; !strings.Contains(st, "drain") {
+			return fmt.Errorf("pod annotation %s=%q", wellknown.AnnotationSlurmState, st)
 		}
 		return nil
 	})
@@ -318,7 +318,7 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 	}
 
 	// A new partition reaches slurmctld by reconfigure: same pod, same container start.
-	ctld := e.podOf(t, "e2e", render.ComponentController)
+	ctld := e.podOf(t, "e2e", wellknown.ComponentController)
 	before := ctld.Status.ContainerStatuses[0]
 	sc = e.cluster(t, "e2e")
 	oldHash := sc.Status.ConfigHash
@@ -335,7 +335,7 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 		return nil
 	})
 	t.Logf("new partition visible in sinfo %s after the spec change", time.Since(start).Round(time.Second))
-	after := e.podOf(t, "e2e", render.ComponentController)
+	after := e.podOf(t, "e2e", wellknown.ComponentController)
 	if after.UID != ctld.UID || after.Status.ContainerStatuses[0].RestartCount != before.RestartCount ||
 		!after.Status.ContainerStatuses[0].State.Running.StartedAt.Equal(&before.State.Running.StartedAt) {
 		t.Errorf("slurmctld was restarted: pod %s→%s, restarts %d→%d, started %v→%v", ctld.UID, after.UID,

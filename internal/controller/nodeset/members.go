@@ -146,5 +146,5 @@ func stopped(p *corev1.Pod) bool {
 }
 
 func hasFinalizer(p *corev1.Pod) bool {
-	return slices.Contains(p.Finalizers, render.FinalizerSlurmNode)
+	return slices.Contains(p.Finalizers, wellknown.FinalizerSlurmNode)
 }

@@ -12,16 +12,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 const current = "new"
 
 type podOpt func(*corev1.Pod)
 
-func withHash(h string) podOpt { return func(p *corev1.Pod) { p.Labels[render.LabelTemplateHash] = h } }
-func notReady(p *corev1.Pod)   { p.Status.Conditions = nil }
+func withHash(h string) podOpt {
+	return func(p *corev1.Pod) { p.Labels[wellknown.LabelTemplateHash] = h }
+}
+func notReady(p *corev1.Pod) { p.Status.Conditions = nil }
 func deleting(grace int64) podOpt {
 	return func(p *corev1.Pod) {
 		now := metav1.Now()
@@ -31,7 +33,7 @@ func deleting(grace int64) podOpt {
 
 func pod(name string, opts ...podOpt) *corev1.Pod {
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{render.LabelTemplateHash: current}, Finalizers: []string{render.FinalizerSlurmNode}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{wellknown.LabelTemplateHash: current}, Finalizers: []string{wellknown.FinalizerSlurmNode}},
 		Spec:       corev1.PodSpec{NodeName: "k8s-node"},
 		Status:     corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
@@ -54,7 +56,7 @@ func drained(n *slurm.Node, reason string) *slurm.Node {
 func input(members ...*member) planInput {
 	return planInput{
 		members:        members,
-		outdated:       func(m *member) bool { return m.pod.Labels[render.LabelTemplateHash] != current },
+		outdated:       func(m *member) bool { return m.pod.Labels[wellknown.LabelTemplateHash] != current },
 		strategy:       sunkv1.RollingUpdateNodeSetStrategy,
 		maxUnavailable: 1,
 		slurmKnown:     true,
@@ -180,7 +182,6 @@ func TestPerNodeDesired(t *testing.T) {
 		t.Errorf("capped: %v", desired)
 	}
 }
-
 
 func TestMaxUnavailable(t *testing.T) {
 	for _, c := range []struct {

@@ -208,7 +208,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 func (r *Reconciler) members(ctx context.Context, w *world, st *status) error {
 	ns := w.ns
 	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(ns.Namespace), client.MatchingLabels{render.LabelNodeSet: ns.Name}); err != nil {
+	if err := r.List(ctx, &pods, client.InNamespace(ns.Namespace), client.MatchingLabels{wellknown.LabelNodeSet: ns.Name}); err != nil {
 		return err
 	}
 	owned := map[string]*corev1.Pod{}
@@ -331,7 +331,7 @@ func (r *Reconciler) whyNotDesired(w *world, p *corev1.Pod, held map[string]stri
 // outdated reports a desired member whose pod must be replaced.
 func outdated(w *world, m *member) bool {
 	p := m.pod
-	if p.Labels[render.LabelTemplateHash] != w.hash {
+	if p.Labels[wellknown.LabelTemplateHash] != w.hash {
 		return true
 	}
 	if m.node != "" {
@@ -587,7 +587,7 @@ func (r *Reconciler) namespaceTerminating(ctx context.Context, name string) (boo
 
 func removeFinalizer(ctx context.Context, c client.Client, p *corev1.Pod) error {
 	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	p.Finalizers = slices.DeleteFunc(slices.Clone(p.Finalizers), func(f string) bool { return f == render.FinalizerSlurmNode })
+	p.Finalizers = slices.DeleteFunc(slices.Clone(p.Finalizers), func(f string) bool { return f == wellknown.FinalizerSlurmNode })
 	if err := c.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("releasing pod %s: %w", p.Name, err)
 	}
@@ -598,7 +598,7 @@ func removeFinalizer(ctx context.Context, c client.Client, p *corev1.Pod) error 
 // records are removed when the cluster still exists, and otherwise left with it.
 func (r *Reconciler) releaseOrphans(ctx context.Context, namespace, name string) (ctrl.Result, error) {
 	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{render.LabelNodeSet: name}); err != nil {
+	if err := r.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{wellknown.LabelNodeSet: name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	clients := map[string]slurm.Client{}
@@ -614,7 +614,7 @@ func (r *Reconciler) releaseOrphans(ctx context.Context, namespace, name string)
 		}
 		var sl slurm.Client
 		var slErr error
-		cluster := p.Labels[render.LabelCluster]
+		cluster := p.Labels[wellknown.LabelCluster]
 		sc := &sunkv1.SlurmCluster{}
 		err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: cluster}, sc)
 		switch {

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // status collects what one reconcile observed; updateStatus writes it once.
@@ -97,7 +97,7 @@ func (r *Reconciler) count(w *world, st *status) {
 			if kube.PodReady(p) {
 				c.Ready++
 			}
-			if p.Labels[render.LabelTemplateHash] == w.hash {
+			if p.Labels[wellknown.LabelTemplateHash] == w.hash {
 				c.Updated++
 			}
 			if misscheduled(w, p) {

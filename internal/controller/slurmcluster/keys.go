@@ -14,6 +14,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Key sizes: auth/slurm wants a key with enough entropy (SchedMD suggests 1024 random
@@ -67,7 +68,7 @@ func (r *Reconciler) ensureSecretKey(ctx context.Context, sc *sunkv1.SlurmCluste
 		return nil, err
 	}
 	s = &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sc.Namespace, Labels: map[string]string{render.LabelCluster: sc.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sc.Namespace, Labels: map[string]string{wellknown.LabelCluster: sc.Name}},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{key: data},
 	}
@@ -108,7 +109,7 @@ func (r *Reconciler) ensureSlurmdbdConf(ctx context.Context, sc *sunkv1.SlurmClu
 	}
 	conf := render.SlurmdbdConf(sc, n, string(password))
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: n.SlurmdbdSecret, Namespace: n.Namespace, Labels: map[string]string{render.LabelCluster: sc.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: n.SlurmdbdSecret, Namespace: n.Namespace, Labels: map[string]string{wellknown.LabelCluster: sc.Name}},
 		Data:       map[string][]byte{render.SlurmdbdConfKey: []byte(conf)},
 	}
 	if err := r.apply(ctx, sc, s); err != nil {

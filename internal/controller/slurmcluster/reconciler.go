@@ -27,6 +27,7 @@ import (
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/internal/webhook"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Reconciler reconciles SlurmClusters.
@@ -156,7 +157,7 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 	objs := []client.Object{
 		render.ControllerService(n), render.ControllerStatefulSet(sc, n, cfg),
 		render.RestAPIService(n), render.RestAPIDeployment(sc, n, cfg),
-		render.S6ServicesConfigMap(n, n.LoginServices, render.ComponentLogin, sc.Spec.Login.Services),
+		render.S6ServicesConfigMap(n, n.LoginServices, wellknown.ComponentLogin, sc.Spec.Login.Services),
 		render.LoginDeployment(sc, n, cfg),
 	}
 	if sc.Spec.Controller.Backup {
@@ -217,7 +218,7 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 		}
 		return ctrl.Result{}, err
 	}
-	if pod.Annotations[render.AnnotationRestartHash] != cfg.RestartHash {
+	if pod.Annotations[wellknown.AnnotationRestartHash] != cfg.RestartHash {
 		st.set(sunkv1.ConditionConfigApplied, false, ReasonRollingRestart, "slurmctld restarts to apply settings that a reconfigure cannot")
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
@@ -227,12 +228,12 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 	}
 	// Naming the wanted hash on the pod also makes kubelet resync its volumes now rather
 	// than at its next periodic sync.
-	if pod.Annotations[render.AnnotationConfigHash] != cfg.Hash {
+	if pod.Annotations[wellknown.AnnotationConfigHash] != cfg.Hash {
 		patch := client.MergeFrom(pod.DeepCopy())
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}
 		}
-		pod.Annotations[render.AnnotationConfigHash] = cfg.Hash
+		pod.Annotations[wellknown.AnnotationConfigHash] = cfg.Hash
 		if err := r.Patch(ctx, pod, patch); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -297,8 +298,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // clusterOfPod maps slurmctld pods to their cluster: a slurmctld turning Ready is when a
 // pending reconfigure can go on. Compute pods carry the cluster label too and are ignored.
 func clusterOfPod(_ context.Context, o client.Object) []ctrl.Request {
-	name, ok := o.GetLabels()[render.LabelCluster]
-	if !ok || o.GetLabels()[render.LabelComponent] != render.ComponentController {
+	name, ok := o.GetLabels()[wellknown.LabelCluster]
+	if !ok || o.GetLabels()[wellknown.LabelComponent] != wellknown.ComponentController {
 		return nil
 	}
 	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"sunk.dev/sunk/scheduler/plugin"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // defaultProfile adds kube-scheduler's default profile to the same scheduler process, so that
@@ -108,7 +108,7 @@ func (e *env) bindMany(sched string, n int) benchResult {
 			for i := range names {
 				name := fmt.Sprintf("p-%04d", i)
 				p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-					Annotations: map[string]string{plugin.AnnotationPartition: "bench", plugin.AnnotationExclusive: "false"}},
+					Annotations: map[string]string{wellknown.AnnotationPartition: "bench", wellknown.AnnotationExclusive: "false"}},
 					Spec: v1.PodSpec{SchedulerName: sched, Containers: []v1.Container{{Name: "c", Image: "c",
 						Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
 							v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("10Mi")}}}}}}

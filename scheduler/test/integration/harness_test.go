@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/scheduler/plugin"
 )
 
@@ -389,8 +390,8 @@ func scheduledCondition(p *v1.Pod) string {
 func (e *env) jobOfPod(p *v1.Pod) *slurm.Job {
 	e.t.Helper()
 	var id uint32
-	if _, err := fmt.Sscan(p.Annotations[plugin.AnnotationJob], &id); err != nil {
-		e.t.Fatalf("pod %s has no %s annotation: %v", p.Name, plugin.AnnotationJob, err)
+	if _, err := fmt.Sscan(p.Annotations[wellknown.AnnotationJob], &id); err != nil {
+		e.t.Fatalf("pod %s has no %s annotation: %v", p.Name, wellknown.AnnotationJob, err)
 	}
 	return e.job(id)
 }

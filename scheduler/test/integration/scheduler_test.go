@@ -14,7 +14,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"sunk.dev/sunk/pkg/slurm"
-	"sunk.dev/sunk/scheduler/plugin"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 var zero = int64(0)
@@ -33,7 +33,7 @@ func (e *env) nodeTaint(node string) string {
 		e.t.Fatal(err)
 	}
 	for _, t := range n.Spec.Taints {
-		if t.Key == plugin.TaintJob {
+		if t.Key == wellknown.TaintJob {
 			return t.Value + ":" + string(t.Effect)
 		}
 	}
@@ -60,7 +60,7 @@ func TestBindsWhereSlurmRunsTheJob(t *testing.T) {
 	e.startScheduler(defaultProfile)
 	avoid := e.slurm.Nodes[0]
 	pod := e.createPod("p1", notOnNode(e.hostOf[avoid]),
-		withAnnotations(plugin.AnnotationTimeLimit, "30", plugin.AnnotationPriority, "5000"))
+		withAnnotations(wellknown.AnnotationTimeLimit, "30", wellknown.AnnotationPriority, "5000"))
 	pod = e.waitBound("p1", 90*time.Second)
 	j := e.jobOfPod(pod)
 	if j.BaseState() != "RUNNING" || j.Comment != "sunk-pod:"+string(pod.UID) {
@@ -85,7 +85,7 @@ func TestBindsWhereSlurmRunsTheJob(t *testing.T) {
 	e.createPod("ordinary", onNode(pod.Spec.NodeName), func(p *v1.Pod) { p.Spec.SchedulerName = "default-scheduler" })
 	e.eventually("ordinary pod kept off the locked node", 30*time.Second, func() (bool, string) {
 		c := scheduledCondition(e.getPod("ordinary"))
-		return strings.Contains(c, "PodScheduled=False") && strings.Contains(c, plugin.TaintJob), c
+		return strings.Contains(c, "PodScheduled=False") && strings.Contains(c, wellknown.TaintJob), c
 	})
 
 	e.deletePod("p1")
@@ -124,12 +124,12 @@ func TestBindsWhereSlurmRunsTheJob(t *testing.T) {
 func TestBadAnnotationIsReported(t *testing.T) {
 	e := setup(t)
 	e.startScheduler("")
-	pod := e.createPod("bad", withAnnotations(plugin.AnnotationTimeLimit, "soon"))
+	pod := e.createPod("bad", withAnnotations(wellknown.AnnotationTimeLimit, "soon"))
 	e.eventually("condition naming the annotation", 30*time.Second, func() (bool, string) {
 		c := scheduledCondition(e.getPod("bad"))
-		return strings.Contains(c, "PodScheduled=False") && strings.Contains(c, plugin.AnnotationTimeLimit), c
+		return strings.Contains(c, "PodScheduled=False") && strings.Contains(c, wellknown.AnnotationTimeLimit), c
 	})
-	e.waitEvent(pod, "InvalidAnnotation", plugin.AnnotationTimeLimit, 10*time.Second)
+	e.waitEvent(pod, "InvalidAnnotation", wellknown.AnnotationTimeLimit, 10*time.Second)
 	if jobs := e.jobsNaming(string(pod.UID)); len(jobs) != 0 {
 		t.Fatalf("a pod with a bad annotation got jobs %v", jobs)
 	}
@@ -146,7 +146,7 @@ func TestPreemption(t *testing.T) {
 	e.waitJobState(batch, 30*time.Second, "RUNNING")
 
 	// Same tier as the batch job: waits, and says why.
-	low := e.createPod("low", onNode(host), withAnnotations(plugin.AnnotationPartition, "all"))
+	low := e.createPod("low", onNode(host), withAnnotations(wellknown.AnnotationPartition, "all"))
 	e.eventually("pending reason on the pod", 60*time.Second, func() (bool, string) {
 		c := scheduledCondition(e.getPod("low"))
 		return strings.Contains(c, "is PENDING: Resources") || strings.Contains(c, "is PENDING: Priority"), c
@@ -154,7 +154,7 @@ func TestPreemption(t *testing.T) {
 	e.waitEvent(low, "SlurmPending", "is PENDING", 10*time.Second)
 
 	// Higher tier: preempts the batch job (PreemptMode=CANCEL) and is bound to its node.
-	high := e.createPod("high", onNode(host), withAnnotations(plugin.AnnotationPartition, "urgent"))
+	high := e.createPod("high", onNode(host), withAnnotations(wellknown.AnnotationPartition, "urgent"))
 	high = e.waitBound("high", 90*time.Second)
 	if high.Spec.NodeName != host {
 		t.Fatalf("high bound to %s, want %s", high.Spec.NodeName, host)
@@ -188,7 +188,7 @@ func TestPreemption(t *testing.T) {
 func TestGangOfThree(t *testing.T) {
 	e := setup(t)
 	e.startScheduler("")
-	gang := withAnnotations(plugin.AnnotationGang, "g", plugin.AnnotationGangSize, "3")
+	gang := withAnnotations(wellknown.AnnotationGang, "g", wellknown.AnnotationGangSize, "3")
 	var pods []*v1.Pod
 	for i := range 2 {
 		pods = append(pods, e.createPod(fmt.Sprintf("g-%d", i), gang))

@@ -29,7 +29,6 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/controller/nodeset"
-	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -98,7 +97,7 @@ func slurmBusy(n *slurm.Node) bool {
 func (k *kubelet) step(ctx context.Context) error {
 	h := k.h
 	var pods corev1.PodList
-	if err := h.c.List(ctx, &pods, client.InNamespace(h.ns), client.MatchingLabels{render.LabelComponent: render.ComponentCompute}); err != nil {
+	if err := h.c.List(ctx, &pods, client.InNamespace(h.ns), client.MatchingLabels{wellknown.LabelComponent: wellknown.ComponentCompute}); err != nil {
 		return err
 	}
 	var nodes corev1.NodeList
@@ -133,7 +132,7 @@ func (k *kubelet) step(ctx context.Context) error {
 }
 
 func (k *kubelet) stop(ctx context.Context, p *corev1.Pod) error {
-	rec := stop{pod: p.Name, hash: p.Labels[render.LabelTemplateHash]}
+	rec := stop{pod: p.Name, hash: p.Labels[wellknown.LabelTemplateHash]}
 	if p.Spec.NodeName != "" {
 		n, err := k.h.slurm.GetNode(ctx, p.Name)
 		switch {
@@ -190,7 +189,7 @@ func (k *kubelet) start(ctx context.Context, p *corev1.Pod) error {
 	_, err := k.h.slurm.GetNode(ctx, p.Name)
 	switch {
 	case errors.Is(err, slurm.ErrNotFound):
-		k.h.slurm.AddNode(slurm.Node{Name: p.Name, Hostname: p.Spec.Hostname, State: []string{"IDLE"}, Features: []string{p.Labels[render.LabelNodeSet]}})
+		k.h.slurm.AddNode(slurm.Node{Name: p.Name, Hostname: p.Spec.Hostname, State: []string{"IDLE"}, Features: []string{p.Labels[wellknown.LabelNodeSet]}})
 		k.mu.Lock()
 		k.registered[p.Name]++
 		k.mu.Unlock()
@@ -295,7 +294,7 @@ func nsCondition(ns *sunkv1.NodeSet, typ string) metav1.Condition {
 func (h *harness) pods(t *testing.T, nodeSet string) map[string]*corev1.Pod {
 	t.Helper()
 	var list corev1.PodList
-	if err := h.c.List(context.Background(), &list, client.InNamespace(h.ns), client.MatchingLabels{render.LabelNodeSet: nodeSet}); err != nil {
+	if err := h.c.List(context.Background(), &list, client.InNamespace(h.ns), client.MatchingLabels{wellknown.LabelNodeSet: nodeSet}); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]*corev1.Pod{}
@@ -311,7 +310,7 @@ func (h *harness) pods(t *testing.T, nodeSet string) map[string]*corev1.Pod {
 func (h *harness) allPods(t *testing.T, nodeSet string) []string {
 	t.Helper()
 	var list corev1.PodList
-	if err := h.c.List(context.Background(), &list, client.InNamespace(h.ns), client.MatchingLabels{render.LabelNodeSet: nodeSet}); err != nil {
+	if err := h.c.List(context.Background(), &list, client.InNamespace(h.ns), client.MatchingLabels{wellknown.LabelNodeSet: nodeSet}); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -380,14 +379,14 @@ func TestNodeSetPerNodeAndConflicts(t *testing.T) {
 	}
 	h.readyNodeSet(t, "cpu-a", "cpu-a-n1-example-com", "cpu-a-n2")
 	p := h.pods(t, "cpu-a")["cpu-a-n1-example-com"]
-	if p.Spec.Hostname != p.Name || p.Spec.NodeName != "n1.example.com" || p.Labels[render.LabelSlurmNode] != p.Name ||
+	if p.Spec.Hostname != p.Name || p.Spec.NodeName != "n1.example.com" || p.Labels[wellknown.LabelSlurmNode] != p.Name ||
 		!metav1.IsControlledBy(p, h.nodeSet(t, "cpu-a")) || p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values[0] != "n1.example.com" {
 		t.Errorf("pod %s: hostname %q, node %q, labels %v, affinity %+v", p.Name, p.Spec.Hostname, p.Spec.NodeName, p.Labels, p.Spec.Affinity)
 	}
 	if env := p.Spec.Containers[0].Env; env[1].Name != "SLURMD_CONF" || env[1].Value != "CPUs=2 RealMemory=3892 Features=cpu-a Weight=1" {
 		t.Errorf("slurmd env %v", env)
 	}
-	if s := h.nodeSet(t, "cpu-a").Status; s.Feasible != 2 || s.Selector == "" || s.TemplateHash != p.Labels[render.LabelTemplateHash] {
+	if s := h.nodeSet(t, "cpu-a").Status; s.Feasible != 2 || s.Selector == "" || s.TemplateHash != p.Labels[wellknown.LabelTemplateHash] {
 		t.Errorf("status %+v", s)
 	}
 
@@ -571,14 +570,14 @@ func TestNodeSetRollingUpdateIdleFirstOneAtATime(t *testing.T) {
 		pods := h.pods(t, "roll")
 		for _, name := range []string{"roll-1", "roll-2"} {
 			p := pods[name]
-			if p == nil || p.Labels[render.LabelTemplateHash] != ns.Status.TemplateHash || !kube.PodReady(p) {
+			if p == nil || p.Labels[wellknown.LabelTemplateHash] != ns.Status.TemplateHash || !kube.PodReady(p) {
 				return fmt.Errorf("%s not replaced yet", name)
 			}
 			if n, err := h.slurmNode(t, name); err != nil || n.Drained() {
 				return fmt.Errorf("%s not resumed: %+v %v", name, n, err)
 			}
 		}
-		if p := pods["roll-0"]; p == nil || p.Labels[render.LabelTemplateHash] != oldHash {
+		if p := pods["roll-0"]; p == nil || p.Labels[wellknown.LabelTemplateHash] != oldHash {
 			return fmt.Errorf("roll-0 replaced while its job runs")
 		}
 		if n, err := h.slurmNode(t, "roll-0"); err != nil || !n.Drained() || n.Reason != "k8s: nodeset update" {

@@ -22,6 +22,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 func TestSlurmClusterObjectsKeysAndConditions(t *testing.T) {
@@ -165,7 +166,7 @@ func TestConfigChangeReconfiguresWithoutRestart(t *testing.T) {
 	}
 	var ctld appsv1.StatefulSet
 	eventually(t, "controller StatefulSet", func() error { return h.get(t, "c3-controller", &ctld) })
-	restartHash := ctld.Spec.Template.Annotations[render.AnnotationRestartHash]
+	restartHash := ctld.Spec.Template.Annotations[wellknown.AnnotationRestartHash]
 
 	// Play the StatefulSet controller and kubelet: a Ready slurmctld pod that sees the
 	// current file, and an available slurmrestd.
@@ -226,8 +227,8 @@ func TestConfigChangeReconfiguresWithoutRestart(t *testing.T) {
 		if err := h.get(t, "c3-controller-0", pod); err != nil {
 			return err
 		}
-		if pod.Annotations[render.AnnotationConfigHash] != second {
-			return fmt.Errorf("pod annotation %q, want %q", pod.Annotations[render.AnnotationConfigHash], second)
+		if pod.Annotations[wellknown.AnnotationConfigHash] != second {
+			return fmt.Errorf("pod annotation %q, want %q", pod.Annotations[wellknown.AnnotationConfigHash], second)
 		}
 		return nil
 	})
@@ -240,7 +241,7 @@ func TestConfigChangeReconfiguresWithoutRestart(t *testing.T) {
 		t.Errorf("Reconfigure calls = %d, want %d", got, reconfigures+1)
 	}
 	_ = h.get(t, "c3-controller", &ctld)
-	if ctld.Spec.Template.Annotations[render.AnnotationRestartHash] != restartHash {
+	if ctld.Spec.Template.Annotations[wellknown.AnnotationRestartHash] != restartHash {
 		t.Error("a partition change restarted slurmctld")
 	}
 
@@ -254,7 +255,7 @@ func TestConfigChangeReconfiguresWithoutRestart(t *testing.T) {
 		if err := h.get(t, "c3-controller", &ctld); err != nil {
 			return err
 		}
-		if ctld.Spec.Template.Annotations[render.AnnotationRestartHash] == restartHash {
+		if ctld.Spec.Template.Annotations[wellknown.AnnotationRestartHash] == restartHash {
 			return fmt.Errorf("restart hash unchanged")
 		}
 		if c := condition(h.cluster(t, "c3"), sunkv1.ConditionConfigApplied); c.Reason != slurmcluster.ReasonRollingRestart {

@@ -24,9 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
 )
 
@@ -84,7 +84,7 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int) {
 		}
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i), Labels: map[string]string{
-				render.LabelCluster: clusterName, render.LabelComponent: render.ComponentCompute, render.LabelNodeSet: "bench"}},
+				wellknown.LabelCluster: clusterName, wellknown.LabelComponent: wellknown.ComponentCompute, wellknown.LabelNodeSet: "bench"}},
 			Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "slurmd", Image: "x"}}},
 		}
 		if err := h.c.Create(ctx, pod); err != nil {
@@ -117,7 +117,7 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int) {
 		}
 		done := 0
 		for i := range l.Items {
-			if l.Items[i].Annotations[syncer.AnnotationSlurmState] == "future" {
+			if l.Items[i].Annotations[wellknown.AnnotationSlurmState] == "future" {
 				done++
 			}
 		}
@@ -182,8 +182,8 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int) {
 			if err := h.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name(i)}, p); err != nil {
 				return err
 			}
-			if !strings.Contains(p.Annotations[syncer.AnnotationSlurmState], "drain") {
-				return fmt.Errorf("%s: %q", name(i), p.Annotations[syncer.AnnotationSlurmState])
+			if !strings.Contains(p.Annotations[wellknown.AnnotationSlurmState], "drain") {
+				return fmt.Errorf("%s: %q", name(i), p.Annotations[wellknown.AnnotationSlurmState])
 			}
 			return nil
 		})
