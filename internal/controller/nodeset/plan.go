@@ -2,6 +2,7 @@ package nodeset
 
 import (
 	"sort"
+
 	"sunk.dev/sunk/internal/kube"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
 	"sunk.dev/sunk/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"

@@ -1,0 +1,215 @@
+// Membership: which Slurm nodes the NodeSet runs (selected Kubernetes nodes, nodes held by an
+// older NodeSet, outdated and misscheduled pods), and what Slurm says of each.
+
+package nodeset
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// members computes the desired members and attaches the pods that exist.
+func (r *Reconciler) members(ctx context.Context, w *world, st *status) error {
+	ns := w.ns
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(ns.Namespace), client.MatchingLabels{wellknown.LabelNodeSet: ns.Name}); err != nil {
+		return err
+	}
+	owned := map[string]*corev1.Pod{}
+	var foreign []*corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if metav1.IsControlledBy(p, ns) {
+			owned[p.Name] = p
+		} else {
+			foreign = append(foreign, p)
+		}
+	}
+	var selected []string
+	for name, n := range w.nodes {
+		if w.sel.matches(n) {
+			selected = append(selected, name)
+		}
+	}
+	sort.Strings(selected)
+
+	var desired []render.ComputeMember
+	var conflicts []string
+	held := map[string]string{}
+	if ns.ModeOrDefault() == sunkv1.NodeSetPerNode {
+		var err error
+		if held, err = r.heldByOlder(ctx, ns, selected, w.nodes); err != nil {
+			return err
+		}
+		hasPod := func(name string) bool { p := owned[name]; return p != nil && !terminating(p) }
+		desired, conflicts, st.feasible = perNodeDesired(ns.Name, selected, held, hasPod, ns.Spec.Replicas)
+	} else {
+		desired, st.feasible = replicasDesired(ns.Name, ns.Spec.Replicas), len(selected)
+	}
+	st.desired = len(desired)
+
+	byName := map[string]*member{}
+	for _, d := range desired {
+		byName[d.Name] = &member{name: d.Name, node: d.NodeName, desired: true}
+	}
+	for name, p := range owned {
+		m := byName[name]
+		if m == nil {
+			m = &member{name: name, why: r.whyNotDesired(w, p, held)}
+			byName[name] = m
+		}
+		m.pod = p
+	}
+	// Pods of the NodeSet's name that it does not control: leftovers of an earlier NodeSet
+	// of the same name (released here once stopped, like its own), or someone else's.
+	for _, p := range foreign {
+		m := byName[p.Name]
+		if terminating(p) {
+			if hasFinalizer(p) && (m == nil || m.pod == nil) {
+				if m == nil {
+					m = &member{name: p.Name, why: whyScaleIn}
+					byName[p.Name] = m
+				}
+				m.pod = p
+			}
+			continue
+		}
+		if m != nil && m.pod == nil {
+			m.taken = true
+		}
+		conflicts = append(conflicts, fmt.Sprintf("pod %s has the NodeSet's label but belongs to another owner", p.Name))
+	}
+	for _, m := range byName {
+		w.members = append(w.members, m)
+	}
+	sort.Slice(w.members, func(i, j int) bool { return w.members[i].name < w.members[j].name })
+	st.conflicts = append(st.conflicts, conflicts...)
+	return nil
+}
+
+// heldByOlder maps each selected node that an older PerNode NodeSet of the same cluster
+// also selects to that NodeSet: the older one keeps it.
+func (r *Reconciler) heldByOlder(ctx context.Context, ns *sunkv1.NodeSet, selected []string, nodes map[string]*corev1.Node) (map[string]string, error) {
+	var list sunkv1.NodeSetList
+	if err := r.List(ctx, &list, client.InNamespace(ns.Namespace)); err != nil {
+		return nil, err
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return older(&list.Items[i], &list.Items[j]) })
+	held := map[string]string{}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == ns.UID || !older(other, ns) || other.Spec.ClusterRef != ns.Spec.ClusterRef || other.ModeOrDefault() != sunkv1.NodeSetPerNode {
+			continue
+		}
+		osel, err := newSelection(other)
+		if err != nil {
+			continue
+		}
+		for _, name := range selected {
+			if _, ok := held[name]; !ok && osel.matches(nodes[name]) {
+				held[name] = other.Name
+			}
+		}
+	}
+	return held, nil
+}
+
+// whyNotDesired says why a pod's member is no longer wanted.
+func (r *Reconciler) whyNotDesired(w *world, p *corev1.Pod, held map[string]string) string {
+	if w.ns.ModeOrDefault() != sunkv1.NodeSetPerNode {
+		return whyScaleIn
+	}
+	node := pinnedNode(p)
+	n, ok := w.nodes[node]
+	switch {
+	case !ok:
+		return whyNodeGone
+	case !w.sel.matches(n):
+		return whyUnselected
+	case held[node] != "":
+		return "node held by the older NodeSet " + held[node]
+	}
+	return whyScaleIn
+}
+
+// outdated reports a desired member whose pod must be replaced.
+func outdated(w *world, m *member) bool {
+	p := m.pod
+	if p.Labels[wellknown.LabelTemplateHash] != w.hash {
+		return true
+	}
+	if m.node != "" {
+		return pinnedNode(p) != m.node
+	}
+	return misscheduled(w, p)
+}
+
+// misscheduled reports a pod bound to a node the NodeSet does not select (or that is gone).
+func misscheduled(w *world, p *corev1.Pod) bool {
+	if p.Spec.NodeName == "" {
+		return false
+	}
+	n, ok := w.nodes[p.Spec.NodeName]
+	return !ok || !w.sel.matches(n)
+}
+
+func strategyOf(ns *sunkv1.NodeSet) sunkv1.NodeSetUpdateStrategyType {
+	if ns.Spec.UpdateStrategy.Type == "" {
+		return sunkv1.RollingUpdateNodeSetStrategy
+	}
+	return ns.Spec.UpdateStrategy.Type
+}
+
+// maxUnavailable resolves spec.updateStrategy.rollingUpdate.maxUnavailable against the
+// desired count: a percentage rounds down, and the result is at least 1, since an update
+// that may take nothing away never ends.
+func maxUnavailable(ns *sunkv1.NodeSet, desired int) int {
+	mu := intstr.FromInt32(1)
+	if ru := ns.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
+		mu = *ru.MaxUnavailable
+	}
+	v, err := intstr.GetScaledValueFromIntOrPercent(&mu, desired, false)
+	if err != nil || v < 1 {
+		return 1
+	}
+	return v
+}
+
+// readSlurm attaches each member's Slurm node from one list. It fails closed: on any error
+// no member has a Slurm node and the plan does nothing that depends on Slurm.
+func (r *Reconciler) readSlurm(ctx context.Context, w *world, st *status) {
+	w.sl, w.slurmErr = r.slurmClient(ctx, w.names)
+	if w.slurmErr == nil {
+		var list *slurm.NodeList
+		if list, w.slurmErr = w.sl.ListNodes(ctx, time.Time{}); w.slurmErr == nil {
+			byName := make(map[string]*slurm.Node, len(list.Nodes))
+			for i := range list.Nodes {
+				byName[list.Nodes[i].Name] = &list.Nodes[i]
+			}
+			for _, m := range w.members {
+				m.slurm = byName[m.name]
+			}
+		}
+	}
+	if w.slurmErr != nil {
+		st.slurmFailure(w.slurmErr)
+	}
+}
+
+// slurmClient authenticates with the cluster's JWT key, which only the SlurmCluster
+// controller creates.
+func (r *Reconciler) slurmClient(ctx context.Context, n render.Names) (slurm.Client, error) {
+	return r.Slurm.For(ctx, n)
+}
