@@ -1,0 +1,279 @@
+// The scheduling cycle: the framework extension points from PreFilter to PostBind.
+
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+const stateKey framework.StateKey = Name
+
+// cycle is what one scheduling cycle learns about its pod.
+type cycle struct {
+	spec      *podSpec
+	topo      *topology
+	job       *slurm.Job // nil: no job yet
+	slurmNode string     // the Slurm node the pod belongs on, when the job runs
+	mu        sync.Mutex
+	feasible  sets.Set[string] // Kubernetes nodes that passed every filter (this plugin's is last)
+}
+
+func (c *cycle) Clone() framework.StateData { return c }
+
+func cycleOf(state *framework.CycleState) (*cycle, *framework.Status) {
+	d, err := state.Read(stateKey)
+	if err != nil {
+		return nil, framework.AsStatus(err)
+	}
+	return d.(*cycle), nil
+}
+
+func unresolvable(format string, a ...any) *framework.Status {
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf(format, a...))
+}
+
+// PreFilter parses the pod, finds its job and narrows the nodes: every node hosting a compute
+// pod before the job exists, the node hosting the job's Slurm node once it runs.
+func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
+	spec, err := parsePod(pod)
+	if err != nil {
+		p.lc.badSpec(p, pod, err)
+		return nil, unresolvable("%v", err)
+	}
+	if !p.jobs.HasSynced() || !p.nodes.HasSynced() {
+		return nil, framework.NewStatus(framework.Unschedulable, "waiting for the first list of Slurm jobs and nodes")
+	}
+	topo, err := p.topology()
+	if err != nil {
+		return nil, framework.AsStatus(err)
+	}
+	c := &cycle{spec: spec, topo: topo, feasible: sets.New[string]()}
+	state.Write(stateKey, c)
+	p.mu.Lock()
+	inflight := p.inflight[pod.UID]
+	refused, wasRefused := p.refused[pod.UID]
+	delete(p.refused, pod.UID) // reported once; the next attempt submits again
+	p.mu.Unlock()
+	if inflight {
+		return nil, framework.NewStatus(framework.Unschedulable, "submitting the Slurm job")
+	}
+	if wasRefused {
+		return nil, unresolvable("Slurm refused the job: %s", refused)
+	}
+	job, ok := p.jobOf(pod.UID)
+	if !ok {
+		if len(topo.onNode) == 0 {
+			return nil, unresolvable("no compute pod of SlurmCluster %s is running", p.args.Cluster)
+		}
+		return &framework.PreFilterResult{NodeNames: sets.KeySet(topo.onNode)}, nil
+	}
+	c.job = job
+	switch {
+	case isRunning(job):
+		node, err := slurmNodeFor(pod, job)
+		if err != nil {
+			return nil, unresolvable("Slurm job %d: %v", job.ID, err)
+		}
+		host, ok := topo.hostOf[node]
+		if !ok {
+			return nil, unresolvable("Slurm job %d runs on %s, which no compute pod of SlurmCluster %s hosts", job.ID, node, p.args.Cluster)
+		}
+		c.slurmNode = node
+		return &framework.PreFilterResult{NodeNames: sets.New(host)}, nil
+	case isLive(job):
+		return nil, unresolvable("%s", pendingMessage(job))
+	}
+	return nil, unresolvable("Slurm job %d ended (%s)", job.ID, job.BaseState())
+}
+
+// pendingMessage is Slurm's pending reason in words.
+func pendingMessage(j *slurm.Job) string {
+	reason := j.StateReason
+	if reason == "" || reason == "None" {
+		reason = j.BaseState()
+	}
+	msg := fmt.Sprintf("Slurm job %d is %s: %s", j.ID, j.BaseState(), reason)
+	if j.StateDescription != "" {
+		msg += " (" + j.StateDescription + ")"
+	}
+	return msg
+}
+
+// slurmNodeFor is the Slurm node of a pod in its running job: the job's i-th node for the
+// i-th pod its comment names (gang members in name order; a single pod is the first).
+func slurmNodeFor(pod *v1.Pod, job *slurm.Job) (string, error) {
+	nodes, err := slurm.ExpandHostlist(job.Nodes)
+	if err != nil {
+		return "", err
+	}
+	i := slices.Index(podUIDsOf(job), string(pod.UID))
+	if i < 0 || i >= len(nodes) {
+		return "", fmt.Errorf("pod %s is member %d of a job on %d nodes (%s)", pod.UID, i, len(nodes), job.Nodes)
+	}
+	return nodes[i], nil
+}
+
+// PreFilterExtensions implements framework.PreFilterPlugin.
+func (p *Plugin) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+
+// Filter admits nodes that host a compute pod of the cluster (the job's, once it runs). It is
+// configured last among the filters, so a node it sees has passed all the others: it records
+// them, and Reserve tells Slurm to avoid every other node.
+func (p *Plugin) Filter(ctx context.Context, state *framework.CycleState, pod *v1.Pod, ni *framework.NodeInfo) *framework.Status {
+	c, st := cycleOf(state)
+	if st != nil {
+		return st
+	}
+	node := ni.Node().Name
+	slurmNodes := c.topo.onNode[node]
+	if len(slurmNodes) == 0 {
+		return unresolvable("node hosts no compute pod of SlurmCluster %s", p.args.Cluster)
+	}
+	if c.slurmNode != "" && !slices.Contains(slurmNodes, c.slurmNode) {
+		return unresolvable("Slurm job %d runs on %s, not on this node", c.job.ID, c.slurmNode)
+	}
+	c.mu.Lock()
+	c.feasible.Insert(node)
+	c.mu.Unlock()
+	return nil
+}
+
+// Reserve submits the job when the pod has none (asynchronously, see submit): Slurm may use the
+// Slurm nodes hosted on the nodes that passed the filters and no other. The pod then waits
+// (Unschedulable) until the lifecycle loop sees the job run and activates it.
+func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
+	c, st := cycleOf(state)
+	if st != nil {
+		return st
+	}
+	if c.job != nil {
+		return nil
+	}
+	members := []*v1.Pod{pod}
+	if c.spec.Gang.Size > 0 {
+		members = p.gangMembers(pod, c.spec.Gang)
+		switch {
+		case len(members) < c.spec.Gang.Size:
+			return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("gang %s has %d of %d pods", c.spec.Gang.Name, len(members), c.spec.Gang.Size))
+		case len(members) > c.spec.Gang.Size:
+			return unresolvable("gang %s has %d pods, more than its size %d", c.spec.Gang.Name, len(members), c.spec.Gang.Size)
+		}
+		for _, m := range members {
+			p.mu.Lock()
+			busy := p.inflight[m.UID]
+			p.mu.Unlock()
+			if busy {
+				return framework.NewStatus(framework.Unschedulable, "submitting the gang's Slurm job")
+			}
+			if j, ok := p.jobOf(m.UID); ok && isLive(j) {
+				return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("gang %s has Slurm job %d", c.spec.Gang.Name, j.ID))
+			}
+		}
+	}
+	c.mu.Lock()
+	allowed := sets.New[string]()
+	for node := range c.feasible {
+		allowed.Insert(c.topo.onNode[node]...)
+	}
+	c.mu.Unlock()
+	var excluded []string
+	for _, n := range p.nodes.List() {
+		if !allowed.Has(n.Name) {
+			excluded = append(excluded, n.Name)
+		}
+	}
+	sort.Strings(excluded)
+	uids := make([]string, len(members))
+	for i, m := range members {
+		uids[i] = string(m.UID)
+	}
+	js := c.spec.Job
+	js.Comment = jobComment(uids)
+	js.ExcludedNodes = excluded
+	p.mu.Lock()
+	for _, u := range uids {
+		p.inflight[types.UID(u)] = true
+	}
+	p.mu.Unlock()
+	go p.submit(js, members)
+	return framework.NewStatus(framework.Unschedulable, "submitting the Slurm job")
+}
+
+// Permit binds a gang all or nothing: each member waits until every member has reached Permit
+// (or is bound already); then all are let through together. A member that does not get there
+// within GangTimeout sends the waiting ones back to the queue.
+func (p *Plugin) Permit(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) (*framework.Status, time.Duration) {
+	c, st := cycleOf(state)
+	if st != nil {
+		return st, 0
+	}
+	g := c.spec.Gang
+	if g.Size == 0 {
+		return nil, 0
+	}
+	var waiting []framework.WaitingPod
+	p.h.IterateOverWaitingPods(func(wp framework.WaitingPod) {
+		wpod := wp.GetPod()
+		if wpod.Namespace == pod.Namespace && wpod.Annotations[wellknown.AnnotationGang] == g.Name && wpod.UID != pod.UID {
+			waiting = append(waiting, wp)
+		}
+	})
+	ready := len(waiting) + 1
+	for _, m := range p.gangMembers(pod, g) {
+		if m.Spec.NodeName != "" && m.UID != pod.UID {
+			ready++
+		}
+	}
+	if ready < g.Size {
+		return framework.NewStatus(framework.Wait, fmt.Sprintf("gang %s: %d of %d pods ready to bind", g.Name, ready, g.Size)), p.args.GangTimeout.Duration
+	}
+	for _, wp := range waiting {
+		wp.Allow(Name)
+	}
+	return nil, 0
+}
+
+// PreBind records the job on the pod and, for an exclusive job, locks the node.
+func (p *Plugin) PreBind(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
+	c, st := cycleOf(state)
+	if st != nil {
+		return st
+	}
+	if c.job == nil {
+		return framework.AsStatus(fmt.Errorf("pod %s/%s reached PreBind without a Slurm job", pod.Namespace, pod.Name))
+	}
+	id := strconv.FormatUint(uint64(c.job.ID), 10)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, wellknown.AnnotationJob, id)
+	if _, err := p.h.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return framework.AsStatus(err)
+	}
+	if c.spec.Job.Exclusive {
+		if err := lockNode(ctx, p.h.ClientSet(), nodeName, id); err != nil {
+			return framework.AsStatus(err)
+		}
+	}
+	return nil
+}
+
+// PostBind records the bind latency and says where Slurm put the pod.
+func (p *Plugin) PostBind(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) {
+	bindLatency.Observe(time.Since(pod.CreationTimestamp.Time).Seconds())
+	if c, st := cycleOf(state); st == nil && c.job != nil {
+		p.lc.event(p, pod, v1.EventTypeNormal, "SlurmAllocated", "Slurm job %d runs on Slurm node %s, hosted by node %s", c.job.ID, c.slurmNode, nodeName)
+	}
+}

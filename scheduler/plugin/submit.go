@@ -1,0 +1,128 @@
+// Submitting placeholder jobs (one per pod or gang) off the scheduling cycle, bounded.
+
+package plugin
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// maxSlurmCalls bounds the submissions and cancellations in flight to slurmrestd.
+const maxSlurmCalls = 8
+
+// submit submits a job off the scheduling cycle (a Slurm round trip must not hold up other pods).
+// Until Slurm has answered, PreFilter holds the pods back, so a pod never gets two jobs.
+func (p *Plugin) submit(js slurm.JobSubmit, members []*v1.Pod) {
+	p.slurmSem <- struct{}{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	res, existing, err := p.submitOnce(ctx, js, members)
+	cancel()
+	<-p.slurmSem
+	p.mu.Lock()
+	for _, m := range members {
+		delete(p.inflight, m.UID)
+	}
+	switch {
+	case err == nil:
+		rec := slurm.Job{ID: res.JobID, State: []string{"PENDING"}, StateReason: "Submitted", Comment: js.Comment}
+		if existing != nil {
+			rec = *existing
+		}
+		p.submitted[res.JobID] = submission{at: time.Now(), job: rec}
+		for _, m := range members {
+			if p.byUID[m.UID] == nil {
+				p.byUID[m.UID] = map[uint32]bool{}
+			}
+			p.byUID[m.UID][res.JobID] = true
+		}
+	case !errors.Is(err, slurm.ErrUnavailable):
+		for _, m := range members {
+			p.refused[m.UID] = err.Error()
+		}
+	}
+	p.mu.Unlock()
+	logger := klog.Background().WithName(Name)
+	switch {
+	case existing != nil:
+		// The list had lost the job: take it back, and let the pods see it.
+		logger.Info("kept the live Slurm job of a pod instead of submitting another", "job", res.JobID)
+	case err == nil:
+		// The lifecycle loop activates the pods when the job list shows the job.
+		jobsSubmitted.Inc()
+		for _, m := range members {
+			p.lc.event(p, m, v1.EventTypeNormal, "SlurmJobSubmitted", "submitted Slurm job %d (%s)", res.JobID, js.Name)
+		}
+		return
+	case errors.Is(err, slurm.ErrUnavailable):
+		// Slurm did not answer: try again in a while.
+		logger.Error(err, "submitting a Slurm job", "name", js.Name)
+		time.AfterFunc(2*time.Second, func() { p.activate(logger, members) })
+		return
+	default:
+		for _, m := range members {
+			p.lc.event(p, m, v1.EventTypeWarning, "SlurmSubmitFailed", "Slurm refused the job: %v", err)
+		}
+	}
+	p.activate(logger, members)
+}
+
+// submitOnce submits unless a member already had a job that Slurm still runs or queues (the
+// job list may lag behind, or miss a job): then that job is the answer. A pod never gets two.
+func (p *Plugin) submitOnce(ctx context.Context, js slurm.JobSubmit, members []*v1.Pod) (*slurm.SubmitResult, *slurm.Job, error) {
+	for _, m := range members {
+		p.mu.Lock()
+		id, had := p.lastJob[m.UID]
+		p.mu.Unlock()
+		if !had {
+			continue
+		}
+		j, err := p.slurm.GetJob(ctx, id)
+		switch {
+		case err == nil && isLive(j):
+			return &slurm.SubmitResult{JobID: id}, j, nil
+		case err != nil && !errors.Is(err, slurm.ErrNotFound):
+			return nil, nil, err
+		}
+	}
+	res, err := p.slurm.SubmitJob(ctx, js)
+	if err == nil {
+		p.mu.Lock()
+		for _, m := range members {
+			p.lastJob[m.UID] = res.JobID
+		}
+		p.mu.Unlock()
+	}
+	return res, nil, err
+}
+
+// Unreserve implements framework.ReservePlugin. A job outlives a failed cycle: the pod keeps it.
+func (p *Plugin) Unreserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) {
+}
+
+// gangMembers are the pods of the pod's gang (same namespace and gang name, this scheduler,
+// not finished or being deleted), by name.
+func (p *Plugin) gangMembers(pod *v1.Pod, g gang) []*v1.Pod {
+	all, _ := p.pods.Pods(pod.Namespace).List(labels.Everything())
+	var out []*v1.Pod
+	for _, m := range all {
+		if m.Spec.SchedulerName == pod.Spec.SchedulerName && m.Annotations[wellknown.AnnotationGang] == g.Name && alive(m) {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func alive(p *v1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+}
