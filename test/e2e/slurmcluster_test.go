@@ -34,6 +34,7 @@ import (
 	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
+	"sunk.dev/sunk/test/wait"
 )
 
 const slurmImage = "sunk.dev/slurm:24.11-local"
@@ -162,15 +163,7 @@ func (e *operatorEnv) dumpNamespace(t *testing.T) {
 // poll calls f until it returns nil or the timeout passes.
 func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(time.Second)
-	}
-	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+	wait.For(t, what, timeout, time.Second, f)
 }
 
 // createReady creates a SlurmCluster and waits until it is Ready.

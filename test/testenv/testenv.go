@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-	"time"
 )
 
 // RepoRoot is the root of the sunk checkout the tests run from.
@@ -71,21 +70,4 @@ func run(name string, args ...string) (string, error) {
 		return out.String(), fmt.Errorf("%s %v: %w\n%s", name, args, err, out.String())
 	}
 	return out.String(), nil
-}
-
-// Eventually calls f every `every` until it returns nil, and fails tb with f's last error
-// after d.
-func Eventually(tb testing.TB, d, every time.Duration, f func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("after %v: %v", d, err)
-		}
-		time.Sleep(every)
-	}
 }

@@ -36,6 +36,7 @@ import (
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/scheduler/plugin"
+	"sunk.dev/sunk/test/wait"
 )
 
 const (
@@ -296,20 +297,16 @@ func (e *env) startScheduler(extraProfiles string) (stop func()) {
 // eventually polls cond every 100ms until it returns true or the deadline passes.
 func (e *env) eventually(what string, timeout time.Duration, cond func() (bool, string)) {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
+	err := wait.Until(timeout, 100*time.Millisecond, func() error {
+		if ok, state := cond(); !ok {
+			return errors.New(state)
 		}
-		last = state
-		if time.Now().After(deadline) {
-			queue, _ := exec.Command(e.slurm.ExecCommand[0], append(append([]string{}, e.slurm.ExecCommand[1:]...),
-				"squeue", "-a", "-t", "all", "-o", "%i %P %j %T %r %N %S")...).CombinedOutput()
-			e.t.Fatalf("timed out after %v waiting for %s; last: %s\nSlurm queue:\n%s", timeout, what, last, queue)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		queue, _ := exec.Command(e.slurm.ExecCommand[0], append(append([]string{}, e.slurm.ExecCommand[1:]...),
+			"squeue", "-a", "-t", "all", "-o", "%i %P %j %T %r %N %S")...).CombinedOutput()
+		e.t.Fatalf("timed out after %v waiting for %s; last: %v\nSlurm queue:\n%s", timeout, what, err, queue)
 	}
 }
 

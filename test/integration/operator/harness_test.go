@@ -33,6 +33,7 @@ import (
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/slurm/slurmfake"
 	"sunk.dev/sunk/test/testenv"
+	"sunk.dev/sunk/test/wait"
 )
 
 // The harness every controller test of this package shares: a real kube-apiserver, the
@@ -147,15 +148,7 @@ func start(t *testing.T) *harness {
 // eventually polls cond until it returns nil or the deadline passes.
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
+	wait.For(t, what, 30*time.Second, 100*time.Millisecond, cond)
 }
 
 func (h *harness) get(t *testing.T, name string, o client.Object) error {

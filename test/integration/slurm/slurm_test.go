@@ -17,6 +17,7 @@ import (
 
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/test/testenv"
+	"sunk.dev/sunk/test/wait"
 )
 
 var versions = []string{slurm.V0041, slurm.V0042}
@@ -43,7 +44,7 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 // eventually polls f until it returns nil or the deadline passes.
 func eventually(t *testing.T, d time.Duration, f func() error) {
 	t.Helper()
-	testenv.Eventually(t, d, 200*time.Millisecond, f)
+	wait.For(t, "", d, 200*time.Millisecond, f)
 }
 
 func TestPingDiagPartitionsReconfigure(t *testing.T) {
