@@ -480,3 +480,46 @@ func TestReservations(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestJobInformerNoChange: slurmrestd answers an unchanged job list with 200, no jobs and a
+// warning, never 304; the informer must read that as "no change": the held job stays in the
+// store, no delete is seen and the polls stay incremental.
+func TestJobInformerNoChange(t *testing.T) {
+	env := testenv.Slurm(t)
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) {
+			c, ctx := newClient(t, env, v), ctxT(t, time.Minute)
+			r, err := c.SubmitJob(ctx, slurm.JobSubmit{Script: "#!/bin/sh\ntrue\n", Hold: true, StdOut: "/dev/null"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.CancelJob(context.Background(), r.JobID) })
+			inf := slurm.NewJobInformer(c, slurm.InformerOptions{Interval: slurm.MinPollInterval})
+			var deletes []uint32
+			inf.AddHandler(slurm.Handler[slurm.Job]{OnDelete: func(j slurm.Job) { deletes = append(deletes, j.ID) }})
+			if res, err := inf.Poll(ctx); err != nil || !res.Full {
+				t.Fatalf("first poll: %+v, %v", res, err)
+			}
+			unchanged := 0
+			eventually(t, 15*time.Second, func() error {
+				res, err := inf.Poll(ctx)
+				if err != nil {
+					return err
+				}
+				if res.Full {
+					return fmt.Errorf("an incremental poll relisted: %+v", res)
+				}
+				if res.NotModified {
+					unchanged++
+				}
+				if unchanged < 3 {
+					return fmt.Errorf("%d unchanged polls so far", unchanged)
+				}
+				return nil
+			})
+			if _, ok := inf.Get(r.JobID); !ok || len(deletes) > 0 {
+				t.Fatalf("job %d lost from the store (deletes %v) after %d no-change answers", r.JobID, deletes, unchanged)
+			}
+		})
+	}
+}
