@@ -1,0 +1,96 @@
+// Health: whether the Slurm node state is readable and fresh; the syncer changes nothing
+// while it is not, and re-examines every node when it is again.
+
+package syncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// watchHealth reports Slurm's readability as it changes, re-enqueues everything when it
+// returns (changes skipped while failing closed are due now) and on the resync period.
+func (s *Syncer) watchHealth(ctx context.Context) error {
+	tick := time.NewTicker(s.cfg.PollInterval)
+	defer tick.Stop()
+	lastResync := time.Now()
+	for {
+		err := s.slurmUnreadable()
+		ok := err == nil
+		s.mu.Lock()
+		changed := s.healthy == nil || *s.healthy != ok
+		s.healthy = &ok
+		s.mu.Unlock()
+		if changed {
+			s.cfg.Metrics.setReadable(s.cfg.Namespace, s.cfg.Cluster, ok)
+			if ok {
+				log.FromContext(ctx).Info("Slurm node state readable", "cluster", s.cfg.Cluster)
+				s.resyncAll(ctx)
+				lastResync = time.Now()
+			} else {
+				log.FromContext(ctx).Info("Slurm node state unreadable: changing nothing until it is", "cluster", s.cfg.Cluster, "err", err.Error())
+			}
+			if s.cfg.OnHealth != nil {
+				s.cfg.OnHealth(ctx, err)
+			}
+		}
+		if ok && time.Since(lastResync) >= s.cfg.Resync {
+			s.resyncAll(ctx)
+			lastResync = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// slurmUnreadable is nil when the node cache holds a recent, complete answer from Slurm.
+func (s *Syncer) slurmUnreadable() error {
+	switch last := s.nodes.LastSuccess(); {
+	case !s.nodes.HasSynced():
+		if err := s.nodes.LastError(); err != nil {
+			return fmt.Errorf("no node list from Slurm yet: %w", err)
+		}
+		return errors.New("no node list from Slurm yet")
+	case s.nodes.LastError() != nil:
+		return s.nodes.LastError()
+	case time.Since(last) > s.cfg.StaleAfter:
+		return fmt.Errorf("no node list from Slurm for %s", time.Since(last).Round(time.Second))
+	}
+	return nil
+}
+
+// Healthy reports whether Slurm's state was readable at the last check.
+func (s *Syncer) Healthy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.healthy != nil && *s.healthy
+}
+
+func (s *Syncer) resyncAll(ctx context.Context) {
+	pods := &corev1.PodList{}
+	if err := s.cache.List(ctx, pods, s.podSelector()...); err == nil {
+		for i := range pods.Items {
+			s.queue.Add(pods.Items[i].Name)
+		}
+	}
+	for _, n := range s.nodes.List() {
+		s.queue.Add(n.Name)
+	}
+	nodes := &corev1.NodeList{}
+	if err := s.cache.List(ctx, nodes, client.MatchingLabels{wellknown.LabelCluster: s.cfg.Cluster}); err == nil {
+		for i := range nodes.Items {
+			s.queue.Add(nodeKeyPrefix + nodes.Items[i].Name)
+		}
+	}
+}

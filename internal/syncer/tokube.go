@@ -1,0 +1,186 @@
+// Slurm to Kubernetes: the Slurm node's state mirrored on its pod and Kubernetes node.
+
+package syncer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// toKube writes the Slurm node's mirror on its pod and on the pod's Kubernetes node.
+func (s *Syncer) toKube(ctx context.Context, pod *corev1.Pod, node *corev1.Node, sn *slurm.Node, since time.Time) error {
+	if pod.Spec.NodeName == "" && sn == nil {
+		return nil // not scheduled, not registered: nothing to say yet
+	}
+	m := Mirror{State: "unregistered", Available: false, Why: "NotRegistered"}
+	msg := fmt.Sprintf("Slurm has no node %s (yet)", pod.Name)
+	if sn != nil {
+		m = MirrorOf(sn)
+		msg = fmt.Sprintf("Slurm node %s is %s", sn.Name, m.State)
+		if m.Reason != "" {
+			msg += ": " + m.Reason
+		}
+	}
+	changed, err := s.mirrorPod(ctx, pod, m, msg)
+	if err != nil {
+		return err
+	}
+	if node != nil {
+		want := map[string]string{wellknown.LabelCluster: s.cfg.Cluster, wellknown.LabelSlurmNode: pod.Name}
+		if ns := pod.Labels[wellknown.LabelNodeSet]; ns != "" {
+			want[wellknown.LabelNodeSet] = ns
+		}
+		nodeChanged, err := s.mirrorNode(ctx, node, want, m, msg)
+		if err != nil {
+			return err
+		}
+		changed = changed || nodeChanged
+	}
+	if changed {
+		s.cfg.Metrics.corrected(s.cfg.Namespace, s.cfg.Cluster, DirectionToKube, "mirror", since)
+	}
+	return nil
+}
+
+func (s *Syncer) mirrorPod(ctx context.Context, pod *corev1.Pod, m Mirror, msg string) (bool, error) {
+	changed := false
+	if pod.Annotations[wellknown.AnnotationSlurmState] != m.State || pod.Annotations[wellknown.AnnotationSlurmReason] != m.Reason {
+		p := pod.DeepCopy()
+		patch := client.MergeFrom(pod)
+		setMirrorAnnotations(&p.ObjectMeta, m)
+		if err := s.client.Patch(ctx, p, patch); err != nil {
+			return false, s.kubeError(fmt.Errorf("annotating pod %s: %w", pod.Name, err))
+		}
+		changed = true
+	}
+	status := conditionStatus(m.Available)
+	var cur *corev1.PodCondition
+	for i := range pod.Status.Conditions {
+		if string(pod.Status.Conditions[i].Type) == wellknown.ConditionSlurmNode {
+			cur = &pod.Status.Conditions[i]
+		}
+	}
+	if cur == nil || cur.Status != status || cur.Reason != m.Why || cur.Message != msg {
+		cond := corev1.PodCondition{Type: wellknown.ConditionSlurmNode, Status: status, Reason: m.Why, Message: msg,
+			LastTransitionTime: metav1.Now()}
+		if cur != nil && cur.Status == status {
+			cond.LastTransitionTime = cur.LastTransitionTime
+		}
+		// A strategic merge patch of just this condition: kubelet owns the others.
+		orig := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy()}
+		p := orig.DeepCopy()
+		p.Status.Conditions = []corev1.PodCondition{cond}
+		patch := client.StrategicMergeFrom(orig)
+		if err := s.client.Status().Patch(ctx, p, patch); err != nil {
+			return false, s.kubeError(fmt.Errorf("setting condition on pod %s: %w", pod.Name, err))
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+func (s *Syncer) mirrorNode(ctx context.Context, node *corev1.Node, labels map[string]string, m Mirror, msg string) (bool, error) {
+	changed := false
+	metaOK := node.Annotations[wellknown.AnnotationSlurmState] == m.State && node.Annotations[wellknown.AnnotationSlurmReason] == m.Reason
+	for k, v := range labels {
+		metaOK = metaOK && node.Labels[k] == v
+	}
+	if !metaOK {
+		n := node.DeepCopy()
+		patch := client.MergeFrom(node)
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		for k, v := range labels {
+			n.Labels[k] = v
+		}
+		setMirrorAnnotations(&n.ObjectMeta, m)
+		if err := s.client.Patch(ctx, n, patch); err != nil {
+			return false, s.kubeError(fmt.Errorf("labelling node %s: %w", node.Name, err))
+		}
+		changed = true
+	}
+	status := conditionStatus(m.Available)
+	var cur *corev1.NodeCondition
+	for i := range node.Status.Conditions {
+		if string(node.Status.Conditions[i].Type) == wellknown.ConditionSlurmNode {
+			cur = &node.Status.Conditions[i]
+		}
+	}
+	if cur == nil || cur.Status != status || cur.Reason != m.Why || cur.Message != msg {
+		now := metav1.Now()
+		cond := corev1.NodeCondition{Type: wellknown.ConditionSlurmNode, Status: status, Reason: m.Why, Message: msg,
+			LastHeartbeatTime: now, LastTransitionTime: now}
+		if cur != nil && cur.Status == status {
+			cond.LastTransitionTime = cur.LastTransitionTime
+		}
+		orig := &corev1.Node{ObjectMeta: *node.ObjectMeta.DeepCopy()}
+		n := orig.DeepCopy()
+		n.Status.Conditions = []corev1.NodeCondition{cond}
+		patch := client.StrategicMergeFrom(orig)
+		if err := s.client.Status().Patch(ctx, n, patch); err != nil {
+			return false, s.kubeError(fmt.Errorf("setting condition on node %s: %w", node.Name, err))
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+// syncNode takes the mirror off a Kubernetes node that no longer hosts a compute pod of
+// this cluster.
+func (s *Syncer) syncNode(ctx context.Context, name string) error {
+	if s.slurmUnreadable() != nil {
+		return nil
+	}
+	node := &corev1.Node{}
+	if err := s.cache.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if node.Labels[wellknown.LabelCluster] != s.cfg.Cluster {
+		return nil
+	}
+	pods, err := s.podsOn(ctx, name)
+	if err != nil || len(pods) > 0 {
+		return err
+	}
+	// The condition first: the labels are what marks the node as still to be cleaned.
+	raw := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"$patch":"delete"}]}}`, wellknown.ConditionSlurmNode)
+	if err := s.client.Status().Patch(ctx, node.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, []byte(raw))); err != nil {
+		return s.kubeError(fmt.Errorf("removing condition from node %s: %w", name, err))
+	}
+	n := node.DeepCopy()
+	patch := client.MergeFrom(node)
+	for _, k := range []string{wellknown.LabelCluster, wellknown.LabelNodeSet, wellknown.LabelSlurmNode} {
+		delete(n.Labels, k)
+	}
+	delete(n.Annotations, wellknown.AnnotationSlurmState)
+	delete(n.Annotations, wellknown.AnnotationSlurmReason)
+	if err := s.client.Patch(ctx, n, patch); err != nil {
+		return s.kubeError(fmt.Errorf("unlabelling node %s: %w", name, err))
+	}
+	return nil
+}
+
+func setMirrorAnnotations(o *metav1.ObjectMeta, m Mirror) {
+	if o.Annotations == nil {
+		o.Annotations = map[string]string{}
+	}
+	o.Annotations[wellknown.AnnotationSlurmState] = m.State
+	o.Annotations[wellknown.AnnotationSlurmReason] = m.Reason
+}
+
+func conditionStatus(ok bool) corev1.ConditionStatus {
+	if ok {
+		return corev1.ConditionTrue
+	}
+	return corev1.ConditionFalse
+}
