@@ -1,0 +1,145 @@
+// Building blocks of every workload: labels and metadata, the Slurm container, volumes,
+// mounts, pod security, claims, Services and the pod template.
+
+package render
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// SelectorLabels select the pods of one component of one cluster.
+func SelectorLabels(n Names, component string) map[string]string {
+	return map[string]string{wellknown.LabelCluster: n.Cluster, wellknown.LabelComponent: component}
+}
+
+func labels(n Names, component string) map[string]string {
+	l := SelectorLabels(n, component)
+	l["app.kubernetes.io/name"] = "slurm"
+	l["app.kubernetes.io/instance"] = n.Cluster
+	l["app.kubernetes.io/component"] = component
+	l["app.kubernetes.io/managed-by"] = "sunk-operator"
+	return l
+}
+
+func meta(n Names, name, component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: n.Namespace, Labels: labels(n, component)}
+}
+
+func imageOf(sc *sunkv1.SlurmCluster, override string) string {
+	if override != "" {
+		return override
+	}
+	return sc.Spec.Image
+}
+
+// slurmContainer is a container of the Slurm image running sunk-entrypoint ROLE.
+func slurmContainer(sc *sunkv1.SlurmCluster, role, image string, res corev1.ResourceRequirements) corev1.Container {
+	return corev1.Container{
+		Name:            role,
+		Image:           imageOf(sc, image),
+		ImagePullPolicy: sc.Spec.ImagePullPolicy,
+		Args:            []string{role},
+		Resources:       res,
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/usr/local/bin/sunk-ready", role}}},
+			PeriodSeconds:    5,
+			TimeoutSeconds:   10,
+			FailureThreshold: 3,
+		},
+	}
+}
+
+func configMapVolume(name, cm string, mode int32) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: cm}, DefaultMode: ptr.To(mode)}}}
+}
+
+func secretVolume(name, secret string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: secret, DefaultMode: ptr.To(int32(0o400))}}}
+}
+
+// KeysVolume projects the auth key, and the JWT key when withJWT, into KeysMountDir.
+func KeysVolume(n Names, withJWT bool) corev1.Volume {
+	sources := []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: n.AuthSecret},
+		Items:                []corev1.KeyToPath{{Key: AuthKeyName, Path: AuthKeyName}}}}}
+	if withJWT {
+		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: n.JWTSecret},
+			Items:                []corev1.KeyToPath{{Key: JWTKeyName, Path: JWTKeyName}}}})
+	}
+	return corev1.Volume{Name: "keys", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: sources, DefaultMode: ptr.To(int32(0o400))}}}
+}
+
+func mount(name, path string) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: name, MountPath: path, ReadOnly: true}
+}
+
+// podSecurity gives the pods slurm's group on their volumes. OnRootMismatch: a shared
+// /home must not be chowned file by file at every login pod start.
+func podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		FSGroup:             ptr.To(int64(SlurmGID)),
+		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+	}
+}
+
+func claimTemplate(name string, s sunkv1.StorageSpec, mode corev1.PersistentVolumeAccessMode) corev1.PersistentVolumeClaim {
+	size := resource.MustParse("1Gi")
+	if s.Size != nil {
+		size = *s.Size
+	}
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
+			StorageClassName: s.StorageClassName,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+}
+
+func headlessService(n Names, name, component string, port int32) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: meta(n, name, component),
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			// Daemons must resolve each other before they are Ready: slurmd registers with
+			// slurmctld long before either probe passes.
+			PublishNotReadyAddresses: true,
+			Selector:                 SelectorLabels(n, component),
+			Ports:                    []corev1.ServicePort{{Name: component, Port: port, TargetPort: intstr.FromInt32(port)}},
+		},
+	}
+}
+
+func service(n Names, name, component string, typ corev1.ServiceType, port int32) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: meta(n, name, component),
+		Spec: corev1.ServiceSpec{
+			Type:     typ,
+			Selector: SelectorLabels(n, component),
+			Ports:    []corev1.ServicePort{{Name: component, Port: port, TargetPort: intstr.FromInt32(port)}},
+		},
+	}
+}
+
+func podTemplate(n Names, component, restartHash string, pod corev1.PodSpec) corev1.PodTemplateSpec {
+	t := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels(n, component)},
+		Spec:       pod,
+	}
+	if restartHash != "" {
+		t.Annotations = map[string]string{wellknown.AnnotationRestartHash: restartHash}
+	}
+	return t
+}
