@@ -793,7 +793,9 @@ func (s *soak) waitJobsEnded(timeout time.Duration) {
 // whether any job was killed.
 func (s *soak) scale(n int, timeout time.Duration) {
 	s.logf("scaling NodeSet compute to %d", n)
-	s.helm("upgrade", clusterName, "charts/slurm", "-n", slurmNS, "--reuse-values", "--set", fmt.Sprintf("nodeSets[0].replicas=%d", n))
+	// Helm's --set on a list element replaces the element: name and mode go with the count.
+	s.helm("upgrade", clusterName, "charts/slurm", "-n", slurmNS, "--reuse-values",
+		"--set", fmt.Sprintf("nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=%d", n))
 	d := s.poll(timeout, 2*time.Second, fmt.Sprintf("%d Slurm nodes up", n), func() error {
 		nodes, err := s.nodes()
 		if err != nil {
