@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,15 +25,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
+	"sunk.dev/sunk/test/wait"
 )
 
 const (
@@ -40,6 +44,9 @@ const (
 	testFeature = "sunk-test" // the test bed's nodes carry it; only they are the test's
 	poll        = 300 * time.Millisecond
 	holdPod     = "test.sunk.dev/hold"
+	// notReadyGrace is the syncer's grace for "pod not Ready" here: long enough to watch a
+	// node not being drained during it.
+	notReadyGrace = 3 * time.Second
 )
 
 type harness struct {
@@ -51,6 +58,7 @@ type harness struct {
 	sl      slurm.Client
 	metrics *syncer.Metrics
 	reg     *prometheus.Registry
+	events  *recorder
 	// stop stops the running syncer (and its cache) and waits for it.
 	stop func()
 	s    *syncer.Syncer
@@ -61,7 +69,7 @@ func setup(t *testing.T) *harness {
 	env := testenv.Slurm(t)
 	cfg := testenv.API(t, testenv.APIOptions{})
 	c, sl := clients(t, env, cfg)
-	h := &harness{t: t, top: t, env: env, cfg: cfg, c: c, sl: sl}
+	h := &harness{t: t, top: t, env: env, cfg: cfg, c: c, sl: sl, events: &recorder{}}
 	h.newMetrics()
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -75,13 +83,16 @@ func setup(t *testing.T) *harness {
 		h.setNodeReady(k8sNode(i), true)
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
-				render.LabelCluster: clusterName, render.LabelComponent: render.ComponentCompute, render.LabelNodeSet: "gpu"}},
+				wellknown.LabelCluster: clusterName, wellknown.LabelComponent: wellknown.ComponentCompute, wellknown.LabelNodeSet: "gpu"}},
 			Spec: corev1.PodSpec{NodeName: k8sNode(i), Hostname: name,
 				Containers: []corev1.Container{{Name: "slurmd", Image: "sunk.dev/slurm:24.11-local"}}},
 		}
 		if err := c.Create(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
+		// Kubelet's story of a pod: not Ready since a minute ago, its container started 50s
+		// ago, Ready now.
+		h.startContainer(name, time.Now().Add(-time.Minute), time.Now().Add(-50*time.Second))
 		h.setPodReady(name, true)
 	}
 	t.Cleanup(h.restoreTestBed)
@@ -136,7 +147,7 @@ func (h *harness) start() {
 	h.s = syncer.New(syncer.Config{
 		Namespace: ns, Cluster: clusterName, Slurm: h.sl, PollInterval: poll,
 		Owns:        func(n *slurm.Node) bool { return n.HasState("DYNAMIC_NORM") && contains(n.Features, testFeature) },
-		OrphanGrace: 2 * time.Second, Metrics: h.metrics,
+		OrphanGrace: 2 * time.Second, NotReadyGrace: notReadyGrace, Metrics: h.metrics, Recorder: h.events,
 	}, h.c, kc, h.c)
 	cacheDone, syncDone := make(chan error, 1), make(chan error, 1)
 	go func() { cacheDone <- kc.Start(ctx) }()
@@ -191,8 +202,11 @@ func (h *harness) setNodeReady(name string, ready bool) {
 	})
 }
 
-func (h *harness) setPodReady(name string, ready bool) {
+// setPodReady sets the pod's Ready condition as kubelet does: the transition time changes
+// only with the status, in whole seconds (what the apiserver keeps). It returns that time.
+func (h *harness) setPodReady(name string, ready bool) time.Time {
 	h.t.Helper()
+	var at time.Time
 	h.updateStatus(&corev1.Pod{}, types.NamespacedName{Namespace: ns, Name: name}, func(o client.Object) {
 		p := o.(*corev1.Pod)
 		st := corev1.ConditionFalse
@@ -200,15 +214,45 @@ func (h *harness) setPodReady(name string, ready bool) {
 			st = corev1.ConditionTrue
 		}
 		p.Status.Phase = corev1.PodRunning
-		found := false
-		for i := range p.Status.Conditions {
-			if p.Status.Conditions[i].Type == corev1.PodReady {
-				p.Status.Conditions[i].Status, found = st, true
+		at = time.Now().Truncate(time.Second)
+		cond := corev1.PodCondition{Type: corev1.PodReady, Status: st, LastTransitionTime: metav1.NewTime(at)}
+		for i, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				if c.Status == st {
+					cond.LastTransitionTime, at = c.LastTransitionTime, c.LastTransitionTime.Time
+				}
+				p.Status.Conditions[i] = cond
+				return
 			}
 		}
-		if !found {
-			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: st})
+		p.Status.Conditions = append(p.Status.Conditions, cond)
+	})
+	return at
+}
+
+// startContainer (re)starts the pod's container at started, as kubelet reports it: the
+// pod is not Ready, since notReady (kubelet turns the condition False before it starts a
+// container).
+func (h *harness) startContainer(name string, notReady, started time.Time) {
+	h.t.Helper()
+	h.updateStatus(&corev1.Pod{}, types.NamespacedName{Namespace: ns, Name: name}, func(o client.Object) {
+		p := o.(*corev1.Pod)
+		p.Status.Phase = corev1.PodRunning
+		restarts := int32(0)
+		if len(p.Status.ContainerStatuses) == 1 {
+			restarts = p.Status.ContainerStatuses[0].RestartCount + 1
 		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "slurmd", Image: p.Spec.Containers[0].Image,
+			RestartCount: restarts, Started: ptr.To(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}}}
+		cond := corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(notReady)}
+		for i, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				p.Status.Conditions[i] = cond
+				return
+			}
+		}
+		p.Status.Conditions = append(p.Status.Conditions, cond)
 	})
 }
 
@@ -245,9 +289,9 @@ func (h *harness) cordon(node string, on bool, reason string) {
 			n.Annotations = map[string]string{}
 		}
 		if reason == "" {
-			delete(n.Annotations, syncer.AnnotationCordonReason)
+			delete(n.Annotations, wellknown.AnnotationCordonReason)
 		} else {
-			n.Annotations[syncer.AnnotationCordonReason] = reason
+			n.Annotations[wellknown.AnnotationCordonReason] = reason
 		}
 		return h.c.Update(context.Background(), n)
 	})
@@ -320,16 +364,16 @@ func (h *harness) mirror(pod string) (mirror, error) {
 	if err := h.c.Get(context.Background(), types.NamespacedName{Name: p.Spec.NodeName}, n); err != nil {
 		return m, err
 	}
-	m.podState, m.podReason = p.Annotations[syncer.AnnotationSlurmState], p.Annotations[syncer.AnnotationSlurmReason]
-	m.nodeState, m.nodeReason = n.Annotations[syncer.AnnotationSlurmState], n.Annotations[syncer.AnnotationSlurmReason]
+	m.podState, m.podReason = p.Annotations[wellknown.AnnotationSlurmState], p.Annotations[wellknown.AnnotationSlurmReason]
+	m.nodeState, m.nodeReason = n.Annotations[wellknown.AnnotationSlurmState], n.Annotations[wellknown.AnnotationSlurmReason]
 	m.nodeLabels = n.Labels
 	for _, c := range p.Status.Conditions {
-		if c.Type == syncer.ConditionSlurmNode {
+		if c.Type == wellknown.ConditionSlurmNode {
 			m.podCond = string(c.Status) + "/" + c.Reason
 		}
 	}
 	for _, c := range n.Status.Conditions {
-		if c.Type == syncer.ConditionSlurmNode {
+		if c.Type == wellknown.ConditionSlurmNode {
 			m.nodeCond = string(c.Status) + "/" + c.Reason
 		}
 	}
@@ -374,7 +418,7 @@ func TestSyncer(t *testing.T) {
 			m := h.waitMirror(name, func(m mirror) bool {
 				return m.podState == "idle" && m.nodeState == "idle" && m.podCond == "True/Idle" && m.nodeCond == "True/Idle"
 			}, "idle everywhere")
-			if m.nodeLabels[render.LabelCluster] != clusterName || m.nodeLabels[render.LabelNodeSet] != "gpu" || m.nodeLabels[render.LabelSlurmNode] != name {
+			if m.nodeLabels[wellknown.LabelCluster] != clusterName || m.nodeLabels[wellknown.LabelNodeSet] != "gpu" || m.nodeLabels[wellknown.LabelSlurmNode] != name {
 				t.Errorf("labels of %s: %v", k8sNode(i), m.nodeLabels)
 			}
 		}
@@ -437,6 +481,63 @@ func TestSyncer(t *testing.T) {
 		h.waitSlurm(n2, drainedWith("k8s: pod not Ready"), "the reason follows the causes")
 		h.setPodReady(n2, true)
 		h.waitSlurm(n2, notDrained, "resumed")
+	})
+
+	step("a pod that has not been Ready since its container started is not drained", func(t *testing.T) {
+		// n3's container restarts and its readiness probe keeps failing (slurmd waiting for
+		// a slow slurmctld, say): startup, however long, is no cause.
+		before := h.corrections(syncer.DirectionToSlurm)
+		now := time.Now().Truncate(time.Second)
+		h.startContainer(n3, now.Add(-2*time.Second), now)
+		h.watchNotDrained(n3, time.Now().Add(notReadyGrace+4*poll))
+		if after := h.corrections(syncer.DirectionToSlurm); after != before {
+			t.Errorf("the syncer changed Slurm %v times for a starting pod", after-before)
+		}
+		h.setPodReady(n3, true)
+	})
+
+	step("a Ready pod that turns not Ready is drained once the grace is over", func(t *testing.T) {
+		since := h.setPodReady(n1, false)
+		// Slurm's node must stay undrained for the whole grace, counted from the transition
+		// time kubelet (here, the test) wrote.
+		h.watchNotDrained(n1, since.Add(notReadyGrace))
+		h.waitSlurm(n1, drainedWith("k8s: pod not Ready"), "drained after the grace")
+		// n1 stays drained for the next step.
+	})
+
+	step("the drain budget: one node of three per cause; cordons are exempt", func(t *testing.T) {
+		// 10% of 3 nodes rounds down to 0: the budget is 1 node, and n1 holds it.
+		heldBefore := h.held()
+		since := h.setPodReady(n2, false)
+		eventually(t, notReadyGrace+15*time.Second, func() error {
+			if got := h.held() - heldBefore; got != 1 {
+				return fmt.Errorf("%v drains held, want 1", got)
+			}
+			return nil
+		})
+		if time.Now().Before(since.Add(notReadyGrace)) {
+			t.Errorf("held before the grace was over")
+		}
+		if st, r, err := h.slurmNode(n2); err != nil || strings.Contains(st, "DRAIN") {
+			t.Fatalf("n2 drained past the budget: %s %q %v", st, r, err)
+		}
+		if !h.events.has(syncer.ReasonDrainHeld, n2) {
+			t.Errorf("no %s event for %s; events: %v", syncer.ReasonDrainHeld, n2, h.events.all())
+		}
+		// A cordon is a person's request: drained whatever the budget.
+		h.cordon(k8sNode(2), true, "budget test")
+		h.waitSlurm(n3, drainedWith("k8s: node cordoned (budget test)"), "drained by the cordon")
+		// n1 Ready again: resumed, and the held drain of n2 goes ahead.
+		h.setPodReady(n1, true)
+		h.waitSlurm(n1, notDrained, "resumed")
+		h.waitSlurm(n2, drainedWith("k8s: pod not Ready"), "drained once the budget had room")
+		if got := h.held() - heldBefore; got != 1 {
+			t.Errorf("%v holds counted, want 1 (once per hold, not per retry)", got)
+		}
+		h.cordon(k8sNode(2), false, "")
+		h.setPodReady(n2, true)
+		h.waitSlurm(n2, notDrained, "resumed")
+		h.waitSlurm(n3, notDrained, "resumed")
 	})
 
 	step("restart mid-way: correct end state, no flapping", func(t *testing.T) {
@@ -557,11 +658,11 @@ func TestSyncer(t *testing.T) {
 				return err
 			}
 			for _, c := range n.Status.Conditions {
-				if c.Type == syncer.ConditionSlurmNode {
+				if c.Type == wellknown.ConditionSlurmNode {
 					return errors.New("the node still has the Slurm condition")
 				}
 			}
-			if _, ok := n.Labels[render.LabelCluster]; ok {
+			if _, ok := n.Labels[wellknown.LabelCluster]; ok {
 				return errors.New("the node still has the cluster label")
 			}
 			return nil
@@ -573,6 +674,55 @@ func TestSyncer(t *testing.T) {
 			}
 		}
 	})
+}
+
+// watchNotDrained checks the Slurm node until the deadline: never drained.
+func (h *harness) watchNotDrained(name string, deadline time.Time) {
+	h.t.Helper()
+	for {
+		st, r, err := h.slurmNode(name)
+		if !time.Now().Before(deadline) {
+			return // this answer may be from after the deadline
+		}
+		if err != nil || strings.Contains(st, "DRAIN") {
+			h.t.Fatalf("%s drained before %s: %s %q %v", name, deadline.Format(time.TimeOnly), st, r, err)
+		}
+	}
+}
+
+func (h *harness) held() float64 {
+	return sumMetric(h.reg, "sunk_syncer_drains_held_total", "cause", syncer.CausePodNotReady)
+}
+
+// recorder keeps the syncer's events: "<reason> <object name>: <note>".
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) Eventf(regarding, _ runtime.Object, _, reason, _, note string, args ...any) {
+	name := ""
+	if o, ok := regarding.(client.Object); ok {
+		name = o.GetName()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, reason+" "+name+": "+fmt.Sprintf(note, args...))
+}
+
+func (r *recorder) has(reason, name string) bool {
+	for _, e := range r.all() {
+		if strings.HasPrefix(e, reason+" "+name+":") {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *recorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
 }
 
 func (h *harness) corrections(direction string) float64 {
@@ -620,7 +770,7 @@ func eventually(tb testing.TB, d time.Duration, f func() error) {
 
 func pollEvery(tb testing.TB, d, every time.Duration, f func() error) {
 	tb.Helper()
-	testenv.Eventually(tb, d, every, f)
+	wait.For(tb, "", d, every, f)
 }
 
 func runHack(script string, args ...string) (string, error) {
