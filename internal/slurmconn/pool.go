@@ -23,8 +23,9 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultMaxConns per cluster and process: with four components per cluster that is 16 of
-	// slurmrestd's connections (render sizes slurmrestd's limit with room for users).
+	// DefaultMaxConns per cluster and process: with the operator and the syncer at 4 and
+	// sunk-scheduler at 8, sunk holds at most 16 of slurmrestd's connections (render sizes
+	// slurmrestd's threads and connection limit with room for users).
 	DefaultMaxConns = slurm.DefaultMaxConns
 	DefaultTimeout  = 15 * time.Second
 )
@@ -69,12 +70,6 @@ func New(opts Options) *Pool {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
-	}
-	if opts.Factory == nil {
-		m := opts.Metrics
-		opts.Factory = func(url string, key []byte, hc *http.Client) (slurm.Client, error) {
-			return defaultClient(url, key, hc, m)
-		}
 	}
 	return &Pool{opts: opts, conns: map[types.NamespacedName]*conn{}}
 }
@@ -124,7 +119,14 @@ func (p *Pool) ForKey(ctx context.Context, n render.Names, jwtKey []byte) (slurm
 		delete(p.conns, k)
 	}
 	t := slurm.NewTransport(p.opts.MaxConns)
-	cl, err := p.opts.Factory(url, jwtKey, &http.Client{Timeout: p.opts.Timeout, Transport: t})
+	hc := &http.Client{Timeout: p.opts.Timeout, Transport: t}
+	var cl slurm.Client
+	var err error
+	if p.opts.Factory != nil {
+		cl, err = p.opts.Factory(url, jwtKey, hc)
+	} else {
+		cl, err = defaultClient(url, jwtKey, hc, p.opts.Metrics, k.String())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -158,10 +160,12 @@ func (c *conn) close() {
 	c.transport.CloseIdleConnections()
 }
 
-func defaultClient(url string, key []byte, hc *http.Client, m *slurm.Metrics) (slurm.Client, error) {
+// defaultClient speaks v0.0.41 as SlurmUser; its metrics carry the cluster so that Forget
+// finds them.
+func defaultClient(url string, key []byte, hc *http.Client, m *slurm.Metrics, cluster string) (slurm.Client, error) {
 	tokens, err := slurm.NewJWTSource(render.SlurmUser, key)
 	if err != nil {
 		return nil, err
 	}
-	return slurm.New(slurm.Config{URL: url, APIVersion: slurm.V0041, Tokens: tokens, HTTPClient: hc, Metrics: m})
+	return slurm.New(slurm.Config{URL: url, APIVersion: slurm.V0041, Tokens: tokens, HTTPClient: hc, Metrics: m, Cluster: cluster})
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -15,13 +16,8 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// Protocol names: annotations, labels and the condition type the syncer writes, and the
-// drain reason prefix it owns.
-const (
-
-	// maxReasonLength keeps reasons readable in sinfo.
-	maxReasonLength = 200
-)
+// maxReasonLength keeps reasons readable in sinfo.
+const maxReasonLength = 200
 
 // The causes of a syncer drain, as they appear in the reason.
 const (
@@ -144,14 +140,14 @@ func nodeReady(n *corev1.Node) bool {
 func DrainReason(causes []string) string {
 	r := wellknown.DrainPrefix + " " + strings.Join(causes, "; ")
 	if len(r) > maxReasonLength {
-		r = r[:maxReasonLength-3] + "..."
+		// Cut at a rune boundary: a cordon reason may be any UTF-8 text.
+		cut := maxReasonLength - 3
+		for cut > 0 && !utf8.RuneStart(r[cut]) {
+			cut--
+		}
+		r = r[:cut] + "..."
 	}
 	return r
-}
-
-// ownDrain reports a drain the syncer set: ours by prefix, and not the NodeSet controller's.
-func ownDrain(reason string) bool {
-	return strings.HasPrefix(reason, wellknown.DrainPrefix) && !strings.HasPrefix(reason, wellknown.DrainPrefixNodeSet)
 }
 
 // ActionKind is what the syncer does to a Slurm node.
@@ -188,12 +184,12 @@ func Decide(causes []string, n *slurm.Node) Action {
 		switch {
 		case !drained:
 			return Action{Kind: Drain, Reason: want}
-		case ownDrain(n.Reason) && n.Reason != want:
+		case wellknown.DrainBySyncer(n.Reason) && n.Reason != want:
 			return Action{Kind: Drain, Reason: want}
 		}
 		return Action{}
 	}
-	if drained && ownDrain(n.Reason) {
+	if drained && wellknown.DrainBySyncer(n.Reason) {
 		return Action{Kind: Resume}
 	}
 	return Action{}
@@ -221,7 +217,7 @@ func Budgeted(causes []string) bool {
 // BudgetedDrainOf returns the causes of n's drain when it is a budgeted drain by the syncer
 // (drained, with a reason the syncer wrote from budgeted causes only), else nil.
 func BudgetedDrainOf(n *slurm.Node) []string {
-	if !n.Drained() || !ownDrain(n.Reason) {
+	if !n.Drained() || !wellknown.DrainBySyncer(n.Reason) {
 		return nil
 	}
 	rest, _ := strings.CutPrefix(n.Reason, wellknown.DrainPrefix+" ")

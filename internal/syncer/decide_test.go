@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,6 +182,11 @@ func TestDrainReasonIsBounded(t *testing.T) {
 	r := DrainReason([]string{"node cordoned (" + strings.Repeat("x", 500) + ")"})
 	if len(r) != maxReasonLength || !strings.HasPrefix(r, wellknown.DrainPrefix) || !strings.HasSuffix(r, "...") {
 		t.Errorf("reason of %d bytes: %q", len(r), r)
+	}
+	// Multi-byte text is cut between characters, never inside one.
+	r = DrainReason([]string{"node cordoned (" + strings.Repeat("ü", 300) + ")"})
+	if len(r) > maxReasonLength || !utf8.ValidString(r) || !strings.HasSuffix(r, "...") {
+		t.Errorf("reason of %d bytes, valid UTF-8 %v: %q", len(r), utf8.ValidString(r), r)
 	}
 }
 

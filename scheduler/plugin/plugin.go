@@ -121,7 +121,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	// Eight connections: as many as submits and cancels run at once (the informers'
 	// polls take turns with them), within slurmrestd's share for each sunk component.
 	c, err := slurm.New(slurm.Config{URL: args.SlurmURL, APIVersion: args.APIVersion, Tokens: tokens, Metrics: m,
-		MaxConns: 8, Cluster: args.Namespace + "/" + args.Cluster})
+		MaxConns: 8, Cluster: metricCluster(args)})
 	if err != nil {
 		return nil, err
 	}
@@ -187,4 +187,13 @@ func (p *Plugin) computePodHint(_ klog.Logger, _ *v1.Pod, _, newObj any) (framew
 		return framework.Queue, nil
 	}
 	return framework.QueueSkip, nil
+}
+
+// metricCluster is the cluster label of the REST metrics, namespace/name like the operator's
+// and the syncer's.
+func metricCluster(args Args) string {
+	if args.Namespace == "" {
+		return args.Cluster
+	}
+	return args.Namespace + "/" + args.Cluster
 }
