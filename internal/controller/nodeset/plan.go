@@ -39,7 +39,9 @@ type planInput struct {
 	strategy sunkv1.NodeSetUpdateStrategyType
 	// maxUnavailable bounds the rolling update (at least 1).
 	maxUnavailable int
-	// slurmKnown: the Slurm node list was read; without it nothing Slurm-dependent is planned.
+	// slurmKnown: the Slurm node list was read. Without it the plan comes from Kubernetes
+	// alone; every action it plans that touches Slurm (retire, release) reads the node afresh
+	// and stops on an error, so nothing is drained, deleted or removed on a guess.
 	slurmKnown bool
 }
 

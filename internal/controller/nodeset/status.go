@@ -132,7 +132,7 @@ func (r *Reconciler) conclude(w *world, st *status, o *outcome) ctrl.Result {
 		st.set(sunkv1.ConditionSlurmReachable, true, ReasonReachable, "slurmrestd answered")
 	} else {
 		st.set(sunkv1.ConditionSlurmReachable, false, ReasonSlurmUnreachable,
-			"Slurm could not be read, so no Slurm node is drained, resumed or removed and no pod is deleted: "+list(slurmErrs))
+			"Slurm could not be read: every drain, resume, record removal and pod deletion that needs Slurm's answer waits until it can: "+list(slurmErrs))
 	}
 	if len(st.conflicts) > 0 {
 		st.set(sunkv1.ConditionNodeConflict, true, ReasonNodeHeld, list(st.conflicts))
