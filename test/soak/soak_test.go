@@ -1482,10 +1482,12 @@ func sumInts(m map[string]int) int {
 }
 
 // restError says whether an outcome of sunk_slurm_rest_requests_total is an error: anything
-// but an answer (ok, not modified) or Slurm's definite "no such thing".
+// but an answer (ok, not modified), Slurm's definite "no such thing", or "retried" (pkg/slurm:
+// Slurm 24.11's HTTP 500 to an incremental node list, which means "changed, ask again"; the
+// report still lists how many there were).
 func restError(outcome string) bool {
 	switch outcome {
-	case "ok", "not_modified", "not_found":
+	case "ok", "not_modified", "not_found", "retried":
 		return false
 	}
 	return true
