@@ -127,8 +127,10 @@ func plan(in planInput) []action {
 }
 
 // takenAway reports a desired member that counts against maxUnavailable: its pod is not
-// Ready, or the NodeSet controller drained its Slurm node (or, with Slurm unknown, might
-// have). Drains by people or other components do not count: they would stall the update.
+// Ready, Slurm has no record of it yet (a compute pod is Ready once its slurmd runs, a moment
+// before slurmd registers), or the NodeSet controller drained its Slurm node (or, with Slurm
+// unknown, might have). Drains by people or other components do not count: they would stall
+// the update.
 func takenAway(m *member, slurmKnown bool) bool {
-	return !kube.PodReady(m.pod) || !slurmKnown || ourDrain(m.slurm)
+	return !kube.PodReady(m.pod) || !slurmKnown || m.slurm == nil || ourDrain(m.slurm)
 }

@@ -123,6 +123,8 @@ func TestPlanRollingUpdateIdleFirstWithinBudget(t *testing.T) {
 	// it still counts until Slurm says otherwise.
 	m[1].pod, m[1].slurm = pod("n-1"), drained(snode("n-1", "IDLE"), "k8s: nodeset update")
 	expect(t, "resume the replaced node", plan(input(m...)), "resume:n-1")
+	m[1].slurm = nil
+	expect(t, "a Ready replacement that has not registered yet still counts", plan(input(m...)))
 	m[1].slurm = snode("n-1", "IDLE")
 	expect(t, "then the next idle one", plan(input(m...)), "retire:n-3")
 
