@@ -14,7 +14,7 @@ func (p *Plugin) index(j *slurm.Job, present bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.submitted, j.ID)
-	for _, u := range podUIDsOf(j) {
+	for _, u := range p.placeholderPods(j) {
 		uid := types.UID(u)
 		if present {
 			if isLive(j) {

@@ -131,7 +131,7 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 	running := map[uint32]bool{}
 	known := map[uint32]bool{}
 	for _, j := range p.jobs.List() {
-		uids := podUIDsOf(&j)
+		uids := p.placeholderPods(&j)
 		if uids == nil {
 			continue
 		}

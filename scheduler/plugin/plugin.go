@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -134,6 +135,11 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		scheduler = f.ProfileName()
 	}
 	podInformer := h.SharedInformerFactory().Core().V1().Pods()
+	// kube-scheduler's pod informer has no namespace index: without one, every namespaced List
+	// (compute pods each cycle, gang members) scans all pods and logs a warning each time.
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}); err != nil {
+		klog.FromContext(ctx).WithName(Name).V(2).Info("pod informer keeps its indexers", "reason", err.Error())
+	}
 	p := &Plugin{
 		h: h, args: args, scheduler: scheduler, slurm: c,
 		jobs:      slurm.NewJobInformer(c, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
@@ -153,7 +159,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		OnAdd:    func(j slurm.Job) { p.index(&j, true) },
 		OnUpdate: func(_, j slurm.Job) { p.index(&j, true) },
 		OnDelete: func(j slurm.Job) {
-			if isLive(&j) && podUIDsOf(&j) != nil {
+			if isLive(&j) && p.placeholderPods(&j) != nil {
 				// Seen with Slurm 24.11: live jobs drop out of one list and are back in the
 				// next. Fail closed: keep the last record (as if just submitted) until the list
 				// shows the job again or it expires; a new submission asks Slurm first.

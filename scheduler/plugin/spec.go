@@ -23,8 +23,19 @@ const commentPrefix = "sunk-pod:"
 // jobComment is the comment of the job of the pods with these UIDs.
 func jobComment(uids []string) string { return commentPrefix + strings.Join(uids, ",") }
 
+// placeholderPods returns the pod UIDs of one of this scheduler's placeholder jobs, nil for
+// any other job. A comment is no proof: any Slurm user can copy one (squeue -o %k) onto a job
+// of their own, and the scheduler would then evict the victim pod and cancel its job. Only
+// jobs owned by the user the scheduler submits as count, which no ordinary user can be.
+func (p *Plugin) placeholderPods(j *slurm.Job) []string {
+	if j.UserName != p.args.SlurmUser {
+		return nil
+	}
+	return podUIDsOf(j)
+}
+
 // podUIDsOf returns the pod UIDs a job's comment names; nil for a job that is not a
-// placeholder.
+// placeholder. It does not say whose job it is: see placeholderPods.
 func podUIDsOf(j *slurm.Job) []string {
 	rest, ok := strings.CutPrefix(j.Comment, commentPrefix)
 	if !ok || rest == "" {

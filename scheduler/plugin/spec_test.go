@@ -70,6 +70,13 @@ func TestCommentRoundTrip(t *testing.T) {
 	if podUIDsOf(&slurm.Job{Comment: "someone else's"}) != nil {
 		t.Fatal("a foreign comment named pods")
 	}
+	p := &Plugin{args: Args{SlurmUser: "slurm"}}
+	if got := p.placeholderPods(&slurm.Job{UserName: "slurm", Comment: jobComment([]string{"a"})}); len(got) != 1 {
+		t.Fatalf("the scheduler's own job: %v", got)
+	}
+	if got := p.placeholderPods(&slurm.Job{UserName: "mallory", Comment: jobComment([]string{"a"})}); got != nil {
+		t.Fatalf("a job of another user with a copied comment named pods: %v", got)
+	}
 	j = &slurm.Job{Comment: jobComment([]string{"u0", "u1"}), Nodes: "n[1-2]"}
 	for i, want := range []string{"n1", "n2"} {
 		p := pod(nil, nil)

@@ -283,3 +283,46 @@ func TestRestartAdoption(t *testing.T) {
 		t.Fatalf("r1's job %d is %v after the restart", j1.ID, j.State)
 	}
 }
+
+// A Slurm user who copies a placeholder job's comment onto a job of their own (squeue -o %k)
+// changes nothing: the victim pod stays bound, its job runs, and the forged job is not the
+// scheduler's to cancel. Only jobs of the user the scheduler submits as are placeholders.
+func TestForgedCommentIsIgnored(t *testing.T) {
+	e := setup(t)
+	e.startScheduler(defaultProfile)
+	victim := e.waitBound(e.createPod("victim").Name, 90*time.Second)
+	j := e.jobOfPod(victim)
+
+	// Another Slurm user: slurmrestd takes the JWT's user name, and nobody exists on every host.
+	tokens, err := slurm.NewJWTSourceFromFile("nobody", e.slurm.JWTKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mallory, err := slurm.New(slurm.Config{URL: e.slurm.RESTURL, Tokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, err := mallory.SubmitJob(e.ctx, slurm.JobSubmit{Name: "sunk-sched-test-forged", Script: "#!/bin/sh\ntrue\n",
+		Comment: j.Comment, Hold: true, Tasks: 1, StdOut: "/dev/null"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.sc.CancelJob(e.ctx, forged.JobID) })
+	if fj := e.job(forged.JobID); fj.UserName != "nobody" || fj.Comment != j.Comment {
+		t.Fatalf("forged job %d: user %q comment %q", fj.ID, fj.UserName, fj.Comment)
+	}
+
+	// Ten scheduler polls: the victim keeps its pod and its job, the forged job stays held.
+	deadline := time.Now().Add(10 * 200 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if p := e.getPod("victim"); p == nil || p.DeletionTimestamp != nil || p.Spec.NodeName != victim.Spec.NodeName {
+			t.Fatalf("the victim pod was touched: deleted at %v, node %q (conditions %v)", p.DeletionTimestamp, p.Spec.NodeName, p.Status.Conditions)
+		}
+		if vj := e.job(j.ID); vj.BaseState() != "RUNNING" {
+			t.Fatalf("the victim's job %d is %v", j.ID, vj.State)
+		}
+		if fj := e.job(forged.JobID); fj.BaseState() != "PENDING" {
+			t.Fatalf("the forged job %d is %v: the scheduler acted on it", fj.ID, fj.State)
+		}
+	}
+}
