@@ -218,6 +218,30 @@ func setup(t *testing.T, dur time.Duration) *soak {
 			t.Errorf("disabling sunk-scheduler again: %v", err)
 		}
 	})
+	// Runs before the scheduler is disabled (cleanups run last first): the soak's pods go
+	// while sunk-scheduler can still cancel their jobs and lift its node lock. A lock left on the
+	// node anyway (sunk-scheduler gone first) is lifted here, or it would keep every pod that
+	// does not tolerate it, sunk-scheduler's own included, off the only node.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = s.cs.CoreV1().Pods(slurmNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "sunk.dev/soak=true"})
+		s.poll(2*time.Minute, time.Second, "the soak's sunk-scheduler pods gone and the node lock lifted", func() error {
+			pods, err := s.cs.CoreV1().Pods(slurmNS).List(ctx, metav1.ListOptions{LabelSelector: "sunk.dev/soak=true"})
+			if err != nil || len(pods.Items) > 0 {
+				return fmt.Errorf("pods left: %v %v", len(pods.Items), err)
+			}
+			n, err := s.cs.CoreV1().Nodes().Get(ctx, s.cl.NodeName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, tt := range n.Spec.Taints {
+				if tt.Key == "sunk.dev/slurm-job" {
+					return fmt.Errorf("node lock %s=%s still on %s", tt.Key, tt.Value, n.Name)
+				}
+			}
+			return nil
+		})
+	})
 	s.token = s.metricsToken()
 	// Whatever happens, the node ends uncordoned.
 	t.Cleanup(func() {
