@@ -6,7 +6,7 @@ ENV ?= cluster
 DURATION ?= 30m
 export SUNK_CACHE
 
-.PHONY: help build generate slurm-openapi lint test unit provision testbed-up testbed-down demo demo-down soak
+.PHONY: help build generate slurm-conf-keys slurm-openapi lint test unit provision testbed-up testbed-down demo demo-down soak
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -27,6 +27,9 @@ generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST client)
 	cp config/rbac/role.yaml charts/sunk/files/operator-role.yaml
 	cp config/rbac/syncer/role.yaml charts/sunk/files/syncer-role.yaml
 	cp config/webhook/manifests.yaml charts/sunk/files/webhook.yaml
+
+slurm-conf-keys: ## regenerate the slurm.conf/cgroup.conf keys the webhook knows from a Slurm git clone: SLURM_SRC=dir SLURM_TAG=slurm-24-11-7-1
+	hack/gen-slurm-conf-keys.sh $(SLURM_SRC) $(or $(SLURM_TAG),slurm-24-11-7-1)
 
 slurm-openapi: ## refetch Slurm's OpenAPI specs from the test bed's slurmrestd and regenerate the client
 	hack/gen-slurm-openapi.sh all

@@ -114,11 +114,22 @@ type ControllerSpec struct {
 	Backup bool `json:"backup,omitempty"`
 
 	// ExtraConf lines are added to slurm.conf. A line whose key sunk also sets replaces
-	// sunk's line (the admin wins); keys that only a restart applies (ports, auth, state
-	// location) cause a rolling restart, everything else a reconfigure.
+	// sunk's line (the admin wins). Every key must be one Slurm knows; keys that hold sunk's
+	// invariants (authentication, users, hosts, ports, state and plugin locations, the
+	// cluster name, accounting storage) are refused unless listed in UnsafeConfKeys.
 	// +kubebuilder:validation:MaxLength=65536
 	// +optional
 	ExtraConf string `json:"extraConf,omitempty"`
+
+	// UnsafeConfKeys lets ExtraConf set keys that sunk keeps for its own invariants (e.g.
+	// SlurmctldParameters), for an admin who takes over what they guard. Each use is
+	// reported as an admission warning (and so in the API server's audit log). Keys that
+	// only a restart applies roll slurmctld.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	// +optional
+	UnsafeConfKeys []string `json:"unsafeConfKeys,omitempty"`
 }
 
 // StorageSpec is a PersistentVolumeClaim that sunk creates and keeps.
@@ -220,6 +231,8 @@ type AccountingSpec struct {
 type ExternalDatabase struct {
 	// Host name or address of the database server.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9.:-]*[A-Za-z0-9])?$`
 	Host string `json:"host"`
 
 	// Port of the database server.
@@ -231,14 +244,18 @@ type ExternalDatabase struct {
 
 	// Database name (StorageLoc).
 	// +kubebuilder:default=slurm_acct_db
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]{1,64}$`
 	// +optional
 	Database string `json:"database,omitempty"`
 
 	// User slurmdbd logs in as.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$`
 	User string `json:"user"`
 
-	// PasswordSecretRef names the Secret key holding the user's password.
+	// PasswordSecretRef names the Secret key holding the user's password. The Secret must
+	// carry the label sunk.dev/database-password=true: sunk sends the password to Host, which
+	// the SlurmCluster's author chooses, so only Secrets meant for that are ever read.
 	PasswordSecretRef corev1.SecretKeySelector `json:"passwordSecretRef"`
 }
 
@@ -331,6 +348,8 @@ type PartitionSpec struct {
 	// NodeSets whose nodes belong to the partition (by the Feature each NodeSet's nodes
 	// carry). Empty means every node.
 	// +listType=set
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:items:MaxLength=63
 	// +optional
 	NodeSets []string `json:"nodeSets,omitempty"`
 

@@ -58,6 +58,7 @@ func main() {
 	}).SetupWithManager(mgr))
 	if webhooks {
 		cmdutil.Must(sunkwebhook.SetupSlurmClusterWebhook(mgr))
+		cmdutil.Must(sunkwebhook.SetupNodeSetWebhook(mgr))
 	}
 	cmdutil.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	cmdutil.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))

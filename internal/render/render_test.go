@@ -251,3 +251,19 @@ func TestSlurmTestBedHasProductionDefaults(t *testing.T) {
 		}
 	}
 }
+
+func TestStoragePassword(t *testing.T) {
+	for p, want := range map[string]string{"abc": "abc", "a b": `"a b"`, "a#b": `"a#b"`} {
+		if got := quoteStoragePassword(p); got != want {
+			t.Errorf("quoteStoragePassword(%q) = %s, want %s", p, got, want)
+		}
+	}
+	for _, bad := range []string{`a"b`, "a\nStorageHost=evil", "a\rb", "a\x00b"} {
+		if CheckStoragePassword(bad) == nil {
+			t.Errorf("password %q accepted", bad)
+		}
+	}
+	if err := CheckStoragePassword("s3cr3t-_.!@ #x"); err != nil {
+		t.Error(err)
+	}
+}

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"strings"
+	"unicode"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 )
@@ -40,8 +41,29 @@ func SlurmdbdConf(sc *sunkv1.SlurmCluster, n Names, password string) string {
 		"StorageHost=" + host,
 		fmt.Sprintf("StoragePort=%d", port),
 		"StorageUser=" + user,
-		"StoragePass=" + password,
+		"StoragePass=" + quoteStoragePassword(password),
 		"StorageLoc=" + db,
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// CheckStoragePassword refuses a database password slurmdbd.conf cannot carry: Slurm's parser
+// has no escape for a double quote, and a line break or control character would end the line
+// and start another.
+func CheckStoragePassword(p string) error {
+	for _, r := range p {
+		if r == '"' || unicode.IsControl(r) {
+			return fmt.Errorf("the password contains %U, which slurmdbd.conf cannot carry", r)
+		}
+	}
+	return nil
+}
+
+// quoteStoragePassword quotes a password that holds a space or '#' (which Slurm's parser
+// would take as the end of the value or a comment); others are written as they are.
+func quoteStoragePassword(p string) string {
+	if strings.ContainsAny(p, " \t#") {
+		return `"` + p + `"`
+	}
+	return p
 }

@@ -5,10 +5,11 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua/parse"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -47,28 +48,46 @@ func validate(sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
 }
 
 // ValidateSpec checks what CEL cannot. The controller runs it too, so that a cluster
-// without the webhook still never hands slurmctld a broken script.
+// without the webhook still never hands slurmctld a broken or unsafe configuration.
 func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	var warnings admission.Warnings
 	if spec.JobSubmitLua != "" {
-		p := path.Child("jobSubmitLua")
 		if err := ValidateJobSubmitLua(spec.JobSubmitLua); err != nil {
-			errs = append(errs, field.Invalid(p, "(script)", err.Error()))
-		} else if !strings.Contains(spec.JobSubmitLua, "slurm_job_submit") {
-			warnings = append(warnings, p.String()+": defines no slurm_job_submit function, so Slurm rejects every job submission")
+			errs = append(errs, field.Invalid(path.Child("jobSubmitLua"), "(script)", err.Error()))
 		}
 	}
-	errs = append(errs, validateConfLines(spec.Controller.ExtraConf, path.Child("controller", "extraConf"))...)
-	errs = append(errs, validateConfLines(spec.CgroupConf, path.Child("cgroupConf"))...)
+	unsafe := map[string]bool{}
+	for _, k := range spec.Controller.UnsafeConfKeys {
+		unsafe[strings.ToLower(k)] = true
+	}
+	e, w := slurmConf.validate(spec.Controller.ExtraConf, path.Child("controller", "extraConf"), unsafe)
+	errs, warnings = append(errs, e...), append(warnings, w...)
+	e, w = cgroupConf.validate(spec.CgroupConf, path.Child("cgroupConf"), nil)
+	errs, warnings = append(errs, e...), append(warnings, w...)
+	for i, part := range spec.Partitions {
+		pp := path.Child("partitions").Index(i)
+		for j, ns := range part.NodeSets {
+			if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+				errs = append(errs, field.Invalid(pp.Child("nodeSets").Index(j), ns, "must be a NodeSet name: "+strings.Join(msgs, "; ")))
+			}
+		}
+		if part.ExtraConf != "" {
+			errs = append(errs, validateParams(part.ExtraConf, pp.Child("extraConf"), partitionParams, "PartitionName")...)
+		}
+	}
+	if ext := spec.Accounting.External; ext != nil {
+		errs = append(errs, validateExternalDatabase(ext, path.Child("accounting", "external"))...)
+	}
 	for i, s := range append(append([]sunkv1.Script{}, spec.Prolog...), spec.Epilog...) {
 		kind, idx := "prolog", i
 		if i >= len(spec.Prolog) {
 			kind, idx = "epilog", i-len(spec.Prolog)
 		}
-		if s.Inline != nil && !strings.HasPrefix(*s.Inline, "#!") {
-			errs = append(errs, field.Invalid(path.Child(kind).Index(idx).Child("inline"), "(script)",
-				"must start with a #! line: slurmd executes the file directly"))
+		if s.Inline != nil {
+			if err := ValidateScript(*s.Inline); err != nil {
+				errs = append(errs, field.Invalid(path.Child(kind).Index(idx).Child("inline"), "(script)", err.Error()))
+			}
 		}
 	}
 	if spec.Preemption.Type == sunkv1.PreemptionQOS &&
@@ -79,28 +98,36 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 	return errs, warnings
 }
 
-// ValidateJobSubmitLua parses a job_submit.lua with a Lua 5.1 parser: Debian's Slurm links
-// liblua5.1, so this accepts exactly the syntax slurmctld accepts.
-func ValidateJobSubmitLua(src string) error {
-	if _, err := lua.Parse(strings.NewReader(src), "job_submit.lua"); err != nil {
-		return fmt.Errorf("job_submit.lua does not parse: %s", strings.TrimSpace(err.Error()))
+// ValidateScript checks a prolog or epilog as slurmd will run it: executed directly, so it
+// needs a #! line, and it holds no NUL (a shell stops reading there).
+func ValidateScript(src string) error {
+	if !strings.HasPrefix(src, "#!") {
+		return fmt.Errorf("must start with a #! line: slurmd executes the file directly")
+	}
+	if strings.ContainsRune(src, 0) {
+		return fmt.Errorf("contains a NUL byte")
 	}
 	return nil
 }
 
-// validateConfLines accepts "Key=Value ..." lines and comments, the grammar of slurm.conf
-// and cgroup.conf.
-func validateConfLines(text string, p *field.Path) field.ErrorList {
+var (
+	dbHostPattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.:-]*[A-Za-z0-9])?$`)
+	dbUserPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$`)
+	dbNamePattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
+)
+
+// validateExternalDatabase keeps the values that reach slurmdbd.conf to what a host name, a
+// MySQL user and a database name can be, so that none can add a line or a key.
+func validateExternalDatabase(ext *sunkv1.ExternalDatabase, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for i, l := range strings.Split(text, "\n") {
-		l = strings.TrimSpace(l)
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		k, _, ok := strings.Cut(l, "=")
-		if !ok || strings.TrimSpace(k) == "" || strings.ContainsAny(strings.TrimSpace(k), " \t") {
-			errs = append(errs, field.Invalid(p, l, fmt.Sprintf("line %d is not Key=Value", i+1)))
-		}
+	if len(ext.Host) > 253 || !dbHostPattern.MatchString(ext.Host) {
+		errs = append(errs, field.Invalid(p.Child("host"), ext.Host, "must be a host name or an IP address"))
+	}
+	if !dbUserPattern.MatchString(ext.User) {
+		errs = append(errs, field.Invalid(p.Child("user"), ext.User, "must be a MySQL user name: letters, digits, _ . -"))
+	}
+	if ext.Database != "" && !dbNamePattern.MatchString(ext.Database) {
+		errs = append(errs, field.Invalid(p.Child("database"), ext.Database, "must be a database name: letters, digits, _"))
 	}
 	return errs
 }

@@ -10,6 +10,8 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 )
 
+const goodLua = "function slurm_job_submit(j, p, u) return slurm.SUCCESS end\nfunction slurm_job_modify(j, jr, p, u) return slurm.SUCCESS end\n"
+
 func TestValidateSpec(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -21,7 +23,25 @@ func TestValidateSpec(t *testing.T) {
 		{name: "good lua", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: "function slurm_job_submit(j, p, u)\n  if j.comment == nil then j.comment = 'x' end\n  return slurm.SUCCESS\nend\nfunction slurm_job_modify(j, jr, p, u) return slurm.SUCCESS end\n"}},
 		{name: "bad lua", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: "function slurm_job_submit(\n  return\n"}, wantErr: "spec.jobSubmitLua"},
 		{name: "lua 5.3 integer division is not 5.1", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: "x = 7 // 2\n"}, wantErr: "does not parse"},
-		{name: "lua without the hook warns", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: "x = 1\n"}, warn: true},
+		{name: "lua without the hooks", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: "x = 1\n"}, wantErr: "defines no function slurm_job_submit"},
+		{name: "lua without slurm_job_modify", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: "function slurm_job_submit(j, p, u) return slurm.SUCCESS end\n"}, wantErr: "slurm_job_modify"},
+		{name: "lua whose top level fails", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "undefined_function()\n"}, wantErr: "top-level code fails"},
+		{name: "lua that loops at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "while true do end\n"}, wantErr: "did not finish"},
+		{name: "lua may not read files at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local f = io.open('/etc/passwd')\n"}, wantErr: "top-level code fails"},
+		{name: "lua using slurm's table at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "slurm.log_info('loaded %d', slurm.NO_VAL + 1)\nlocal x = slurm.ESLURM_INVALID_LICENSES + 1\n"}},
+		{name: "unknown slurm.conf key", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "BogusKey=1"}}, wantErr: "BogusKey is not a slurm.conf key"},
+		{name: "denied key", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "AuthType=auth/none"}}, wantErr: "sets AuthType, which sunk keeps"},
+		{name: "denied key with spaces around =", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "SlurmUser = root"}}, wantErr: "sets SlurmUser"},
+		{name: "denied key later on a line", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "MaxJobCount=5 authtype=auth/none"}}, wantErr: "sets authtype"},
+		{name: "denied key allowed by the escape", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "SlurmctldPort=6900", UnsafeConfKeys: []string{"slurmctldport"}}}, warn: true},
+		{name: "node lines keep their parameters", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "NodeName=static-1 CPUs=4 State=CLOUD\nSchedulerParameters=bf_continue # comment"}}},
+		{name: "carriage return", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "MaxJobCount=5\r"}}, wantErr: "control character"},
+		{name: "unknown cgroup.conf key", spec: sunkv1.SlurmClusterSpec{CgroupConf: "ConstrainRAMSpace=yes\nAuthType=x"}, wantErr: "AuthType is not a cgroup.conf key"},
+		{name: "partition params inject a line", spec: sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "p", ExtraConf: "OverSubscribe=NO\nAuthType=auth/none"}}}, wantErr: "spec.partitions[0].extraConf"},
+		{name: "partition params with a top-level key", spec: sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "p", ExtraConf: "OverSubscribe=NO AuthType=auth/none"}}}, wantErr: "AuthType is not a parameter of a PartitionName line"},
+		{name: "partition node set that injects", spec: sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "p", NodeSets: []string{"gpu\nAuthType=auth/none"}}}}, wantErr: "spec.partitions[0].nodeSets[0]"},
+		{name: "external database host that injects", spec: sunkv1.SlurmClusterSpec{Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingExternal, External: &sunkv1.ExternalDatabase{Host: "db\nStorageType=x", User: "slurm"}}}, wantErr: "spec.accounting.external.host"},
+		{name: "external database user and name", spec: sunkv1.SlurmClusterSpec{Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingExternal, External: &sunkv1.ExternalDatabase{Host: "db.example", User: "a b", Database: "x;y"}}}, wantErr: "spec.accounting.external.user"},
 		{name: "bad extra conf", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "SlurmdTimeout=3\nthis is not conf"}}, wantErr: "spec.controller.extraConf"},
 		{name: "bad cgroup conf", spec: sunkv1.SlurmClusterSpec{CgroupConf: "=x"}, wantErr: "spec.cgroupConf"},
 		{name: "qos preemption without accounting", spec: sunkv1.SlurmClusterSpec{Preemption: sunkv1.PreemptionSpec{Type: sunkv1.PreemptionQOS}}, wantErr: "spec.preemption.type"},

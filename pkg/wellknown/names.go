@@ -41,6 +41,11 @@ const (
 	FinalizerSlurmNode = "sunk.dev/slurm-node"
 )
 
+// LabelDatabasePassword marks a Secret an admin allows as an external accounting database's
+// password (value "true"): a SlurmCluster names the database host, so the operator reads no
+// other Secret for it.
+const LabelDatabasePassword = "sunk.dev/database-password"
+
 // Annotations the operator writes on the control plane's pods.
 const (
 	// AnnotationRestartHash on a pod template rolls the pods when settings change that only a

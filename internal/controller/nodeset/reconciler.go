@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -28,6 +29,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
+	"sunk.dev/sunk/internal/webhook"
 	"sunk.dev/sunk/pkg/slurm"
 )
 
@@ -124,6 +126,14 @@ type world struct {
 
 func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *status) (ctrl.Result, error) {
 	w := &world{ns: ns}
+
+	// 0. A spec the webhook would reject never reaches slurmd, even without the webhook.
+	if errs := webhook.ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec")); len(errs) > 0 {
+		msg := errs.ToAggregate().Error()
+		r.event(ns, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", msg)
+		st.set(sunkv1.ConditionReady, false, ReasonInvalidSpec, msg)
+		return ctrl.Result{}, nil
+	}
 
 	// 1. The SlurmCluster. Without it nothing is created, drained or deleted.
 	sc := &sunkv1.SlurmCluster{}

@@ -92,8 +92,16 @@ func (r *Reconciler) ensureSlurmdbdConf(ctx context.Context, sc *sunkv1.SlurmClu
 		if err := r.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: ext.PasswordSecretRef.Name}, s); err != nil {
 			return "", fmt.Errorf("reading the external database password: %w", err)
 		}
+		// The author of the SlurmCluster chooses the host the password is sent to: only a
+		// Secret an admin marked for that is read, never any Secret of the namespace.
+		if s.Labels[wellknown.LabelDatabasePassword] != "true" {
+			return "", fmt.Errorf("secret %s (spec.accounting.external.passwordSecretRef) lacks the label %s=true that allows sending it to a database host", ext.PasswordSecretRef.Name, wellknown.LabelDatabasePassword)
+		}
 		if password = s.Data[ext.PasswordSecretRef.Key]; password == nil {
 			return "", fmt.Errorf("secret %s has no key %q (spec.accounting.external.passwordSecretRef)", ext.PasswordSecretRef.Name, ext.PasswordSecretRef.Key)
+		}
+		if err := render.CheckStoragePassword(string(password)); err != nil {
+			return "", fmt.Errorf("secret %s key %q (spec.accounting.external.passwordSecretRef): %w", ext.PasswordSecretRef.Name, ext.PasswordSecretRef.Key, err)
 		}
 	} else {
 		password, err = r.ensureSecretKey(ctx, sc, n.DatabaseSecret, render.DBPasswordKey, func() ([]byte, error) {

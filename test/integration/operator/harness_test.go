@@ -129,6 +129,9 @@ func start(t *testing.T) *harness {
 	if err := sunkwebhook.SetupSlurmClusterWebhook(mgr); err != nil {
 		t.Fatal(err)
 	}
+	if err := sunkwebhook.SetupNodeSetWebhook(mgr); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

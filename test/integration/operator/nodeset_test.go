@@ -748,6 +748,12 @@ func TestNodeSetAdmission(t *testing.T) {
 		"extraConf with Features":   {func(ns *sunkv1.NodeSet) { ns.Spec.ExtraConf = "Gres=gpu:1 Features=x" }, "spec.extraConf must not set Features"},
 		"long name":                 {func(ns *sunkv1.NodeSet) { ns.Name = strings.Repeat("a", 41) }, "at most 40 characters"},
 		"bad feature":               {func(ns *sunkv1.NodeSet) { ns.Spec.Features = []string{"a b"} }, "spec.features[0]"},
+		// The CEL rule sees no "Features=" here; the webhook reads the line as Slurm does.
+		"extraConf with Features =":      {func(ns *sunkv1.NodeSet) { ns.Spec.ExtraConf = "Gres=gpu:1 Features =x" }, "spec.extraConf: Forbidden: Features"},
+		"extraConf with a top-level key": {func(ns *sunkv1.NodeSet) { ns.Spec.ExtraConf = "Gres=gpu:1 AuthType=auth/none" }, "not a parameter of a NodeName line"},
+		"env overriding the node line": {func(ns *sunkv1.NodeSet) {
+			ns.Spec.Env = []corev1.EnvVar{{Name: "SLURMD_CONF", Value: "Features=x"}}
+		}, "spec.env[0].name"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ns := newNodeSet(h.ns, "bad", "c")

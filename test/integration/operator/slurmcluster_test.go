@@ -245,9 +245,11 @@ func TestConfigChangeReconfiguresWithoutRestart(t *testing.T) {
 		t.Error("a partition change restarted slurmctld")
 	}
 
-	// A port change cannot be reconfigured: the template's restart hash rolls the pod.
+	// A port change (a key sunk keeps, so only through unsafeConfKeys) cannot be
+	// reconfigured: the template's restart hash rolls the pod.
 	sc = h.cluster(t, "c3")
 	sc.Spec.Controller.ExtraConf = "SlurmctldPort=6900"
+	sc.Spec.Controller.UnsafeConfKeys = []string{"SlurmctldPort"}
 	if err := h.c.Update(ctx, sc); err != nil {
 		t.Fatal(err)
 	}
@@ -286,6 +288,18 @@ func TestAdmissionRejectsBadSpecsNamingTheField(t *testing.T) {
 			sc.Spec.JobSubmitLua = "function slurm_job_submit(job_desc, part_list, submit_uid)\n  if job_desc.comment == nil then\n  return slurm.SUCCESS\nend\n"
 		}, "spec.jobSubmitLua"},
 		"extra conf that is not Key=Value": {func(sc *sunkv1.SlurmCluster) { sc.Spec.Controller.ExtraConf = "SlurmdTimeout 30" }, "spec.controller.extraConf"},
+		"extra conf with a key sunk keeps": {func(sc *sunkv1.SlurmCluster) { sc.Spec.Controller.ExtraConf = "AuthType = auth/none" }, "spec.controller.extraConf: Forbidden"},
+		"extra conf with an unknown key":   {func(sc *sunkv1.SlurmCluster) { sc.Spec.Controller.ExtraConf = "BogusKey=1" }, "BogusKey is not a slurm.conf key"},
+		"partition node set injecting a line": {func(sc *sunkv1.SlurmCluster) {
+			sc.Spec.Partitions[0].NodeSets = []string{"gpu\nAuthType=auth/none"}
+		}, "spec.partitions[0].nodeSets[0]"},
+		"job_submit.lua whose top level fails": {func(sc *sunkv1.SlurmCluster) {
+			sc.Spec.JobSubmitLua = "function slurm_job_submit(j, p, u) return slurm.SUCCESS end\nfunction slurm_job_modify(j, jr, p, u) return slurm.SUCCESS end\nundefined_function()\n"
+		}, "top-level code fails"},
+		"external database host injecting a line": {func(sc *sunkv1.SlurmCluster) {
+			sc.Spec.Accounting = sunkv1.AccountingSpec{Mode: sunkv1.AccountingExternal, External: &sunkv1.ExternalDatabase{Host: "db\nStorageType=x", User: "slurm",
+				PasswordSecretRef: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "pw"}, Key: "password"}}}
+		}, "spec.accounting.external.host"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,81 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+)
+
+// +kubebuilder:webhook:path=/validate-sunk-dev-v1alpha1-nodeset,mutating=false,failurePolicy=fail,sideEffects=None,groups=sunk.dev,resources=nodesets,verbs=create;update,versions=v1alpha1,name=vnodeset.sunk.dev,admissionReviewVersions=v1
+
+// NodeSetValidator rejects NodeSets whose node line or environment would break or take over
+// their slurmd.
+type NodeSetValidator struct{}
+
+// SetupNodeSetWebhook registers the validator with the manager's webhook server.
+func SetupNodeSetWebhook(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.NodeSet{}).WithValidator(NodeSetValidator{}).Complete()
+}
+
+func (NodeSetValidator) ValidateCreate(_ context.Context, ns *sunkv1.NodeSet) (admission.Warnings, error) {
+	return nil, validateNodeSet(ns)
+}
+
+func (NodeSetValidator) ValidateUpdate(_ context.Context, _, ns *sunkv1.NodeSet) (admission.Warnings, error) {
+	return nil, validateNodeSet(ns)
+}
+
+func (NodeSetValidator) ValidateDelete(context.Context, *sunkv1.NodeSet) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func validateNodeSet(ns *sunkv1.NodeSet) error {
+	if errs := ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec")); len(errs) > 0 {
+		return apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("NodeSet").GroupKind(), ns.Name, errs)
+	}
+	return nil
+}
+
+// nodeParamsSunkSets are node-line parameters the NodeSet controller owns: the node's name and
+// port make it the pod, and its features say which NodeSet and partitions it is in.
+var nodeParamsSunkSets = map[string]string{
+	"feature":  "features come from spec.features and the NodeSet's name",
+	"features": "features come from spec.features and the NodeSet's name",
+	"port":     "slurmd's port is the pod's",
+	"nodeaddr": "the address is the pod's", "nodehostname": "the host name is the pod's",
+}
+
+// slurmdEnvSunkSets are environment variables of the slurmd container that sunk sets: where
+// slurmd gets its configuration and its node line.
+var slurmdEnvSunkSets = set("SLURM_CONF_SERVER", "SLURMD_CONF", "SLURM_CONF")
+
+// ValidateNodeSetSpec checks what CEL cannot; like ValidateSpec it reads the node line the way
+// Slurm does, so "Features =x" is Features.
+func ValidateNodeSetSpec(spec *sunkv1.NodeSetSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if spec.ExtraConf != "" {
+		p := path.Child("extraConf")
+		if e := validateParams(spec.ExtraConf, p, nodeParams, "NodeName"); len(e) > 0 {
+			errs = append(errs, e...)
+		} else if tokens, _ := confTokens(spec.ExtraConf); tokens != nil {
+			for _, t := range tokens {
+				if why := nodeParamsSunkSets[strings.ToLower(t.key)]; why != "" {
+					errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s: %s", t.key, why)))
+				}
+			}
+		}
+	}
+	for i, e := range spec.Env {
+		if slurmdEnvSunkSets[strings.ToUpper(e.Name)] {
+			errs = append(errs, field.Forbidden(path.Child("env").Index(i).Child("name"), e.Name+" is set by sunk: it tells slurmd where its configuration and node line come from"))
+		}
+	}
+	return errs
+}

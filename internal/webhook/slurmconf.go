@@ -1,0 +1,174 @@
+package webhook
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Slurm config text from a custom resource is read here the way Slurm's parser reads it: a
+// line is whitespace-separated Key=Value tokens (Slurm allows spaces around '='), '#' starts a
+// comment, and a key is a word. Every token is checked, not only a line's first key, because
+// slurm.conf takes several keys on one line.
+
+// maxConfLine bounds one line: Slurm's own parser stops at 1024 bytes a line, and a longer
+// one would be cut silently.
+const maxConfLine = 1024
+
+var (
+	confKeyPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
+	// spacedEquals lets "Key = Value" be read as Slurm reads it: "Key=Value".
+	spacedEquals = regexp.MustCompile(`\s*=\s*`)
+)
+
+// deniedSlurmConfKeys are the slurm.conf keys sunk sets for its own invariants; a line that
+// sets one would open or break the cluster. The reason is quoted in the error.
+var deniedSlurmConfKeys = map[string]string{
+	"authtype":                       "authentication is sunk's (auth/slurm with the cluster's key)",
+	"authalttypes":                   "authentication is sunk's (JWT for slurmrestd)",
+	"authaltparameters":              "authentication is sunk's (the cluster's JWT key)",
+	"authinfo":                       "authentication is sunk's",
+	"credtype":                       "job credentials are sunk's (auth/slurm)",
+	"jobcredentialprivatekey":        "job credentials are sunk's",
+	"jobcredentialpubliccertificate": "job credentials are sunk's",
+	"slurmuser":                      "the daemons' user is fixed by the image",
+	"slurmduser":                     "slurmd must run as root to launch jobs",
+	"slurmctldhost":                  "set from the controller pods",
+	"controlmachine":                 "set from the controller pods",
+	"controladdr":                    "set from the controller pods",
+	"backupcontroller":               "set from the controller pods",
+	"backupaddr":                     "set from the controller pods",
+	"slurmctldaddr":                  "set from the controller pods",
+	"slurmctldport":                  "the Services and probes use sunk's port",
+	"slurmdport":                     "the Services and probes use sunk's port",
+	"statesavelocation":              "the controller's state volume is mounted there",
+	"slurmdspooldir":                 "the compute pods' spool volume is mounted there",
+	"plugindir":                      "it decides which code the daemons load",
+	"plugstackconfig":                "it decides which code the daemons load",
+	"clustername":                    "accounting and the saved state are keyed by it",
+	"slurmctldparameters":            "it carries enable_configless, which compute pods need to start",
+	"accountingstoragetype":          "set from spec.accounting",
+	"accountingstoragehost":          "set from spec.accounting",
+	"accountingstorageport":          "set from spec.accounting",
+	"accountingstoragepass":          "set from spec.accounting",
+	"accountingstorageuser":          "set from spec.accounting",
+}
+
+// entityKeys start a slurm.conf line that describes one thing (a node, a partition...); the
+// rest of such a line is that thing's parameters, not top-level keys.
+var entityKeys = set("nodename", "partitionname", "nodeset", "downnodes", "frontendname")
+
+// confFile is what one Slurm config file accepts from a custom resource.
+type confFile struct {
+	name   string
+	known  map[string]bool   // keys Slurm's parser knows, lower case
+	denied map[string]string // lower-case key -> why sunk keeps it
+}
+
+var (
+	slurmConf  = confFile{name: "slurm.conf", known: slurmConfKeys, denied: deniedSlurmConfKeys}
+	cgroupConf = confFile{name: "cgroup.conf", known: cgroupConfKeys}
+)
+
+// validate checks config text line by line. unsafe lists keys the admin takes over knowingly
+// (spec.controller.unsafeConfKeys): they pass the deny-list, with a warning.
+func (f confFile) validate(text string, p *field.Path, unsafe map[string]bool) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	var warnings []string
+	for i, line := range strings.Split(text, "\n") {
+		lp := fmt.Sprintf("line %d", i+1)
+		if err := lineProblem(line); err != "" {
+			errs = append(errs, field.Invalid(p, lp, err))
+			continue
+		}
+		tokens, err := confTokens(line)
+		if err != "" {
+			errs = append(errs, field.Invalid(p, lp, err))
+			continue
+		}
+		for j, t := range tokens {
+			k := strings.ToLower(t.key)
+			if j > 0 && len(tokens) > 0 && entityKeys[strings.ToLower(tokens[0].key)] {
+				break // the entity's own parameters: Slurm checks them per entity
+			}
+			switch {
+			case !f.known[k]:
+				errs = append(errs, field.Invalid(p, lp, fmt.Sprintf("%s is not a %s key Slurm 24.11 knows: slurmctld would not start", t.key, f.name)))
+			case f.denied[k] != "" && !unsafe[k]:
+				errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s: %s sets %s, which sunk keeps: %s (an admin who must override it lists it in spec.controller.unsafeConfKeys)", lp, f.name, t.key, f.denied[k])))
+			case f.denied[k] != "":
+				warnings = append(warnings, fmt.Sprintf("%s %s: %s overrides sunk's own setting (%s), allowed by spec.controller.unsafeConfKeys", p, lp, t.key, f.denied[k]))
+			}
+		}
+	}
+	return errs, warnings
+}
+
+// validateParams checks the parameters appended to one rendered line (a partition's or a
+// NodeSet's extraConf): one line of Key=Value tokens, each a parameter Slurm knows for that
+// kind of line (known, from Slurm's own tables), so that nothing else can ride along.
+func validateParams(text string, p *field.Path, known map[string]bool, kind string) field.ErrorList {
+	if err := lineProblem(text); err != "" {
+		return field.ErrorList{field.Invalid(p, text, err)}
+	}
+	tokens, err := confTokens(text)
+	if err != "" {
+		return field.ErrorList{field.Invalid(p, text, err)}
+	}
+	for _, t := range tokens {
+		if !known[strings.ToLower(t.key)] {
+			return field.ErrorList{field.Invalid(p, text, fmt.Sprintf("%s is not a parameter of a %s line in Slurm 24.11", t.key, kind))}
+		}
+	}
+	return nil
+}
+
+// lineProblem rejects what no Slurm config line may hold: control characters (a carriage
+// return or NUL would be read differently by Slurm than by a person), and overlong lines.
+func lineProblem(line string) string {
+	if len(line) > maxConfLine {
+		return fmt.Sprintf("longer than %d bytes: Slurm reads at most that much of a line", maxConfLine)
+	}
+	for _, r := range line {
+		if r != '\t' && unicode.IsControl(r) {
+			return fmt.Sprintf("contains the control character %U", r)
+		}
+		if r > unicode.MaxASCII {
+			return fmt.Sprintf("contains the non-ASCII character %q: Slurm's keys and values are ASCII", r)
+		}
+	}
+	return ""
+}
+
+type confToken struct{ key, value string }
+
+// confTokens splits a line as Slurm does; "" error for a comment or blank line.
+func confTokens(line string) ([]confToken, string) {
+	if i := strings.Index(line, "#"); i >= 0 {
+		line = line[:i]
+	}
+	line = strings.TrimSpace(spacedEquals.ReplaceAllString(line, "="))
+	if line == "" {
+		return nil, ""
+	}
+	var out []confToken
+	for _, f := range strings.Fields(line) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || !confKeyPattern.MatchString(k) {
+			return nil, fmt.Sprintf("%q is not Key=Value", f)
+		}
+		out = append(out, confToken{key: k, value: v})
+	}
+	return out, ""
+}
+
+func set(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
