@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -15,32 +14,17 @@ import (
 
 // +kubebuilder:webhook:path=/validate-sunk-dev-v1alpha1-nodeset,mutating=false,failurePolicy=fail,sideEffects=None,groups=sunk.dev,resources=nodesets,verbs=create;update,versions=v1alpha1,name=vnodeset.sunk.dev,admissionReviewVersions=v1
 
-// NodeSetValidator rejects NodeSets whose node line or environment would break or take over
-// their slurmd.
-type NodeSetValidator struct{}
-
-// SetupNodeSetWebhook registers the validator with the manager's webhook server.
+// SetupNodeSetWebhook registers the NodeSet check with the manager's webhook server: it rejects
+// NodeSets whose node line or environment would break or take over their slurmd.
 func SetupNodeSetWebhook(mgr ctrl.Manager) error {
-	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.NodeSet{}).WithValidator(NodeSetValidator{}).Complete()
+	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.NodeSet{}).WithValidator(validator[*sunkv1.NodeSet](validateNodeSet)).Complete()
 }
 
-func (NodeSetValidator) ValidateCreate(_ context.Context, ns *sunkv1.NodeSet) (admission.Warnings, error) {
-	return nil, validateNodeSet(ns)
-}
-
-func (NodeSetValidator) ValidateUpdate(_ context.Context, _, ns *sunkv1.NodeSet) (admission.Warnings, error) {
-	return nil, validateNodeSet(ns)
-}
-
-func (NodeSetValidator) ValidateDelete(context.Context, *sunkv1.NodeSet) (admission.Warnings, error) {
-	return nil, nil
-}
-
-func validateNodeSet(ns *sunkv1.NodeSet) error {
+func validateNodeSet(ns *sunkv1.NodeSet) (admission.Warnings, error) {
 	if errs := ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec")); len(errs) > 0 {
-		return apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("NodeSet").GroupKind(), ns.Name, errs)
+		return nil, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("NodeSet").GroupKind(), ns.Name, errs)
 	}
-	return nil
+	return nil, nil
 }
 
 // nodeParamsSunkSets are node-line parameters the NodeSet controller owns: the node's name and

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,27 +20,24 @@ import (
 
 // +kubebuilder:webhook:path=/validate-sunk-dev-v1alpha1-slurmcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=sunk.dev,resources=slurmclusters,verbs=create;update,versions=v1alpha1,name=vslurmcluster.sunk.dev,admissionReviewVersions=v1
 
-// SlurmClusterValidator rejects SlurmClusters that would break slurmctld.
-type SlurmClusterValidator struct{}
-
-// SetupSlurmClusterWebhook registers the validator with the manager's webhook server.
+// SetupSlurmClusterWebhook registers the SlurmCluster check with the manager's webhook server.
 func SetupSlurmClusterWebhook(mgr ctrl.Manager) error {
-	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.SlurmCluster{}).WithValidator(SlurmClusterValidator{}).Complete()
+	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.SlurmCluster{}).WithValidator(validator[*sunkv1.SlurmCluster](validateSlurmCluster)).Complete()
 }
 
-func (SlurmClusterValidator) ValidateCreate(_ context.Context, sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
-	return validate(sc)
+// validator is an admission.Validator that checks created and updated objects with one
+// function; deletions always pass.
+type validator[T runtime.Object] func(T) (admission.Warnings, error)
+
+func (v validator[T]) ValidateCreate(_ context.Context, o T) (admission.Warnings, error) { return v(o) }
+
+func (v validator[T]) ValidateUpdate(_ context.Context, _, o T) (admission.Warnings, error) {
+	return v(o)
 }
 
-func (SlurmClusterValidator) ValidateUpdate(_ context.Context, _, sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
-	return validate(sc)
-}
+func (v validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, error) { return nil, nil }
 
-func (SlurmClusterValidator) ValidateDelete(context.Context, *sunkv1.SlurmCluster) (admission.Warnings, error) {
-	return nil, nil
-}
-
-func validate(sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
+func validateSlurmCluster(sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
 	errs, warnings := ValidateSpec(&sc.Spec, field.NewPath("spec"))
 	if len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("SlurmCluster").GroupKind(), sc.Name, errs)
