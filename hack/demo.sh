@@ -119,7 +119,7 @@ cat <<MSG
 Your Slurm cluster "$NAME" runs in namespace $NS. Next:
   export KUBECONFIG=$KUBECONFIG PATH=$SUNK_BIN:\$PATH
   kubectl -n $NS exec -it deploy/$NAME-login -c login -- bash     # a shell: sinfo, sbatch, srun, squeue
-  helm -n $NS upgrade $NAME charts/slurm --reuse-values --set nodeSets[0].replicas=2   # change it
+  helm -n $NS upgrade $NAME charts/slurm --reuse-values --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=5"   # scale it (Helm replaces the whole list entry)
 Tear down:
   make demo-down
 MSG

@@ -54,7 +54,10 @@ func (s *Syncer) watchHealth(ctx context.Context) error {
 	}
 }
 
-// slurmUnreadable is nil when the node cache holds a recent, complete answer from Slurm.
+// slurmUnreadable is nil when the node cache holds a recent, complete answer from Slurm. Polls
+// that keep failing make it unreadable within a few polls; one failed poll between good ones
+// does not (the cache is then one poll older, and writes read their node afresh anyway), nor
+// does a slow list until StaleAfter.
 func (s *Syncer) slurmUnreadable() error {
 	switch last := s.nodes.LastSuccess(); {
 	case !s.nodes.HasSynced():
@@ -62,13 +65,17 @@ func (s *Syncer) slurmUnreadable() error {
 			return fmt.Errorf("no node list from Slurm yet: %w", err)
 		}
 		return errors.New("no node list from Slurm yet")
-	case s.nodes.LastError() != nil:
+	case s.nodes.LastError() != nil && time.Since(last) > failingFor(s.cfg.PollInterval):
 		return s.nodes.LastError()
 	case time.Since(last) > s.cfg.StaleAfter:
 		return fmt.Errorf("no node list from Slurm for %s", time.Since(last).Round(time.Second))
 	}
 	return nil
 }
+
+// failingFor is how long polls must keep failing before Slurm counts as unreadable: two
+// polls and a second, so that one lost answer is not an outage.
+func failingFor(poll time.Duration) time.Duration { return 2*poll + time.Second }
 
 // Healthy reports whether Slurm's state was readable at the last check.
 func (s *Syncer) Healthy() bool {

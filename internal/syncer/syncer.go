@@ -55,7 +55,10 @@ type Config struct {
 	// cluster answers each poll with a small 304).
 	PollInterval time.Duration
 	// StaleAfter: Slurm's state counts as unreadable when no poll succeeded for this long
-	// (default 3 polls + 2s). While it is, the syncer changes nothing.
+	// (default 3 polls + 15s: longer than a slow list may take, since a busy slurmctld is
+	// slow, not unreadable; a failed poll counts at once). While it is, the syncer changes
+	// nothing. Every write is decided again on a fresh read of its node, so a cache a few
+	// polls old delays changes but never makes a wrong one.
 	StaleAfter time.Duration
 	// Owns says whether a Slurm node record belongs to a compute pod of this cluster, and
 	// so is removed when no such pod exists. Default: every dynamic node (in a sunk cluster
@@ -125,7 +128,7 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 		cfg.PollInterval = DefaultPollInterval
 	}
 	if cfg.StaleAfter == 0 {
-		cfg.StaleAfter = 3*cfg.PollInterval + 2*time.Second
+		cfg.StaleAfter = 3*cfg.PollInterval + 15*time.Second
 	}
 	if cfg.Owns == nil {
 		cfg.Owns = func(n *slurm.Node) bool { return n.HasState("DYNAMIC_NORM") }
@@ -151,7 +154,7 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sunk-syncer-" + cfg.Namespace + "-" + cfg.Cluster}),
 		seen: map[string]observed{}, inflight: map[string]inflight{}, orphans: map[string]time.Time{},
-		budget: newBudget(cfg.Owns, cfg.DrainBudgetPercent, cfg.StaleAfter),
+		budget: newBudget(cfg.Owns, cfg.DrainBudgetPercent, resendAfter(cfg.PollInterval)),
 	}
 }
 
@@ -369,3 +372,7 @@ func (s *Syncer) event(pod *corev1.Pod, typ, reason, action, format string, args
 		s.cfg.Recorder.Eventf(pod, nil, typ, reason, action, format, args...)
 	}
 }
+
+// resendAfter is how long a change sent to Slurm is trusted to show in the node cache before
+// it is decided afresh (and sent again if still due): three polls and some slack.
+func resendAfter(poll time.Duration) time.Duration { return 3*poll + 2*time.Second }

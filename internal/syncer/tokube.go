@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,11 +36,23 @@ func (s *Syncer) toKube(ctx context.Context, pod *corev1.Pod, node *corev1.Node,
 		return err
 	}
 	if node != nil {
-		want := map[string]string{wellknown.LabelCluster: s.cfg.Cluster, wellknown.LabelSlurmNode: pod.Name}
-		if ns := pod.Labels[wellknown.LabelNodeSet]; ns != "" {
-			want[wellknown.LabelNodeSet] = ns
+		pods, err := s.podsOn(ctx, node.Name)
+		if err != nil {
+			return err
 		}
-		nodeChanged, err := s.mirrorNode(ctx, node, want, m, msg)
+		var nodeChanged bool
+		if len(pods) > 1 {
+			// Several compute pods share the node (a Replicas NodeSet): no one Slurm node is
+			// the node's, and writing each in turn would rewrite the Node without end. The
+			// pods carry the mirror; the node only says which cluster it serves.
+			nodeChanged, err = s.unmirrorNode(ctx, node, true)
+		} else {
+			want := map[string]string{wellknown.LabelCluster: s.cfg.Cluster, wellknown.LabelSlurmNode: pod.Name}
+			if ns := pod.Labels[wellknown.LabelNodeSet]; ns != "" {
+				want[wellknown.LabelNodeSet] = ns
+			}
+			nodeChanged, err = s.mirrorNode(ctx, node, want, m, msg)
+		}
 		if err != nil {
 			return err
 		}
@@ -136,7 +149,7 @@ func (s *Syncer) mirrorNode(ctx context.Context, node *corev1.Node, labels map[s
 }
 
 // syncNode takes the mirror off a Kubernetes node that no longer hosts a compute pod of
-// this cluster.
+// this cluster, and has the pods of a node that does decide its mirror again.
 func (s *Syncer) syncNode(ctx context.Context, name string) error {
 	if s.slurmUnreadable() != nil {
 		return nil
@@ -149,25 +162,60 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 		return nil
 	}
 	pods, err := s.podsOn(ctx, name)
-	if err != nil || len(pods) > 0 {
+	if err != nil {
 		return err
 	}
-	// The condition first: the labels are what marks the node as still to be cleaned.
-	raw := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"$patch":"delete"}]}}`, wellknown.ConditionSlurmNode)
-	if err := s.client.Status().Patch(ctx, node.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, []byte(raw))); err != nil {
-		return s.kubeError(fmt.Errorf("removing condition from node %s: %w", name, err))
+	if len(pods) > 0 {
+		// A pod came or went: whether the node is shared may have changed, which the
+		// remaining pods' syncs decide.
+		for _, p := range pods {
+			s.queue.Add(p.Name)
+		}
+		return nil
+	}
+	_, err = s.unmirrorNode(ctx, node, false)
+	return err
+}
+
+// unmirrorNode takes one Slurm node's mirror (condition, annotations, Slurm node and NodeSet
+// labels) off a Kubernetes node; keepCluster leaves the cluster label, for a node that still
+// hosts several of the cluster's compute pods. It writes only what is there.
+func (s *Syncer) unmirrorNode(ctx context.Context, node *corev1.Node, keepCluster bool) (bool, error) {
+	changed := false
+	for _, c := range node.Status.Conditions {
+		if string(c.Type) != wellknown.ConditionSlurmNode {
+			continue
+		}
+		// The condition first: the labels are what marks the node as still to be cleaned.
+		raw := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"$patch":"delete"}]}}`, wellknown.ConditionSlurmNode)
+		if err := s.client.Status().Patch(ctx, node.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, []byte(raw))); err != nil {
+			return false, s.kubeError(fmt.Errorf("removing condition from node %s: %w", node.Name, err))
+		}
+		changed = true
 	}
 	n := node.DeepCopy()
 	patch := client.MergeFrom(node)
-	for _, k := range []string{wellknown.LabelCluster, wellknown.LabelNodeSet, wellknown.LabelSlurmNode} {
+	keys := []string{wellknown.LabelNodeSet, wellknown.LabelSlurmNode}
+	if keepCluster {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[wellknown.LabelCluster] = s.cfg.Cluster
+	} else {
+		keys = append(keys, wellknown.LabelCluster)
+	}
+	for _, k := range keys {
 		delete(n.Labels, k)
 	}
 	delete(n.Annotations, wellknown.AnnotationSlurmState)
 	delete(n.Annotations, wellknown.AnnotationSlurmReason)
-	if err := s.client.Patch(ctx, n, patch); err != nil {
-		return s.kubeError(fmt.Errorf("unlabelling node %s: %w", name, err))
+	if equality.Semantic.DeepEqual(n.ObjectMeta, node.ObjectMeta) {
+		return changed, nil
 	}
-	return nil
+	if err := s.client.Patch(ctx, n, patch); err != nil {
+		return false, s.kubeError(fmt.Errorf("unlabelling node %s: %w", node.Name, err))
+	}
+	return true, nil
 }
 
 func setMirrorAnnotations(o *metav1.ObjectMeta, m Mirror) {

@@ -40,7 +40,7 @@ func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node
 	// Sent already, and the cache still shows the node it was decided on: wait for the
 	// next polls to show it; decide again afterwards in case the change was lost or undone.
 	if sent && prev.action == a && prev.before == snapshot(sn) {
-		if wait := s.cfg.StaleAfter - time.Since(prev.at); wait > 0 {
+		if wait := resendAfter(s.cfg.PollInterval) - time.Since(prev.at); wait > 0 {
 			s.queue.AddAfter(sn.Name, wait)
 			return nil
 		}
@@ -57,6 +57,24 @@ func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node
 			log.FromContext(ctx).Info("drain held back by the drain budget", "node", sn.Name, "cluster", s.cfg.Cluster,
 				"cause", cause, "drained", b.DrainedFor[cause], "limit", b.Limit())
 		}
+		return nil
+	}
+	// The cache may be polls old while slurmctld is slow: decide again on the node as Slurm
+	// has it now, so that a stale view never overwrites a person's drain or lifts a drain
+	// that is no longer the syncer's.
+	fresh, err := s.cfg.Slurm.GetNode(ctx, sn.Name)
+	if err != nil {
+		s.budget.release(sn.Name)
+		if errors.Is(err, slurm.ErrNotFound) {
+			return nil // the record is gone; the cache will say so
+		}
+		return fmt.Errorf("reading Slurm node %s before changing it: %w", sn.Name, err)
+	}
+	if now := Decide(causes, fresh); now != a {
+		s.budget.release(sn.Name)
+		s.queue.AddAfter(sn.Name, resendAfter(s.cfg.PollInterval))
+		log.FromContext(ctx).V(1).Info("the node changed in Slurm since the last poll; deciding again after the next",
+			"node", sn.Name, "cluster", s.cfg.Cluster, "cached", a, "now", now)
 		return nil
 	}
 	u, what := slurm.NodeUpdate{State: slurm.NodeStateResume}, "resume"

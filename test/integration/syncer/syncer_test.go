@@ -623,6 +623,37 @@ func TestSyncer(t *testing.T) {
 		h.waitSlurm(n1, notDrained, "resumed")
 	})
 
+	step("two compute pods on one node: the pods keep the mirror, the node only the cluster label", func(t *testing.T) {
+		ctx := context.Background()
+		extra := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slurm-extra", Labels: map[string]string{
+				wellknown.LabelCluster: clusterName, wellknown.LabelComponent: wellknown.ComponentCompute, wellknown.LabelNodeSet: "gpu"}},
+			Spec: corev1.PodSpec{NodeName: k8sNode(0), Containers: []corev1.Container{{Name: "slurmd", Image: "sunk.dev/slurm:24.11-local"}}},
+		}
+		if err := h.c.Create(ctx, extra); err != nil {
+			t.Fatal(err)
+		}
+		shared := func(m mirror) bool {
+			return m.podState == "idle" && m.nodeState == "" && m.nodeCond == "" &&
+				m.nodeLabels[wellknown.LabelCluster] == clusterName && m.nodeLabels[wellknown.LabelSlurmNode] == ""
+		}
+		h.waitMirror(n1, shared, "node unmirrored, pod mirrored")
+		// And it stays so: no writer takes the node back for its own Slurm node.
+		deadline := time.Now().Add(6 * poll)
+		for time.Now().Before(deadline) {
+			if m, err := h.mirror(n1); err != nil || !shared(m) {
+				t.Fatalf("the shared node was mirrored again: %+v %v", m, err)
+			}
+		}
+		// Grace period 0: what kubelet sends once the pod's containers stopped (no kubelet here).
+		if err := h.c.Delete(ctx, extra, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		h.waitMirror(n1, func(m mirror) bool {
+			return m.nodeState == "idle" && m.nodeCond == "True/Idle" && m.nodeLabels[wellknown.LabelSlurmNode] == n1
+		}, "the node mirrors its one pod's Slurm node again")
+	})
+
 	step("pod deleted: drained, then the record is removed", func(t *testing.T) {
 		ctx := context.Background()
 		p := &corev1.Pod{}
