@@ -1,3 +1,6 @@
+// The SlurmCluster API. One file per kind, as kubebuilder lays them out: its length is the
+// field documentation, which becomes the CRD's and `kubectl explain`'s.
+
 package v1alpha1
 
 import (

@@ -1,3 +1,7 @@
+// The v0.0.41 adapter: the Client interface over the generated v0.0.41 client. It is long
+// because it converts every endpoint sunk uses, and it mirrors v0042.go line for line where the
+// two APIs agree; one adapter shape for every version (and 26.05's) is issue 15's work.
+
 package slurm
 
 import (

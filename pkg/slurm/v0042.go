@@ -1,3 +1,6 @@
+// The v0.0.42 adapter: the Client interface over the generated v0.0.42 client. Long for the
+// same reason as v0041.go, which it mirrors where the two APIs agree.
+
 package slurm
 
 import (

@@ -1,7 +1,8 @@
 // Package slurmfake is an in-memory slurm.Client for unit tests of sunk's components. It keeps
 // nodes, jobs, partitions and reservations, follows the real client's error contract (unknown
 // names are slurm.ErrNotFound, injected errors come back as given) and supports incremental
-// lists (NotModified when nothing changed since the given time).
+// lists (NotModified when nothing changed since the given time). It is one file because it
+// implements one interface, endpoint by endpoint.
 package slurmfake
 
 import (
