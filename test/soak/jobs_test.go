@@ -1,0 +1,99 @@
+//go:build soak
+
+// The job stream from the login pod, and waiting for it to drain.
+
+package soak
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// jobStream submits a job every few seconds from the login pod, round robin: a batch job
+// with steps, an array, an interactive srun.
+func (s *soak) jobStream(ctx context.Context) {
+	tick := time.NewTicker(4 * time.Second)
+	defer tick.Stop()
+	sruns := make(chan struct{}, 2) // at most two interactive sruns at a time
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		switch i % 3 {
+		case 0:
+			n, secs := 1+rand.IntN(3), 5+rand.IntN(20)
+			s.submit(ctx, "batch", fmt.Sprintf("sbatch --parsable -J soak-batch -N%d -t 5 -o /dev/null --wrap 'srun hostname >/dev/null; sleep %d'", n, secs))
+		case 1:
+			s.submit(ctx, "array", fmt.Sprintf("sbatch --parsable -J soak-array --array=0-5%%3 -t 5 -o /dev/null --wrap 'sleep %d'", 3+rand.IntN(10)))
+		case 2:
+			select {
+			case sruns <- struct{}{}:
+			default:
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sruns }()
+				s.submit(context.Background(), "srun", "srun -J soak-srun -N2 -t 2 sh -c 'echo $SLURM_JOB_ID; sleep 2'")
+			}()
+		}
+	}
+}
+
+var leadingID = regexp.MustCompile(`^(\d+)`)
+
+func (s *soak) submit(ctx context.Context, kind, script string) {
+	out, err := s.loginCtx(ctx, 6*time.Minute, script)
+	m := leadingID.FindStringSubmatch(strings.TrimSpace(out))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m != nil {
+		s.submitted[m[1]] = kind
+	}
+	if err != nil && ctx.Err() == nil {
+		s.submitErrs = append(s.submitErrs, fmt.Sprintf("%s at %.0fs: %v", kind, time.Since(s.start).Seconds(), oneLine(err.Error())))
+	}
+}
+
+func oneLine(v string) string {
+	v = strings.Join(strings.Fields(v), " ")
+	if len(v) > 200 {
+		v = v[:200] + "…"
+	}
+	return v
+}
+
+// waitJobsEnded waits until every job of the soak has ended.
+func (s *soak) waitJobsEnded(timeout time.Duration) {
+	s.poll(timeout, 2*time.Second, "every soak job ended", func() error {
+		out, err := s.login("scontrol -o show job")
+		if err != nil {
+			return err
+		}
+		s.trackJobs(ParseJobs(out), time.Now())
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var live []string
+		for id, j := range s.jobs {
+			if !j.Terminal() {
+				live = append(live, id+":"+j.State)
+			}
+		}
+		if len(live) > 0 {
+			sort.Strings(live)
+			return fmt.Errorf("%d jobs not ended: %v", len(live), live)
+		}
+		return nil
+	})
+}
