@@ -88,17 +88,25 @@ func (s *soak) cordonCycle() {
 	if err := s.cordon(true); err != nil {
 		s.t.Fatal(err)
 	}
+	// cordoned counts the nodes the cordon drained; a node drained by Slurm or a person
+	// before counts as drained too (the syncer leaves such a drain and its reason alone) but
+	// is not the cordon's to lift.
+	var others int
 	cordoned := func() (int, int, error) {
 		nodes, err := s.nodes()
 		if err != nil {
 			return 0, 0, err
 		}
-		k := 0
+		k, o := 0, 0
 		for _, n := range nodes {
-			if n.Drained() && strings.HasPrefix(n.Reason, "k8s:") && strings.Contains(n.Reason, "cordon") {
+			switch {
+			case n.Drained() && strings.HasPrefix(n.Reason, "k8s:") && strings.Contains(n.Reason, "cordon"):
 				k++
+			case n.Drained() && !strings.HasPrefix(n.Reason, "k8s:"):
+				o++
 			}
 		}
+		others = o
 		return k, len(nodes), nil
 	}
 	first := s.poll(90*time.Second, time.Second, "a k8s: node cordoned drain", func() error {
@@ -112,8 +120,8 @@ func (s *soak) cordonCycle() {
 	all := s.poll(90*time.Second, time.Second, "every node drained by the cordon", func() error {
 		var err error
 		k, total, err = cordoned()
-		if err == nil && k < total {
-			err = fmt.Errorf("%d of %d drained", k, total)
+		if err == nil && k+others < total {
+			err = fmt.Errorf("%d of %d drained (%d already drained by Slurm or a person)", k, total, others)
 		}
 		return err
 	})
@@ -292,11 +300,20 @@ func (s *soak) kill(c component) {
 		if !ready(p) {
 			return fmt.Errorf("pod %s not Ready", p.Name)
 		}
+		if c.name == "slurmctld" {
+			// Ready says the process runs; it serves once it has recovered its state and
+			// heard from its nodes, which a client sees as `scontrol ping` answering UP.
+			if out, err := s.login("scontrol ping"); err != nil || !strings.Contains(out, "is UP") {
+				return fmt.Errorf("slurmctld does not answer yet: %s %v", oneLine(out), err)
+			}
+		}
 		return nil
 	})
 	now := time.Now()
 	s.mu.Lock()
-	s.windows[idx].end = now.Add(samplePeriod)
+	// A request sent while the component was down may still time out after it is back: the
+	// window lasts one client timeout and one sample longer.
+	s.windows[idx].end = now.Add(samplePeriod + clientTimeout)
 	s.lastKillAt = now
 	s.figures["recover_"+c.name+"_s"] = d.Seconds()
 	s.mu.Unlock()

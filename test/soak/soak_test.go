@@ -30,14 +30,16 @@ const (
 	clusterName  = "demo"
 	sunkRelease  = "sunk"
 	samplePeriod = 10 * time.Second
-	bigScale     = 40
-	smallScale   = 3
-	maxConns     = 8
-	personNode   = "compute-1" // exists at both scales
-	busybox      = "docker.io/library/busybox:local"
-	metricsPort  = 8080  // charts/sunk metrics.port
-	schedPort    = 10259 // kube-scheduler's secure port
-	restPort     = 6820
+	// clientTimeout is the longest request timeout of sunk's REST clients (the operator's).
+	clientTimeout = 15 * time.Second
+	bigScale      = 40
+	smallScale    = 3
+	maxConns      = 8
+	personNode    = "compute-1" // exists at both scales
+	busybox       = "docker.io/library/busybox:local"
+	metricsPort   = 8080  // charts/sunk metrics.port
+	schedPort     = 10259 // kube-scheduler's secure port
+	restPort      = 6820
 )
 
 // component is a process the soak samples and kills once.
