@@ -179,6 +179,9 @@ func (s *soak) trackJobs(jobs []Job, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, j := range jobs {
+		if s.preexisting[j.ID] {
+			continue
+		}
 		if prev, ok := s.jobs[j.ID]; ok && prev.Restarts > j.Restarts {
 			j.Restarts = prev.Restarts
 		}
