@@ -149,7 +149,7 @@ func (s *Syncer) mirrorNode(ctx context.Context, node *corev1.Node, labels map[s
 }
 
 // syncNode takes the mirror off a Kubernetes node that no longer hosts a compute pod of
-// this cluster, and has the pods of a node that does decide its mirror again.
+// this cluster, and has the one pod of a node no longer shared mirror itself onto it again.
 func (s *Syncer) syncNode(ctx context.Context, name string) error {
 	if s.slurmUnreadable() != nil {
 		return nil
@@ -165,12 +165,12 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if len(pods) == 1 {
+		// The node is no longer shared: its one pod mirrors its Slurm node onto it again.
+		// (A pod joining makes the node shared in that pod's own sync.)
+		s.queue.Add(pods[0].Name)
+	}
 	if len(pods) > 0 {
-		// A pod came or went: whether the node is shared may have changed, which the
-		// remaining pods' syncs decide.
-		for _, p := range pods {
-			s.queue.Add(p.Name)
-		}
 		return nil
 	}
 	_, err = s.unmirrorNode(ctx, node, false)

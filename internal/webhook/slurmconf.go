@@ -89,11 +89,11 @@ func (f confFile) validate(text string, p *field.Path, unsafe map[string]bool) (
 			errs = append(errs, field.Invalid(p, lp, err))
 			continue
 		}
-		for j, t := range tokens {
+		if len(tokens) > 0 && entityKeys[strings.ToLower(tokens[0].key)] {
+			tokens = tokens[:1] // the rest are the entity's own parameters: Slurm checks them per entity
+		}
+		for _, t := range tokens {
 			k := strings.ToLower(t.key)
-			if j > 0 && len(tokens) > 0 && entityKeys[strings.ToLower(tokens[0].key)] {
-				break // the entity's own parameters: Slurm checks them per entity
-			}
 			switch {
 			case !f.known[k]:
 				errs = append(errs, field.Invalid(p, lp, fmt.Sprintf("%s is not a %s key Slurm 24.11 knows: slurmctld would not start", t.key, f.name)))
