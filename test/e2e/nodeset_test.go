@@ -148,6 +148,11 @@ func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
 		t.Fatalf("srun -N3 hostname: %v\n%s", err, out)
 	}
 
+	// The busy node must be the only busy one: srun's job can stay
+	// COMPLETING on a node for a while (its epilog answer is late), and a
+	// completing node is rightly replaced after the busy one.
+	poll(t, 2*time.Minute, "3 idle nodes after srun", allIdle(names))
+
 	// Rolling update with a job on cpu-1.
 	job := e.sbatch(t, login, "-w cpu-1 -J busy --wrap 'sleep 45'")
 	before := e.memberPods(t, "cpu")
