@@ -122,6 +122,23 @@ func TestFakeContract(t *testing.T) {
 	if f.Calls("GetJob") != 1 {
 		t.Fatal(f.Calls("GetJob"))
 	}
+
+	f.AddJob(slurm.Job{ID: 7, State: []string{"RUNNING"}, Nodes: "n1", CPUs: 2})
+	l, err := f.ListJobs(ctx, time.Time{})
+	if err != nil || len(l.Jobs) != 2 || l.Jobs[1].ID != 7 || l.Jobs[1].Nodes != "n1" || l.Jobs[1].CPUs != 2 {
+		t.Fatalf("AddJob: %+v, %v", l, err)
+	}
+	if r, _ := f.SubmitJob(ctx, slurm.JobSubmit{Script: "#!/bin/sh\n", Hold: true}); r.JobID != 8 {
+		t.Fatalf("a job submitted after AddJob(7) got id %d", r.JobID)
+	}
+	reset := time.Unix(1699920000, 0)
+	f.SetDiag(slurm.Diag{BackfillJobs: 9, ResetTime: reset})
+	if d, err := f.Diag(ctx); err != nil || d.BackfillJobs != 9 || !d.ResetTime.Equal(reset) || d.RequestTime.IsZero() {
+		t.Fatalf("SetDiag: %+v, %v", d, err)
+	}
+	if f.Calls("Diag") != 1 || f.Calls("ListJobs") != 1 {
+		t.Fatalf("calls: Diag %d, ListJobs %d", f.Calls("Diag"), f.Calls("ListJobs"))
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -250,21 +250,40 @@ type ControllerPing struct {
 	Latency    time.Duration
 }
 
-// Diag is a subset of slurmctld's statistics (sdiag).
+// Diag is a subset of slurmctld's statistics (sdiag). The counters (jobs submitted, cycles,
+// backfilled jobs, ...) and the maxima and means count since ResetTime: slurmctld resets them
+// at midnight (and on a restart or `sdiag --reset`).
 type Diag struct {
-	ServerThreadCount   int
-	AgentQueueSize      int
-	JobsSubmitted       int
-	JobsStarted         int
-	JobsCompleted       int
-	JobsCanceled        int
-	JobsFailed          int
-	JobsPending         int
-	JobsRunning         int
-	ScheduleCycleLast   time.Duration
-	ScheduleCycleMax    time.Duration
-	ScheduleQueueLength int
-	BackfillActive      bool
-	BackfillCycleLast   time.Duration
-	RequestTime         time.Time
+	ServerThreadCount       int
+	AgentQueueSize          int
+	DBDAgentQueueSize       int
+	JobsSubmitted           int
+	JobsStarted             int
+	JobsCompleted           int
+	JobsCanceled            int
+	JobsFailed              int
+	JobsPending             int
+	JobsRunning             int
+	ScheduleCycleLast       time.Duration
+	ScheduleCycleMax        time.Duration
+	ScheduleCycleMean       time.Duration
+	ScheduleCycles          int // schedule_cycle_total
+	ScheduleCyclesPerMinute int
+	ScheduleCycleMeanDepth  int
+	ScheduleQueueLength     int
+	BackfillActive          bool
+	BackfillCycleLast       time.Duration
+	BackfillCycleMax        time.Duration
+	BackfillCycleMean       time.Duration
+	BackfillCycles          int // bf_cycle_counter
+	BackfillJobs            int // bf_backfilled_jobs: jobs started by backfill since ResetTime
+	BackfillLastJobs        int // bf_last_backfilled_jobs: since the last cycle counters were reset
+	BackfillLastDepth       int
+	BackfillLastDepthTry    int
+	BackfillDepthMean       int
+	BackfillQueueLength     int
+	BackfillLastCycle       time.Time // zero when no cycle ran
+	RequestTime             time.Time
+	// ResetTime is when the statistics were last reset (req_time_start).
+	ResetTime time.Time
 }

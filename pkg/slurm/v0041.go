@@ -142,6 +142,17 @@ func (a *v0041) Diag(ctx context.Context) (*Diag, error) {
 			BackfillCycleLast: time.Duration(num(s.BfCycleLast)) * time.Microsecond,
 			RequestTime:       unixTime(nv64(s.ReqTime)),
 		}
+		out.DBDAgentQueueSize = num(s.DbdAgentQueueSize)
+		out.ScheduleCycleMean = time.Duration(num(s.ScheduleCycleMean)) * time.Microsecond
+		out.ScheduleCycles, out.ScheduleCyclesPerMinute = num(s.ScheduleCycleTotal), num(s.ScheduleCyclePerMinute)
+		out.ScheduleCycleMeanDepth = num(s.ScheduleCycleMeanDepth)
+		out.BackfillCycleMax = time.Duration(num(s.BfCycleMax)) * time.Microsecond
+		out.BackfillCycleMean = time.Duration(num(s.BfCycleMean)) * time.Microsecond
+		out.BackfillCycles, out.BackfillJobs, out.BackfillLastJobs = num(s.BfCycleCounter), num(s.BfBackfilledJobs), num(s.BfLastBackfilledJobs)
+		out.BackfillLastDepth, out.BackfillLastDepthTry = num(s.BfLastDepth), num(s.BfLastDepthTry)
+		out.BackfillDepthMean, out.BackfillQueueLength = num(s.BfDepthMean), num(s.BfQueueLen)
+		out.BackfillLastCycle = unixTime(nv64(s.BfWhenLastCycle))
+		out.ResetTime = unixTime(nv64(s.ReqTimeStart))
 		return answer{status: resp.StatusCode, errs: details41(b.Errors)}, nil
 	})
 	if err != nil {

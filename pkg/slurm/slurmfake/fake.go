@@ -27,6 +27,7 @@ type Fake struct {
 	nextJob      uint32
 	nodesChanged time.Time
 	jobsChanged  time.Time
+	diag         *slurm.Diag      // SetDiag's statistics; nil: counted from the jobs
 	errs         map[string]error // by method name, e.g. "ListNodes"; "*" for every method
 	calls        map[string]int
 	now          func() time.Time
@@ -89,6 +90,27 @@ func (f *Fake) SetJobState(id uint32, state ...string) error {
 	return nil
 }
 
+// AddJob stores j as given (replacing a job of the same id), e.g. a running job with its
+// nodes and CPUs, as if Slurm's scheduler had placed it.
+func (f *Fake) AddJob(j slurm.Job) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j.State = slices.Clone(j.State)
+	f.jobs[j.ID] = j
+	if j.ID >= f.nextJob {
+		f.nextJob = j.ID + 1
+	}
+	f.touchJobs()
+}
+
+// SetDiag makes Diag answer d (with RequestTime now when d's is zero) instead of the
+// statistics it counts from the jobs.
+func (f *Fake) SetDiag(d slurm.Diag) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.diag = &d
+}
+
 // AddPartition stores p.
 func (f *Fake) AddPartition(p slurm.Partition) {
 	f.mu.Lock()
@@ -135,6 +157,13 @@ func (f *Fake) Diag(ctx context.Context) (*slurm.Diag, error) {
 		return nil, err
 	}
 	defer f.mu.Unlock()
+	if f.diag != nil {
+		d := *f.diag
+		if d.RequestTime.IsZero() {
+			d.RequestTime = f.now()
+		}
+		return &d, nil
+	}
 	d := &slurm.Diag{ServerThreadCount: 1, RequestTime: f.now()}
 	for _, j := range f.jobs {
 		switch j.BaseState() {
