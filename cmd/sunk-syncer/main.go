@@ -59,10 +59,12 @@ func main() {
 	// cluster-wide for one read per cluster.
 	pool := slurmconn.New(slurmconn.Options{Reader: mgr.GetAPIReader(), Metrics: restMetrics, Timeout: 10 * time.Second})
 	ctx := ctrl.SetupSignalHandler()
-	cmdutil.Must((&syncer.Clusters{
+	clusters := &syncer.Clusters{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Slurm: pool, ClusterDomain: clusterDomain,
 		PollInterval: poll, NotReadyGrace: notReadyGrace, DrainBudgetPercent: drainBudget, Metrics: syncMetrics,
-	}).SetupWithManager(ctx, mgr))
+	}
+	cmdutil.Must(clusters.SetupWithManager(ctx, mgr))
+	cmdutil.Must(addExporter(mgr, clusters))
 	cmdutil.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	cmdutil.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))
 	log.Info("starting sunk-syncer", "pollInterval", poll)
