@@ -73,6 +73,9 @@ func TestTemplates(t *testing.T) {
 			"--set", "operator.webhook.enabled=false", "--set", "syncer.enabled=false", "--set", "operator.leaderElection=false"}, nil},
 		{"sunk-scheduler", []string{"template", "sunk", "sunk", "-n", "sunk-system", "--set", "operator.webhook.enabled=false",
 			"--set", "scheduler.enabled=true", "--set", "scheduler.cluster.name=c1", "--set", "scheduler.cluster.namespace=slurm"}, checkSchedulerConfig},
+		{"sunk-monitoring", []string{"template", "sunk", "sunk", "-n", "sunk-system", "--set", "operator.webhook.enabled=false",
+			"--api-versions", "monitoring.coreos.com/v1", "--set", "metrics.serviceMonitor.labels.release=kube-prometheus-stack",
+			"--set", "syncer.exporter.interval=1m", "--set", "syncer.exporter.userSeries=true"}, checkServiceMonitors},
 		{"slurm-default", []string{"template", "demo", "slurm", "-n", "slurm"}, nil},
 		{"slurm-full", []string{"template", "research", "slurm", "-n", "research", "-f", "testdata/slurm-full.values.yaml"}, nil},
 	}
@@ -228,5 +231,52 @@ func checkSchedulerConfig(t *testing.T, docs []map[string]any) {
 	}
 	if secret != names.JWTSecret {
 		t.Errorf("the Deployment mounts Secret %q, want %s", secret, names.JWTSecret)
+	}
+}
+
+// checkServiceMonitors: one ServiceMonitor per metrics Service, carrying the configured labels,
+// whose selector and port name match that Service (a monitor that selects nothing scrapes
+// nothing, silently).
+func checkServiceMonitors(t *testing.T, docs []map[string]any) {
+	services := map[string]map[string]any{} // metrics Services by name
+	var monitors []map[string]any
+	for _, d := range docs {
+		name := d["metadata"].(map[string]any)["name"].(string)
+		switch {
+		case d["kind"] == "Service" && strings.HasSuffix(name, "-metrics"):
+			services[name] = d
+		case d["kind"] == "ServiceMonitor":
+			monitors = append(monitors, d)
+		}
+	}
+	if len(monitors) != 2 || len(services) != 2 {
+		t.Fatalf("%d ServiceMonitors for %d metrics Services, want 2 and 2", len(monitors), len(services))
+	}
+	for _, m := range monitors {
+		meta := m["metadata"].(map[string]any)
+		if meta["labels"].(map[string]any)["release"] != "kube-prometheus-stack" {
+			t.Errorf("ServiceMonitor %s lacks the configured label: %v", meta["name"], meta["labels"])
+		}
+		spec := m["spec"].(map[string]any)
+		sel := spec["selector"].(map[string]any)["matchLabels"].(map[string]any)
+		port := spec["endpoints"].([]any)[0].(map[string]any)["port"]
+		matched := 0
+		for name, svc := range services {
+			labels := svc["metadata"].(map[string]any)["labels"].(map[string]any)
+			all := true
+			for k, v := range sel {
+				all = all && labels[k] == v
+			}
+			if !all {
+				continue
+			}
+			matched++
+			if p := svc["spec"].(map[string]any)["ports"].([]any)[0].(map[string]any)["name"]; p != port {
+				t.Errorf("ServiceMonitor %s scrapes port %v, Service %s names it %v", meta["name"], port, name, p)
+			}
+		}
+		if matched != 1 {
+			t.Errorf("ServiceMonitor %s selects %d metrics Services, want 1", meta["name"], matched)
+		}
 	}
 }
