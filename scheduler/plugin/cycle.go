@@ -4,6 +4,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -75,7 +76,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 	if wasRefused {
 		return nil, unresolvable("Slurm refused the job: %s", refused)
 	}
-	job, ok := p.jobOf(pod.UID)
+	job, ok := p.jobOf(pod)
 	if !ok {
 		if len(topo.onNode) == 0 {
 			return nil, unresolvable("no compute pod of SlurmCluster %s is running", p.args.Cluster)
@@ -85,7 +86,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 	c.job = job
 	switch {
 	case isRunning(job):
-		node, err := slurmNodeFor(pod, job)
+		node, err := p.slurmNodeFor(pod, job)
 		if err != nil {
 			return nil, unresolvable("Slurm job %d: %v", job.ID, err)
 		}
@@ -114,14 +115,14 @@ func pendingMessage(j *slurm.Job) string {
 	return msg
 }
 
-// slurmNodeFor is the Slurm node of a pod in its running job: the job's i-th node for the
-// i-th pod its comment names (gang members in name order; a single pod is the first).
-func slurmNodeFor(pod *v1.Pod, job *slurm.Job) (string, error) {
+// slurmNodeFor is the Slurm node of a pod in its running job: the job's i-th node for its i-th
+// member (gang members in name order; a single pod is the first).
+func (p *Plugin) slurmNodeFor(pod *v1.Pod, job *slurm.Job) (string, error) {
 	nodes, err := slurm.ExpandHostlist(job.Nodes)
 	if err != nil {
 		return "", err
 	}
-	i := slices.Index(podUIDsOf(job), string(pod.UID))
+	i := p.memberIndex(pod, job)
 	if i < 0 || i >= len(nodes) {
 		return "", fmt.Errorf("pod %s is member %d of a job on %d nodes (%s)", pod.UID, i, len(nodes), job.Nodes)
 	}
@@ -165,6 +166,7 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 		return nil
 	}
 	members := []*v1.Pod{pod}
+	key := podJobKey(pod.UID)
 	if c.spec.Gang.Size > 0 {
 		members = p.gangMembers(pod, c.spec.Gang)
 		switch {
@@ -173,16 +175,19 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 		case len(members) > c.spec.Gang.Size:
 			return unresolvable("gang %s has %d pods, more than its size %d", c.spec.Gang.Name, len(members), c.spec.Gang.Size)
 		}
+		key = gangJobKey(pod.Namespace, c.spec.Gang.Name, members)
+		keys := []string{key}
+		p.mu.Lock()
 		for _, m := range members {
-			p.mu.Lock()
-			busy := p.inflight[m.UID]
-			p.mu.Unlock()
-			if busy {
+			if p.inflight[m.UID] {
+				p.mu.Unlock()
 				return framework.NewStatus(framework.Unschedulable, "submitting the gang's Slurm job")
 			}
-			if j, ok := p.jobOf(m.UID); ok && isLive(j) {
-				return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("gang %s has Slurm job %d", c.spec.Gang.Name, j.ID))
-			}
+			keys = append(keys, podJobKey(m.UID)) // a job of the first comment format
+		}
+		p.mu.Unlock()
+		if j, ok := p.jobFor(keys...); ok && isLive(j) {
+			return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("gang %s has Slurm job %d", c.spec.Gang.Name, j.ID))
 		}
 	}
 	c.mu.Lock()
@@ -198,19 +203,15 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 		}
 	}
 	sort.Strings(excluded)
-	uids := make([]string, len(members))
-	for i, m := range members {
-		uids[i] = string(m.UID)
-	}
 	js := c.spec.Job
-	js.Comment = jobComment(uids)
+	js.Comment = jobComment(key)
 	js.ExcludedNodes = excluded
 	p.mu.Lock()
-	for _, u := range uids {
-		p.inflight[types.UID(u)] = true
+	for _, m := range members {
+		p.inflight[m.UID] = true
 	}
 	p.mu.Unlock()
-	go p.submit(js, members)
+	go p.submit(js, key, members)
 	return framework.NewStatus(framework.Unschedulable, "submitting the Slurm job")
 }
 
@@ -248,7 +249,9 @@ func (p *Plugin) Permit(ctx context.Context, state *framework.CycleState, pod *v
 	return nil, 0
 }
 
-// PreBind records the job on the pod and, for an exclusive job, locks the node.
+// PreBind records the job on the pod and, for an exclusive job, locks the node. The pod is
+// given a toleration of its own job's lock first: if its binding fails after another member
+// of its gang locked the node, the lock must not keep it out on the next attempt.
 func (p *Plugin) PreBind(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
 	c, st := cycleOf(state)
 	if st != nil {
@@ -258,16 +261,30 @@ func (p *Plugin) PreBind(ctx context.Context, state *framework.CycleState, pod *
 		return framework.AsStatus(fmt.Errorf("pod %s/%s reached PreBind without a Slurm job", pod.Namespace, pod.Name))
 	}
 	id := strconv.FormatUint(uint64(c.job.ID), 10)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, wellknown.AnnotationJob, id)
-	if _, err := p.h.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if err := p.markPod(ctx, pod, id, c.spec.Job.Exclusive); err != nil {
 		return framework.AsStatus(err)
 	}
 	if c.spec.Job.Exclusive {
-		if err := lockNode(ctx, p.h.ClientSet(), nodeName, id); err != nil {
+		if err := p.lockNode(ctx, nodeName, id); err != nil {
 			return framework.AsStatus(err)
 		}
 	}
 	return nil
+}
+
+// markPod writes the job annotation on the pod and, with tolerate, the toleration of the job's
+// own node lock (tolerations may be added to a pod, not removed: the list sent keeps the pod's).
+func (p *Plugin) markPod(ctx context.Context, pod *v1.Pod, id string, tolerate bool) error {
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]string{wellknown.AnnotationJob: id}}}
+	if tol := ownLockToleration(id); tolerate && !slices.Contains(pod.Spec.Tolerations, tol) {
+		patch["spec"] = map[string]any{"tolerations": append(slices.Clone(pod.Spec.Tolerations), tol)}
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = p.h.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+	return err
 }
 
 // PostBind records the bind latency and says where Slurm put the pod.

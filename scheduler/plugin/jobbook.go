@@ -3,6 +3,10 @@
 package plugin
 
 import (
+	"slices"
+	"sort"
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -14,31 +18,49 @@ func (p *Plugin) index(j *slurm.Job, present bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.submitted, j.ID)
-	for _, u := range p.placeholderPods(j) {
-		uid := types.UID(u)
+	if !present {
+		delete(p.gangs, j.ID)
+	}
+	for _, key := range p.placeholderKeys(j) {
 		if present {
 			if isLive(j) {
-				p.lastJob[uid] = j.ID
+				p.lastJob[key] = j.ID
 			}
-			if p.byUID[uid] == nil {
-				p.byUID[uid] = map[uint32]bool{}
+			if p.byKey[key] == nil {
+				p.byKey[key] = map[uint32]bool{}
 			}
-			p.byUID[uid][j.ID] = true
-		} else if m := p.byUID[uid]; m != nil {
+			p.byKey[key][j.ID] = true
+		} else if m := p.byKey[key]; m != nil {
 			delete(m, j.ID)
 			if len(m) == 0 {
-				delete(p.byUID, uid)
+				delete(p.byKey, key)
 			}
 		}
 	}
 }
 
+// keysOf are the job-book keys a pod's job may be filed under: the pod's own and, for a gang
+// member, its gang's (from the members the pod cache holds now).
+func (p *Plugin) keysOf(pod *v1.Pod) []string {
+	keys := []string{podJobKey(pod.UID)}
+	if name, ok := pod.Annotations[wellknown.AnnotationGang]; ok {
+		keys = append(keys, gangJobKey(pod.Namespace, name, p.gangMembers(pod, gang{Name: name})))
+	}
+	return keys
+}
+
 // jobOf is the job of a pod: a live one if there is one, else the newest that ended.
-func (p *Plugin) jobOf(uid types.UID) (*slurm.Job, bool) {
+func (p *Plugin) jobOf(pod *v1.Pod) (*slurm.Job, bool) { return p.jobFor(p.keysOf(pod)...) }
+
+// jobFor is the job filed under any of keys: a live one if there is one, else the newest that
+// ended.
+func (p *Plugin) jobFor(keys ...string) (*slurm.Job, bool) {
+	var ids []uint32
 	p.mu.Lock()
-	ids := make([]uint32, 0, len(p.byUID[uid]))
-	for id := range p.byUID[uid] {
-		ids = append(ids, id)
+	for _, key := range keys {
+		for id := range p.byKey[key] {
+			ids = append(ids, id)
+		}
 	}
 	p.mu.Unlock()
 	var best *slurm.Job
@@ -52,6 +74,91 @@ func (p *Plugin) jobOf(uid types.UID) (*slurm.Job, bool) {
 		}
 	}
 	return best, best != nil
+}
+
+// membersOf are the pods of a placeholder job (keys from placeholderKeys), in the order of its
+// nodes; nil entries for pods that are gone. A gang job's members are those it was submitted for
+// (remembered) or, after a restart, the gang in the pod cache whose key is the job's; a gang
+// job none matches gets one nil member: its pods are gone, or not all of them.
+func (p *Plugin) membersOf(j *slurm.Job, keys []string, byUID map[types.UID]*v1.Pod, groups func() map[string][]*v1.Pod) []*v1.Pod {
+	if !strings.HasPrefix(keys[0], gangKey) {
+		members := make([]*v1.Pod, len(keys))
+		for i, key := range keys {
+			members[i] = byUID[types.UID(strings.TrimPrefix(key, podKey))]
+		}
+		return members
+	}
+	p.mu.Lock()
+	uids, ok := p.gangs[j.ID]
+	p.mu.Unlock()
+	if !ok {
+		g, found := groups()[keys[0]]
+		if !found {
+			return []*v1.Pod{nil}
+		}
+		uids = uidsOf(g)
+		p.mu.Lock()
+		p.gangs[j.ID] = uids
+		p.mu.Unlock()
+	}
+	members := make([]*v1.Pod, len(uids))
+	for i, uid := range uids {
+		members[i] = byUID[uid]
+	}
+	return members
+}
+
+// gangGroups files every gang of pods under its job-book key (members alive, by name, as
+// gangMembers lists them).
+func gangGroups(pods []*v1.Pod) map[string][]*v1.Pod {
+	type id struct{ ns, name string }
+	byGang := map[id][]*v1.Pod{}
+	for _, pod := range pods {
+		if name, ok := pod.Annotations[wellknown.AnnotationGang]; ok && alive(pod) {
+			byGang[id{pod.Namespace, name}] = append(byGang[id{pod.Namespace, name}], pod)
+		}
+	}
+	out := make(map[string][]*v1.Pod, len(byGang))
+	for g, members := range byGang {
+		sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
+		out[gangJobKey(g.ns, g.name, members)] = members
+	}
+	return out
+}
+
+func uidsOf(pods []*v1.Pod) []types.UID {
+	uids := make([]types.UID, len(pods))
+	for i, pod := range pods {
+		uids[i] = pod.UID
+	}
+	return uids
+}
+
+// memberIndex is the pod's place among its running job's members: the job's i-th node is the
+// i-th member's (gang members in name order; a single pod is the first). -1: not a member.
+func (p *Plugin) memberIndex(pod *v1.Pod, j *slurm.Job) int {
+	keys := commentKeys(j.Comment)
+	if len(keys) == 0 {
+		return -1
+	}
+	if !strings.HasPrefix(keys[0], gangKey) {
+		return slices.Index(keys, podJobKey(pod.UID))
+	}
+	p.mu.Lock()
+	uids, ok := p.gangs[j.ID]
+	p.mu.Unlock()
+	if !ok {
+		name := pod.Annotations[wellknown.AnnotationGang]
+		members := p.gangMembers(pod, gang{Name: name})
+		if gangJobKey(pod.Namespace, name, members) != keys[0] {
+			return -1
+		}
+		uids = uidsOf(members)
+		p.mu.Lock()
+		p.gangs[j.ID] = uids
+		p.mu.Unlock()
+	}
+	return slices.Index(uids, pod.UID)
 }
 
 // job is a job from the list, or one this process submitted that the list does not show yet.

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
@@ -130,21 +131,39 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 
 	running := map[uint32]bool{}
 	known := map[uint32]bool{}
+	var groups map[string][]*v1.Pod // the gangs in the pod cache, by key: built when first needed
+	gangs := func() map[string][]*v1.Pod {
+		if groups == nil {
+			all := make([]*v1.Pod, 0, len(byUID))
+			for _, pod := range byUID {
+				all = append(all, pod)
+			}
+			groups = gangGroups(all)
+		}
+		return groups
+	}
+	handled := map[types.UID]bool{}
+	locked := p.lockedJobs()
 	for _, j := range p.jobs.List() {
-		uids := p.placeholderPods(&j)
-		if uids == nil {
+		keys := p.placeholderKeys(&j)
+		if keys == nil {
 			continue
 		}
 		known[j.ID] = true
-		members := make([]*v1.Pod, len(uids))
-		for i, u := range uids {
-			members[i] = byUID[types.UID(u)]
+		members := p.membersOf(&j, keys, byUID, gangs)
+		for _, m := range members {
+			if m != nil {
+				handled[m.UID] = true
+			}
 		}
 		if isLive(&j) {
 			running[j.ID] = isRunning(&j)
+			if running[j.ID] && locked[j.ID] {
+				p.tolerateOwnLock(ctx, logger, &j, members)
+			}
 			p.reconcileLive(ctx, logger, &j, members)
 		} else {
-			p.reconcileEnded(ctx, logger, &j, members)
+			p.reconcileEnded(ctx, logger, &j, members, keys)
 		}
 	}
 	p.mu.Lock()
@@ -156,10 +175,17 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 
 	// Bound pods whose job Slurm no longer knows (purged after it ended while no scheduler ran).
 	// A job missing from the list is asked for by id before anything is done: only Slurm's
-	// "not found" counts.
+	// "not found" counts. A bound pod whose job ended and named no pod (a gang job whose
+	// members changed while no scheduler ran) is found through its job annotation.
 	for _, pod := range byUID {
 		id, err := strconv.ParseUint(pod.Annotations[wellknown.AnnotationJob], 10, 32)
-		if err != nil || pod.Spec.NodeName == "" || !alive(pod) || known[uint32(id)] {
+		if err != nil || pod.Spec.NodeName == "" || !alive(pod) {
+			continue
+		}
+		if known[uint32(id)] {
+			if j, ok := p.jobs.Get(uint32(id)); ok && !isLive(&j) && !handled[pod.UID] {
+				p.reconcileEnded(ctx, logger, &j, []*v1.Pod{pod}, nil)
+			}
 			continue
 		}
 		j, err := p.slurm.GetJob(ctx, uint32(id))
@@ -167,7 +193,7 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 		case errors.Is(err, slurm.ErrNotFound):
 			p.evict(ctx, logger, pod, fmt.Sprintf("Slurm job %d no longer exists", id), "SlurmJobGone")
 		case err == nil && !isLive(j):
-			p.reconcileEnded(ctx, logger, j, []*v1.Pod{pod})
+			p.reconcileEnded(ctx, logger, j, []*v1.Pod{pod}, nil)
 		}
 	}
 	return p.unlockNodes(ctx, running)
@@ -240,11 +266,11 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 // cancel cancels a job off the loop (a Slurm round trip per job must not delay the others); a
 // failure is retried by a later pass.
 func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []*v1.Pod) {
-	p.slurmSem <- struct{}{}
+	p.cancelSlots <- struct{}{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	err := p.slurm.CancelJob(ctx, id)
 	cancel()
-	<-p.slurmSem
+	<-p.cancelSlots
 	if err != nil && !slurmGone(err) {
 		logger.Error(err, "cancelling Slurm job", "job", id)
 		p.lc.mu.Lock()
@@ -262,8 +288,9 @@ func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []
 }
 
 // reconcileEnded evicts the pods of a job that ended while they live: preempted, cancelled by
-// someone else, timed out, its node failed.
-func (p *Plugin) reconcileEnded(ctx context.Context, logger klog.Logger, j *slurm.Job, members []*v1.Pod) {
+// someone else, timed out, its node failed. With keys (the job's), a pod whose key has a newer
+// job is left alone: the ended one was an older attempt's.
+func (p *Plugin) reconcileEnded(ctx context.Context, logger klog.Logger, j *slurm.Job, members []*v1.Pod, keys []string) {
 	p.lc.mu.Lock()
 	delete(p.lc.seen, j.ID)
 	p.lc.mu.Unlock()
@@ -273,7 +300,7 @@ func (p *Plugin) reconcileEnded(ctx context.Context, logger klog.Logger, j *slur
 			continue
 		}
 		// A job of an older attempt of this pod (it has a newer live one) is not its job.
-		if cur, ok := p.jobOf(m.UID); ok && cur.ID != j.ID {
+		if cur, ok := p.jobFor(keys...); ok && keys != nil && cur.ID != j.ID {
 			continue
 		}
 		msg := fmt.Sprintf("Slurm job %d ended: %s", j.ID, state)
@@ -338,17 +365,75 @@ func (p *Plugin) expireSubmissions() {
 	}
 }
 
-// lockNode adds the node lock taint for job id.
-func lockNode(ctx context.Context, cs kubernetes.Interface, node, id string) error {
-	return updateNode(ctx, cs, node, func(n *v1.Node) bool {
-		for _, t := range n.Spec.Taints {
-			if t.Key == wellknown.TaintJob && t.Value == id {
-				return false
-			}
+// lockNode adds the node lock taint for job id. A gang's members on one node lock it once: the
+// writes of one node are serialised in this process, and a member that finds the taint (in the
+// informer's copy, else in a fresh read) writes nothing. Other writers of the node (the kubelet's
+// status, labels) are outwaited by lockBackoff: a member whose lock fails is unbound while the
+// others are bound, which breaks the gang's all-or-nothing binding.
+func (p *Plugin) lockNode(ctx context.Context, node, id string) error {
+	if n, err := p.h.SharedInformerFactory().Core().V1().Nodes().Lister().Get(node); err == nil && slices.Contains(n.Spec.Taints, lockTaint(id)) {
+		return nil
+	}
+	mu := p.nodeMutex(node)
+	mu.Lock()
+	defer mu.Unlock()
+	return updateNode(ctx, p.h.ClientSet(), node, func(n *v1.Node) bool {
+		if slices.Contains(n.Spec.Taints, lockTaint(id)) {
+			return false
 		}
-		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: wellknown.TaintJob, Value: id, Effect: v1.TaintEffectNoSchedule})
+		n.Spec.Taints = append(n.Spec.Taints, lockTaint(id))
 		return true
 	})
+}
+
+func lockTaint(id string) v1.Taint {
+	return v1.Taint{Key: wellknown.TaintJob, Value: id, Effect: v1.TaintEffectNoSchedule}
+}
+
+// ownLockToleration lets a pod of job id onto a node its own job locked: a member whose binding
+// failed after another member locked the node must still get there.
+func ownLockToleration(id string) v1.Toleration {
+	return v1.Toleration{Key: wellknown.TaintJob, Operator: v1.TolerationOpEqual, Value: id, Effect: v1.TaintEffectNoSchedule}
+}
+
+func (p *Plugin) nodeMutex(node string) *sync.Mutex {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mu, ok := p.nodeLocks[node]
+	if !ok {
+		mu = &sync.Mutex{}
+		p.nodeLocks[node] = mu
+	}
+	return mu
+}
+
+// lockedJobs are the jobs whose lock taint is on a node.
+func (p *Plugin) lockedJobs() map[uint32]bool {
+	nodes, _ := p.h.SharedInformerFactory().Core().V1().Nodes().Lister().List(labels.Everything())
+	out := map[uint32]bool{}
+	for _, n := range nodes {
+		for _, t := range n.Spec.Taints {
+			if id, err := strconv.ParseUint(t.Value, 10, 32); t.Key == wellknown.TaintJob && err == nil {
+				out[uint32(id)] = true
+			}
+		}
+	}
+	return out
+}
+
+// tolerateOwnLock gives the toleration of their job's lock to the members of a running, locked
+// job that wait unbound without it: PreBind writes it before it locks, but a member whose
+// PreBind failed on that write would otherwise be kept out by its own job's lock for good.
+func (p *Plugin) tolerateOwnLock(ctx context.Context, logger klog.Logger, j *slurm.Job, members []*v1.Pod) {
+	id := strconv.FormatUint(uint64(j.ID), 10)
+	for _, m := range members {
+		if m == nil || m.Spec.NodeName != "" || !alive(m) || slices.Contains(m.Spec.Tolerations, ownLockToleration(id)) {
+			continue
+		}
+		if err := p.markPod(ctx, m, id, true); err != nil {
+			logger.Error(err, "letting a pod tolerate its job's node lock", "pod", klog.KObj(m), "job", j.ID)
+		}
+	}
 }
 
 // unlockNodes removes node lock taints whose job does not run any more. A job this process
@@ -370,11 +455,14 @@ func (p *Plugin) unlockNodes(ctx context.Context, live map[uint32]bool) error {
 		if !slices.ContainsFunc(n.Spec.Taints, stale) {
 			continue
 		}
+		mu := p.nodeMutex(n.Name)
+		mu.Lock()
 		err := updateNode(ctx, p.h.ClientSet(), n.Name, func(n *v1.Node) bool {
 			before := len(n.Spec.Taints)
 			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, stale)
 			return len(n.Spec.Taints) != before
 		})
+		mu.Unlock()
 		if err != nil {
 			return err
 		}
@@ -382,8 +470,13 @@ func (p *Plugin) unlockNodes(ctx context.Context, live map[uint32]bool) error {
 	return nil
 }
 
+// lockBackoff spaces the retries of a node write that met a conflict: about 5 s in all (the
+// client's default, five tries within 50 ms, was exhausted by a node's other writers).
+var lockBackoff = wait.Backoff{Steps: 10, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.2, Cap: 2 * time.Second}
+
+// updateNode reads the node afresh and writes it if mutate changed it, again on a conflict.
 func updateNode(ctx context.Context, cs kubernetes.Interface, name string, mutate func(*v1.Node) bool) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.RetryOnConflict(lockBackoff, func() error {
 		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err

@@ -62,20 +62,26 @@ type Plugin struct {
 	computes  labels.Selector
 
 	mu sync.Mutex
-	// byUID maps a pod to the jobs whose comment names it (normally one).
-	byUID map[types.UID]map[uint32]bool
+	// byKey files jobs under what their comment names: a pod (podJobKey) or a gang (gangJobKey).
+	byKey map[string]map[uint32]bool
+	// gangs holds the members (in node order) of the gang jobs this process submitted or matched
+	// to a gang in the pod cache; a member that is gone later is then still known to be missing.
+	gangs map[uint32][]types.UID
 	// submitted holds jobs this process submitted that the job list has not shown yet, so that a
 	// pod never gets a second job in that window.
 	submitted map[uint32]submission
 	// inflight pods have a submission under way; refused pods had their job refused by Slurm
-	// (the message is shown once, then the pod may try again). slurmSem bounds the submissions
-	// and cancellations in flight.
+	// (the message is shown once, then the pod may try again).
 	inflight map[types.UID]bool
 	refused  map[types.UID]string
-	// lastJob is the last job seen or submitted for a pod, checked with Slurm before another.
-	lastJob  map[types.UID]uint32
-	slurmSem chan struct{}
-	lc       lifecycle
+	// lastJob is the last job seen or submitted for a key, checked with Slurm before another.
+	lastJob map[string]uint32
+	// submitSlots and cancelSlots bound the submissions and the cancellations in flight, each on
+	// its own: a burst of deleted pods (hundreds of cancels) must not hold up new pods' submissions.
+	submitSlots, cancelSlots chan struct{}
+	// nodeLocks serialise this process's writes of each node's lock taints.
+	nodeLocks map[string]*sync.Mutex
+	lc        lifecycle
 }
 
 type submission struct {
@@ -119,10 +125,10 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err != nil {
 		return nil, err
 	}
-	// Eight connections: as many as submits and cancels run at once (the informers'
-	// polls take turns with them), within slurmrestd's share for each sunk component.
+	// As many connections as submits and cancels run at once plus one for each informer's poll,
+	// within slurmrestd's share for each sunk component.
 	c, err := slurm.New(slurm.Config{URL: args.SlurmURL, APIVersion: args.APIVersion, Tokens: tokens, Metrics: m,
-		MaxConns: 8, Cluster: metricCluster(args)})
+		MaxConns: maxSubmits + maxCancels + 2, Cluster: metricCluster(args)})
 	if err != nil {
 		return nil, err
 	}
@@ -145,21 +151,25 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		jobs:      slurm.NewJobInformer(c, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
 		nodes:     slurm.NewNodeInformer(c, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
 		pods:      podInformer.Lister(),
-		computes:  labels.SelectorFromSet(labels.Set{wellknown.LabelCluster: args.Cluster, wellknown.LabelComponent: wellknown.ComponentCompute}),
-		byUID:     map[types.UID]map[uint32]bool{},
+		computes:  computeSelector(args),
+		byKey:     map[string]map[uint32]bool{},
+		gangs:     map[uint32][]types.UID{},
 		submitted: map[uint32]submission{},
 		inflight:  map[types.UID]bool{},
-		lastJob:   map[types.UID]uint32{},
+		lastJob:   map[string]uint32{},
 		refused:   map[types.UID]string{},
-		slurmSem:  make(chan struct{}, maxSlurmCalls),
 		lc:        newLifecycle(),
+		nodeLocks: map[string]*sync.Mutex{},
+
+		submitSlots: make(chan struct{}, maxSubmits),
+		cancelSlots: make(chan struct{}, maxCancels),
 	}
 	_ = podInformer.Informer() // registered before the factory starts
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
 		OnAdd:    func(j slurm.Job) { p.index(&j, true) },
 		OnUpdate: func(_, j slurm.Job) { p.index(&j, true) },
 		OnDelete: func(j slurm.Job) {
-			if isLive(&j) && p.placeholderPods(&j) != nil {
+			if isLive(&j) && p.placeholderKeys(&j) != nil {
 				// Seen with Slurm 24.11: live jobs drop out of one list and are back in the
 				// next. Fail closed: keep the last record (as if just submitted) until the list
 				// shows the job again or it expires; a new submission asks Slurm first.
@@ -193,6 +203,11 @@ func (p *Plugin) computePodHint(_ klog.Logger, _ *v1.Pod, _, newObj any) (framew
 		return framework.Queue, nil
 	}
 	return framework.QueueSkip, nil
+}
+
+// computeSelector selects the cluster's compute pods.
+func computeSelector(args Args) labels.Selector {
+	return labels.SelectorFromSet(labels.Set{wellknown.LabelCluster: args.Cluster, wellknown.LabelComponent: wellknown.ComponentCompute})
 }
 
 // metricCluster is the cluster label of the REST metrics, namespace/name like the operator's

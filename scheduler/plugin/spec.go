@@ -1,12 +1,15 @@
 package plugin
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"sunk.dev/sunk/pkg/slurm"
@@ -16,32 +19,74 @@ import (
 // ResourceGPU is the extended resource that becomes GRES gpu.
 const ResourceGPU v1.ResourceName = "nvidia.com/gpu"
 
-// commentPrefix starts the comment of every placeholder job; the pod UIDs follow, comma
-// separated. It is how a restarted scheduler finds its jobs and their pods.
-const commentPrefix = "sunk-pod:"
+// A placeholder job's comment names what it holds, in a size that does not grow with the gang:
+//
+//	sunk-pod:<uid>        the job of one pod
+//	sunk-gang:<gang key>  the job of a gang (gangKey: a hash of its namespace, name and members)
+//
+// It is how a restarted scheduler finds its jobs and their pods: a gang's members are found again
+// through their sunk.dev/gang annotation in the pod cache. Slurm caps a comment at 1,024 bytes;
+// the first format listed all members' UIDs (sunk-pod:<uid>,<uid>,…) and refused gangs of more
+// than 27. Jobs with such comments are still read.
+const (
+	podPrefix  = "sunk-pod:"
+	gangPrefix = "sunk-gang:"
+)
 
-// jobComment is the comment of the job of the pods with these UIDs.
-func jobComment(uids []string) string { return commentPrefix + strings.Join(uids, ",") }
+// Keys file a job in the job book: "pod:<uid>" or "gang:<gang key>".
+const (
+	podKey  = "pod:"
+	gangKey = "gang:"
+)
 
-// placeholderPods returns the pod UIDs of one of this scheduler's placeholder jobs, nil for
-// any other job. A comment is no proof: any Slurm user can copy one (squeue -o %k) onto a job
-// of their own, and the scheduler would then evict the victim pod and cancel its job. Only
-// jobs owned by the user the scheduler submits as count, which no ordinary user can be.
-func (p *Plugin) placeholderPods(j *slurm.Job) []string {
-	if j.UserName != p.args.SlurmUser {
-		return nil
+// podJobKey and gangJobKey are the job-book keys of a pod's and of a gang's job.
+func podJobKey(uid types.UID) string { return podKey + string(uid) }
+
+func gangJobKey(namespace, name string, members []*v1.Pod) string {
+	h := sha256.New()
+	// Each part length-prefixed: no name or UID can run into the next.
+	fmt.Fprintf(h, "%d:%s%d:%s", len(namespace), namespace, len(name), name)
+	for _, m := range members {
+		fmt.Fprintf(h, "%d:%s", len(m.UID), m.UID)
 	}
-	return podUIDsOf(j)
+	return gangKey + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// podUIDsOf returns the pod UIDs a job's comment names; nil for a job that is not a
-// placeholder. It does not say whose job it is: see placeholderPods.
-func podUIDsOf(j *slurm.Job) []string {
-	rest, ok := strings.CutPrefix(j.Comment, commentPrefix)
+// jobComment is the comment of the job filed under key.
+func jobComment(key string) string {
+	if rest, ok := strings.CutPrefix(key, gangKey); ok {
+		return gangPrefix + rest
+	}
+	return podPrefix + strings.TrimPrefix(key, podKey)
+}
+
+// commentKeys returns the keys of the job a comment names: one, or one per pod for a gang job
+// of the first format; nil for a job that is not a placeholder. It does not say whose job it is:
+// see placeholderKeys.
+func commentKeys(comment string) []string {
+	if rest, ok := strings.CutPrefix(comment, gangPrefix); ok && rest != "" && !strings.ContainsAny(rest, ", ") {
+		return []string{gangKey + rest}
+	}
+	rest, ok := strings.CutPrefix(comment, podPrefix)
 	if !ok || rest == "" {
 		return nil
 	}
-	return strings.Split(rest, ",")
+	var keys []string
+	for _, uid := range strings.Split(rest, ",") {
+		keys = append(keys, podKey+uid)
+	}
+	return keys
+}
+
+// placeholderKeys returns the job-book keys of one of this scheduler's placeholder jobs, nil for
+// any other job. A comment is no proof: any Slurm user can copy one (squeue -o %k) onto a job of
+// their own, and the scheduler would then evict the victim pods and cancel their job. Only jobs
+// owned by the user the scheduler submits as count, which no ordinary user can be.
+func (p *Plugin) placeholderKeys(j *slurm.Job) []string {
+	if j.UserName != p.args.SlurmUser {
+		return nil
+	}
+	return commentKeys(j.Comment)
 }
 
 // gang is a pod's group; the zero value means "no gang".

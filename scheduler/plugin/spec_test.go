@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,26 +64,56 @@ func TestParsePodNamesTheBadAnnotation(t *testing.T) {
 }
 
 func TestCommentRoundTrip(t *testing.T) {
-	j := &slurm.Job{Comment: jobComment([]string{"a", "b"})}
-	if got := podUIDsOf(j); len(got) != 2 || got[0] != "a" || got[1] != "b" {
-		t.Fatalf("podUIDsOf = %v", got)
+	if got := commentKeys(jobComment(podJobKey("a"))); !slices.Equal(got, []string{"pod:a"}) {
+		t.Fatalf("pod comment %q: keys %v", jobComment(podJobKey("a")), got)
 	}
-	if podUIDsOf(&slurm.Job{Comment: "someone else's"}) != nil {
-		t.Fatal("a foreign comment named pods")
+	gk := gangJobKey("ns", "g", nil)
+	if got := commentKeys(jobComment(gk)); !slices.Equal(got, []string{gk}) || !strings.HasPrefix(jobComment(gk), "sunk-gang:") {
+		t.Fatalf("gang comment %q: keys %v", jobComment(gk), got)
+	}
+	// The first format named every member: still read, one key per pod.
+	if got := commentKeys("sunk-pod:a,b"); !slices.Equal(got, []string{"pod:a", "pod:b"}) {
+		t.Fatalf("first-format gang comment: keys %v", got)
+	}
+	for _, c := range []string{"someone else's", "sunk-pod:", "sunk-gang:", "sunk-gang:a,b"} {
+		if got := commentKeys(c); got != nil {
+			t.Errorf("comment %q named %v", c, got)
+		}
 	}
 	p := &Plugin{args: Args{SlurmUser: "slurm"}}
-	if got := p.placeholderPods(&slurm.Job{UserName: "slurm", Comment: jobComment([]string{"a"})}); len(got) != 1 {
+	if got := p.placeholderKeys(&slurm.Job{UserName: "slurm", Comment: jobComment(gk)}); len(got) != 1 {
 		t.Fatalf("the scheduler's own job: %v", got)
 	}
-	if got := p.placeholderPods(&slurm.Job{UserName: "mallory", Comment: jobComment([]string{"a"})}); got != nil {
-		t.Fatalf("a job of another user with a copied comment named pods: %v", got)
-	}
-	j = &slurm.Job{Comment: jobComment([]string{"u0", "u1"}), Nodes: "n[1-2]"}
-	for i, want := range []string{"n1", "n2"} {
-		p := pod(nil, nil)
-		p.UID = types.UID([]string{"u0", "u1"}[i])
-		if got, err := slurmNodeFor(p, j); err != nil || got != want {
-			t.Errorf("member %d: %q %v, want %s", i, got, err, want)
+	for _, c := range []string{jobComment(gk), jobComment(podJobKey("a"))} {
+		if got := p.placeholderKeys(&slurm.Job{UserName: "mallory", Comment: c}); got != nil {
+			t.Fatalf("a job of another user with a copied comment %q named %v", c, got)
 		}
+	}
+}
+
+// A gang's key depends on its namespace, name and exact members, in order.
+func TestGangKey(t *testing.T) {
+	members := func(uids ...string) []*v1.Pod {
+		var out []*v1.Pod
+		for _, u := range uids {
+			out = append(out, &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(u)}})
+		}
+		return out
+	}
+	base := gangJobKey("ns", "g", members("a", "b"))
+	for name, other := range map[string]string{
+		"another namespace": gangJobKey("ns2", "g", members("a", "b")),
+		"another gang":      gangJobKey("ns", "g2", members("a", "b")),
+		"a member less":     gangJobKey("ns", "g", members("a")),
+		"another member":    gangJobKey("ns", "g", members("a", "c")),
+		"another order":     gangJobKey("ns", "g", members("b", "a")),
+		"name/uid boundary": gangJobKey("ns", "g\x00a", members("b")),
+	} {
+		if other == base {
+			t.Errorf("%s: same key %s", name, base)
+		}
+	}
+	if again := gangJobKey("ns", "g", members("a", "b")); again != base {
+		t.Errorf("key not stable: %s, then %s", base, again)
 	}
 }

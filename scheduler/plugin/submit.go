@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,33 +18,38 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// maxSlurmCalls bounds the submissions and cancellations in flight to slurmrestd.
-const maxSlurmCalls = 8
+// maxSubmits and maxCancels bound the submissions and the cancellations in flight to
+// slurmrestd, separately.
+const (
+	maxSubmits = 6
+	maxCancels = 4
+)
 
 // submit submits a job off the scheduling cycle (a Slurm round trip must not hold up other pods).
 // Until Slurm has answered, PreFilter holds the pods back, so a pod never gets two jobs.
-func (p *Plugin) submit(js slurm.JobSubmit, members []*v1.Pod) {
-	p.slurmSem <- struct{}{}
+func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod) {
+	p.submitSlots <- struct{}{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	res, existing, err := p.submitOnce(ctx, js, members)
+	res, existing, err := p.submitOnce(ctx, js, key)
 	cancel()
-	<-p.slurmSem
+	<-p.submitSlots
 	p.mu.Lock()
 	for _, m := range members {
 		delete(p.inflight, m.UID)
 	}
 	switch {
 	case err == nil:
-		rec := slurm.Job{ID: res.JobID, State: []string{"PENDING"}, StateReason: "Submitted", Comment: js.Comment}
+		rec := slurm.Job{ID: res.JobID, State: []string{"PENDING"}, StateReason: "Submitted", Comment: js.Comment, UserName: p.args.SlurmUser}
 		if existing != nil {
 			rec = *existing
 		}
 		p.submitted[res.JobID] = submission{at: time.Now(), job: rec}
-		for _, m := range members {
-			if p.byUID[m.UID] == nil {
-				p.byUID[m.UID] = map[uint32]bool{}
-			}
-			p.byUID[m.UID][res.JobID] = true
+		if p.byKey[key] == nil {
+			p.byKey[key] = map[uint32]bool{}
+		}
+		p.byKey[key][res.JobID] = true
+		if strings.HasPrefix(key, gangKey) {
+			p.gangs[res.JobID] = uidsOf(members)
 		}
 	case !errors.Is(err, slurm.ErrUnavailable):
 		for _, m := range members {
@@ -76,16 +82,14 @@ func (p *Plugin) submit(js slurm.JobSubmit, members []*v1.Pod) {
 	p.activate(logger, members)
 }
 
-// submitOnce submits unless a member already had a job that Slurm still runs or queues (the
-// job list may lag behind, or miss a job): then that job is the answer. A pod never gets two.
-func (p *Plugin) submitOnce(ctx context.Context, js slurm.JobSubmit, members []*v1.Pod) (*slurm.SubmitResult, *slurm.Job, error) {
-	for _, m := range members {
-		p.mu.Lock()
-		id, had := p.lastJob[m.UID]
-		p.mu.Unlock()
-		if !had {
-			continue
-		}
+// submitOnce submits unless the key (the pod or the gang) already had a job that Slurm still
+// runs or queues (the job list may lag behind, or miss a job): then that job is the answer. A
+// pod never gets two.
+func (p *Plugin) submitOnce(ctx context.Context, js slurm.JobSubmit, key string) (*slurm.SubmitResult, *slurm.Job, error) {
+	p.mu.Lock()
+	id, had := p.lastJob[key]
+	p.mu.Unlock()
+	if had {
 		j, err := p.slurm.GetJob(ctx, id)
 		switch {
 		case err == nil && isLive(j):
@@ -97,9 +101,7 @@ func (p *Plugin) submitOnce(ctx context.Context, js slurm.JobSubmit, members []*
 	res, err := p.slurm.SubmitJob(ctx, js)
 	if err == nil {
 		p.mu.Lock()
-		for _, m := range members {
-			p.lastJob[m.UID] = res.JobID
-		}
+		p.lastJob[key] = res.JobID
 		p.mu.Unlock()
 	}
 	return res, nil, err
