@@ -103,11 +103,12 @@ type cluster struct {
 	nodes  *slurm.Informer[string, slurm.Node] // own node Informer, when the target has no Nodes
 	jobs   *slurm.Informer[uint32, slurm.Job]
 
-	up       bool
-	duration time.Duration
-	errors   map[string]float64   // by part
-	success  map[string]time.Time // last good read, by part
-	metrics  map[string][]prometheus.Metric
+	refreshed bool // a refresh has completed: until then the cluster has no series
+	up        bool
+	duration  time.Duration
+	errors    map[string]float64   // by part
+	success   map[string]time.Time // last good read, by part
+	metrics   map[string][]prometheus.Metric
 }
 
 // New returns an Exporter of the clusters targets lists; it is called once per refresh.
@@ -186,6 +187,7 @@ func (e *Exporter) clusterFor(t Target) *cluster {
 			jobs:    slurm.NewJobInformer(t.Slurm, slurm.InformerOptions{Interval: e.opts.Interval})}
 		if old != nil { // a new client (endpoint or key changed) is the same cluster
 			c.errors, c.success, c.metrics = old.errors, old.success, old.metrics
+			c.refreshed, c.up, c.duration = old.refreshed, old.up, old.duration
 		}
 		e.clusters[t.Name] = c
 	}
@@ -240,7 +242,7 @@ func (e *Exporter) refresh(ctx context.Context, t Target, c *cluster) {
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c.up, c.duration = true, end.Sub(start)
+	c.refreshed, c.up, c.duration = true, true, end.Sub(start)
 	for _, p := range parts {
 		if errs[p] != nil {
 			c.up = false
@@ -280,6 +282,9 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	defer e.mu.Unlock()
 	now := e.opts.Now()
 	for name, c := range e.clusters {
+		if !c.refreshed {
+			continue // a scrape during the first refresh: no slurm_up 0 before any read
+		}
 		cl := label(name)
 		ch <- gauge(descUp, boolf(c.up), cl)
 		ch <- gauge(descCollectDuration, c.duration.Seconds(), cl)

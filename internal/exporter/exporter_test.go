@@ -517,3 +517,31 @@ func TestNodeState(t *testing.T) {
 		}
 	}
 }
+
+// blockingDiag holds Diag until released, to scrape during a refresh.
+type blockingDiag struct {
+	*slurmfake.Fake
+	entered, release chan struct{}
+}
+
+func (b blockingDiag) Diag(ctx context.Context) (*slurm.Diag, error) {
+	close(b.entered)
+	<-b.release
+	return b.Fake.Diag(ctx)
+}
+
+func TestNoSeriesBeforeTheFirstRefresh(t *testing.T) {
+	b := blockingDiag{Fake: known(t), entered: make(chan struct{}), release: make(chan struct{})}
+	e := New(func() []Target { return []Target{{Name: c1, Slurm: b}} }, Options{})
+	done := make(chan struct{})
+	go func() { e.Refresh(context.Background()); close(done) }()
+	<-b.entered
+	if n := testutil.CollectAndCount(e); n != 0 {
+		t.Errorf("%d series during the first refresh (a slurm_up 0 before any read would page someone)", n)
+	}
+	close(b.release)
+	<-done
+	if v := testutil.ToFloat64(collectorOf(e, "slurm_up")); v != 1 {
+		t.Fatalf("slurm_up %v after the first refresh", v)
+	}
+}
