@@ -27,7 +27,7 @@ func main() {
 	var metricsAddr, probeAddr, clusterDomain, leaderNS string
 	var leaderElect bool
 	var poll, notReadyGrace time.Duration
-	var drainBudget int
+	var drainBudget, workers int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
@@ -36,6 +36,7 @@ func main() {
 	flag.DurationVar(&poll, "poll-interval", syncer.DefaultPollInterval, "how often Slurm's node list is polled (an unchanged cluster answers 304)")
 	flag.DurationVar(&notReadyGrace, "not-ready-grace", syncer.DefaultNotReadyGrace, "how long a compute pod that was Ready may be not Ready before its Slurm node is drained")
 	flag.IntVar(&drainBudget, "drain-budget-percent", syncer.DefaultDrainBudgetPercent, "share of a cluster's Slurm nodes that one cause (node NotReady, pod not Ready) may hold drained at once, at least 1 node; 100 lifts the limit")
+	flag.IntVar(&workers, "workers", syncer.DefaultWorkers, "nodes synced in parallel per cluster; a sync waits mostly on the Kubernetes API and slurmrestd, so this bounds how fast a change to many nodes at once (a cordon, a Slurm reboot) is mirrored")
 	log := cmdutil.ParseFlags()
 
 	scheme := cmdutil.Scheme()
@@ -61,7 +62,7 @@ func main() {
 	ctx := ctrl.SetupSignalHandler()
 	clusters := &syncer.Clusters{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Slurm: pool, ClusterDomain: clusterDomain,
-		PollInterval: poll, NotReadyGrace: notReadyGrace, DrainBudgetPercent: drainBudget, Metrics: syncMetrics,
+		PollInterval: poll, NotReadyGrace: notReadyGrace, DrainBudgetPercent: drainBudget, Workers: workers, Metrics: syncMetrics,
 	}
 	cmdutil.Must(clusters.SetupWithManager(ctx, mgr))
 	cmdutil.Must(addExporter(mgr, clusters))

@@ -54,6 +54,8 @@ type Clusters struct {
 	// NotReadyGrace and DrainBudgetPercent go to every Syncer's Config (zero: defaults).
 	NotReadyGrace      time.Duration
 	DrainBudgetPercent int
+	// Workers per cluster (zero: DefaultWorkers).
+	Workers int
 
 	mgr     ctrl.Manager
 	mu      sync.Mutex
@@ -63,8 +65,9 @@ type Clusters struct {
 
 // runningSyncer is a started Syncer: how to stop it and the client it runs on.
 type runningSyncer struct {
-	stop  context.CancelFunc
-	slurm slurm.Client
+	stop   context.CancelFunc
+	slurm  slurm.Client
+	syncer *Syncer
 }
 
 // recheckEndpoint is how often a running Syncer's cluster is looked at again for a changed
@@ -145,13 +148,13 @@ func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	s := New(Config{
 		Namespace: sc.Namespace, Cluster: sc.Name, Slurm: sl, PollInterval: c.PollInterval,
-		NotReadyGrace: c.NotReadyGrace, DrainBudgetPercent: c.DrainBudgetPercent,
+		NotReadyGrace: c.NotReadyGrace, DrainBudgetPercent: c.DrainBudgetPercent, Workers: c.Workers,
 		Metrics: c.Metrics, Recorder: c.Recorder,
 		OnHealth: func(ctx context.Context, err error) { c.reportHealth(ctx, key, err) },
 	}, c.Client, c.mgr.GetCache(), c.APIReader)
 	sctx, stop := context.WithCancel(base)
 	c.mu.Lock()
-	c.running[key] = runningSyncer{stop: stop, slurm: sl}
+	c.running[key] = runningSyncer{stop: stop, slurm: sl, syncer: s}
 	c.mu.Unlock()
 	go func() {
 		if err := s.Run(log.IntoContext(sctx, log.FromContext(ctx))); err != nil && sctx.Err() == nil {

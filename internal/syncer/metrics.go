@@ -27,8 +27,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "sunk", Subsystem: "syncer", Name: "sync_latency_seconds",
-			Help:    "Time from observing a change on one side to the correction applied on the other, by direction.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			Help: "Time from observing a change on one side to the correction applied on the other, by direction.",
+			// Fine between 0.5 s and 2.5 s, where the one- and two-second goals lie.
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, .75, 1, 1.5, 2, 2.5, 5, 10, 30},
 		}, []string{"cluster", "direction"}),
 		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "sunk", Subsystem: "syncer", Name: "drift_corrected_total",

@@ -14,8 +14,7 @@ import (
 type RunningCluster struct {
 	Key   types.NamespacedName
 	Slurm slurm.Client
-	// Nodes is the Syncer's Slurm node cache, to read and never to poll; nil until Clusters
-	// keeps its Syncers (then a reader lists nodes itself: one small 304 per interval).
+	// Nodes is the Syncer's Slurm node cache, to read and never to poll.
 	Nodes *slurm.Informer[string, slurm.Node]
 }
 
@@ -30,7 +29,11 @@ func (c *Clusters) Running() []RunningCluster {
 	defer c.mu.Unlock()
 	out := make([]RunningCluster, 0, len(c.running))
 	for key, r := range c.running {
-		out = append(out, RunningCluster{Key: key, Slurm: r.slurm})
+		rc := RunningCluster{Key: key, Slurm: r.slurm}
+		if r.syncer != nil {
+			rc.Nodes = r.syncer.NodeCache()
+		}
+		out = append(out, rc)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key.String() < out[j].Key.String() })
 	return out

@@ -64,88 +64,83 @@ func (s *Syncer) toKube(ctx context.Context, pod *corev1.Pod, node *corev1.Node,
 	return nil
 }
 
+// The mirror on a pod or a node (annotations, labels and the SlurmNodeAvailable condition) is
+// written as one strategic merge patch to the status subresource. The API server's pod and
+// node status strategies reset only the spec (and a pod's owner references) and keep the
+// metadata, so one request carries both; two requests per object made mirroring the nodes a
+// poll changed wait on twice the etcd commits (the integration tests hold the API server to
+// this).
+
 func (s *Syncer) mirrorPod(ctx context.Context, pod *corev1.Pod, m Mirror, msg string) (bool, error) {
-	changed := false
-	if pod.Annotations[wellknown.AnnotationSlurmState] != m.State || pod.Annotations[wellknown.AnnotationSlurmReason] != m.Reason {
-		p := pod.DeepCopy()
-		patch := client.MergeFrom(pod)
-		setMirrorAnnotations(&p.ObjectMeta, m)
-		if err := s.client.Patch(ctx, p, patch); err != nil {
-			return false, s.kubeError(fmt.Errorf("annotating pod %s: %w", pod.Name, err))
-		}
-		changed = true
-	}
-	status := conditionStatus(m.Available)
+	metaOK := pod.Annotations[wellknown.AnnotationSlurmState] == m.State && pod.Annotations[wellknown.AnnotationSlurmReason] == m.Reason
 	var cur *corev1.PodCondition
 	for i := range pod.Status.Conditions {
 		if string(pod.Status.Conditions[i].Type) == wellknown.ConditionSlurmNode {
 			cur = &pod.Status.Conditions[i]
 		}
 	}
-	if cur == nil || cur.Status != status || cur.Reason != m.Why || cur.Message != msg {
+	status := conditionStatus(m.Available)
+	condOK := cur != nil && cur.Status == status && cur.Reason == m.Why && cur.Message == msg
+	if metaOK && condOK {
+		return false, nil
+	}
+	// The patch is computed from the metadata alone, so it names just this condition and
+	// leaves kubelet's to kubelet.
+	orig := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy()}
+	p := orig.DeepCopy()
+	setMirrorAnnotations(&p.ObjectMeta, m)
+	if !condOK {
 		cond := corev1.PodCondition{Type: wellknown.ConditionSlurmNode, Status: status, Reason: m.Why, Message: msg,
 			LastTransitionTime: metav1.Now()}
 		if cur != nil && cur.Status == status {
 			cond.LastTransitionTime = cur.LastTransitionTime
 		}
-		// A strategic merge patch of just this condition: kubelet owns the others.
-		orig := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy()}
-		p := orig.DeepCopy()
 		p.Status.Conditions = []corev1.PodCondition{cond}
-		patch := client.StrategicMergeFrom(orig)
-		if err := s.client.Status().Patch(ctx, p, patch); err != nil {
-			return false, s.kubeError(fmt.Errorf("setting condition on pod %s: %w", pod.Name, err))
-		}
-		changed = true
 	}
-	return changed, nil
+	if err := s.client.Status().Patch(ctx, p, client.StrategicMergeFrom(orig)); err != nil {
+		return false, s.kubeError(fmt.Errorf("mirroring Slurm node on pod %s: %w", pod.Name, err))
+	}
+	return true, nil
 }
 
 func (s *Syncer) mirrorNode(ctx context.Context, node *corev1.Node, labels map[string]string, m Mirror, msg string) (bool, error) {
-	changed := false
 	metaOK := node.Annotations[wellknown.AnnotationSlurmState] == m.State && node.Annotations[wellknown.AnnotationSlurmReason] == m.Reason
 	for k, v := range labels {
 		metaOK = metaOK && node.Labels[k] == v
 	}
-	if !metaOK {
-		n := node.DeepCopy()
-		patch := client.MergeFrom(node)
-		if n.Labels == nil {
-			n.Labels = map[string]string{}
-		}
-		for k, v := range labels {
-			n.Labels[k] = v
-		}
-		setMirrorAnnotations(&n.ObjectMeta, m)
-		if err := s.client.Patch(ctx, n, patch); err != nil {
-			return false, s.kubeError(fmt.Errorf("labelling node %s: %w", node.Name, err))
-		}
-		changed = true
-	}
-	status := conditionStatus(m.Available)
 	var cur *corev1.NodeCondition
 	for i := range node.Status.Conditions {
 		if string(node.Status.Conditions[i].Type) == wellknown.ConditionSlurmNode {
 			cur = &node.Status.Conditions[i]
 		}
 	}
-	if cur == nil || cur.Status != status || cur.Reason != m.Why || cur.Message != msg {
+	status := conditionStatus(m.Available)
+	condOK := cur != nil && cur.Status == status && cur.Reason == m.Why && cur.Message == msg
+	if metaOK && condOK {
+		return false, nil
+	}
+	orig := &corev1.Node{ObjectMeta: *node.ObjectMeta.DeepCopy()}
+	n := orig.DeepCopy()
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	for k, v := range labels {
+		n.Labels[k] = v
+	}
+	setMirrorAnnotations(&n.ObjectMeta, m)
+	if !condOK {
 		now := metav1.Now()
 		cond := corev1.NodeCondition{Type: wellknown.ConditionSlurmNode, Status: status, Reason: m.Why, Message: msg,
 			LastHeartbeatTime: now, LastTransitionTime: now}
 		if cur != nil && cur.Status == status {
 			cond.LastTransitionTime = cur.LastTransitionTime
 		}
-		orig := &corev1.Node{ObjectMeta: *node.ObjectMeta.DeepCopy()}
-		n := orig.DeepCopy()
 		n.Status.Conditions = []corev1.NodeCondition{cond}
-		patch := client.StrategicMergeFrom(orig)
-		if err := s.client.Status().Patch(ctx, n, patch); err != nil {
-			return false, s.kubeError(fmt.Errorf("setting condition on node %s: %w", node.Name, err))
-		}
-		changed = true
 	}
-	return changed, nil
+	if err := s.client.Status().Patch(ctx, n, client.StrategicMergeFrom(orig)); err != nil {
+		return false, s.kubeError(fmt.Errorf("mirroring Slurm node on node %s: %w", node.Name, err))
+	}
+	return true, nil
 }
 
 // syncNode takes the mirror off a Kubernetes node that no longer hosts a compute pod of
