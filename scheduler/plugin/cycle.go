@@ -48,6 +48,27 @@ func unresolvable(format string, a ...any) *framework.Status {
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf(format, a...))
 }
 
+// PreEnqueue keeps a pod out of the scheduling queue while Slurm decides: its job is being
+// submitted, or waits to start. Such a pod would only fail its cycle (a status write, the
+// PostFilter plugins run); it is let in when the lifecycle loop activates it on its job's start
+// (or end, or refusal). Before the first Slurm lists, every pod waits: the loop activates them
+// all after. It reads only this process's maps and the pod cache.
+func (p *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *framework.Status {
+	if !p.jobs.HasSynced() || !p.nodes.HasSynced() {
+		return unresolvable("waiting for the first list of Slurm jobs and nodes")
+	}
+	p.mu.Lock()
+	inflight := p.inflight[pod.UID]
+	p.mu.Unlock()
+	if inflight {
+		return unresolvable("submitting the Slurm job")
+	}
+	if job, ok := p.jobOf(pod); ok && isLive(job) && !isRunning(job) {
+		return unresolvable("%s", pendingMessage(job))
+	}
+	return nil
+}
+
 // PreFilter parses the pod, finds its job and narrows the nodes: every node hosting a compute
 // pod before the job exists, the node hosting the job's Slurm node once it runs.
 func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
@@ -56,8 +77,10 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 		p.lc.badSpec(p, pod, err)
 		return nil, unresolvable("%v", err)
 	}
+	// Waiting on Slurm is unresolvable for Kubernetes: no preemption of Kubernetes pods helps.
+	// (With PreEnqueue enabled such pods do not get here.)
 	if !p.jobs.HasSynced() || !p.nodes.HasSynced() {
-		return nil, framework.NewStatus(framework.Unschedulable, "waiting for the first list of Slurm jobs and nodes")
+		return nil, unresolvable("waiting for the first list of Slurm jobs and nodes")
 	}
 	topo, err := p.topology()
 	if err != nil {
@@ -71,7 +94,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 	delete(p.refused, pod.UID) // reported once; the next attempt submits again
 	p.mu.Unlock()
 	if inflight {
-		return nil, framework.NewStatus(framework.Unschedulable, "submitting the Slurm job")
+		return nil, unresolvable("submitting the Slurm job")
 	}
 	if wasRefused {
 		return nil, unresolvable("Slurm refused the job: %s", refused)

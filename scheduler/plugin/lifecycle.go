@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -33,13 +34,14 @@ import (
 type lifecycle struct {
 	mu        sync.Mutex
 	seen      map[uint32]string    // job → the state+reason last acted on
+	again     map[uint32]bool      // jobs whose pods are activated once more on the next pass
 	cancelled map[uint32]time.Time // jobs this process cancelled (retried after a minute)
 	evicted   map[types.UID]time.Time
 	badSpecs  map[types.UID]string // the last annotation error reported per pod
 }
 
 func newLifecycle() lifecycle {
-	return lifecycle{seen: map[uint32]string{}, cancelled: map[uint32]time.Time{},
+	return lifecycle{seen: map[uint32]string{}, again: map[uint32]bool{}, cancelled: map[uint32]time.Time{},
 		evicted: map[types.UID]time.Time{}, badSpecs: map[types.UID]string{}}
 }
 
@@ -70,7 +72,7 @@ func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 	go func() { _ = p.jobs.Run(ctx) }()
 	t := time.NewTicker(p.args.PollInterval.Duration)
 	defer t.Stop()
-	first := true
+	firstPasses := 2
 	for {
 		select {
 		case <-ctx.Done():
@@ -83,10 +85,10 @@ func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 			}
 			continue
 		}
-		if first {
-			// Pods that were turned away while the lists were loading.
+		if firstPasses > 0 {
+			// Pods that were turned away while the lists were loading (twice: see reconcileLive).
 			p.activate(logger, p.ourPods(func(pod *v1.Pod) bool { return pod.Spec.NodeName == "" && alive(pod) }))
-			first = false
+			firstPasses--
 		}
 		if err := p.reconcile(ctx, logger); err != nil {
 			logger.Error(err, "lifecycle pass")
@@ -239,12 +241,20 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 			}
 		}
 	}
+	// A change activates the job's waiting pods, and so does the next pass once more: a pod
+	// that PreEnqueue turned away on the old state just as the activation came (it was not in
+	// the queue yet) would otherwise wait for the queue's five-minute flush.
 	mark := j.BaseState() + "/" + j.StateReason
 	p.lc.mu.Lock()
 	changed := p.lc.seen[j.ID] != mark
 	p.lc.seen[j.ID] = mark
+	again := p.lc.again[j.ID]
+	delete(p.lc.again, j.ID)
+	if changed {
+		p.lc.again[j.ID] = true
+	}
 	p.lc.mu.Unlock()
-	if !changed {
+	if !changed && !again {
 		return
 	}
 	var wake []*v1.Pod
@@ -253,14 +263,35 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 			continue
 		}
 		wake = append(wake, m)
-		if !isRunning(j) {
+		if changed && !isRunning(j) {
 			p.lc.event(p, m, v1.EventTypeNormal, "SlurmPending", "%s", pendingMessage(j))
+			p.showPending(ctx, logger, m, j)
 		}
 	}
-	if isRunning(j) && len(wake) > 0 {
+	if changed && isRunning(j) && len(wake) > 0 {
 		logger.V(1).Info("Slurm job runs; activating its pods", "job", j.ID, "nodes", j.Nodes, "pods", len(wake))
 	}
 	p.activate(logger, wake)
+}
+
+// showPending writes Slurm's pending reason into the pod's PodScheduled condition: PreEnqueue
+// keeps the pod out of scheduling cycles while its job pends, so no cycle's failure says it.
+func (p *Plugin) showPending(ctx context.Context, logger klog.Logger, pod *v1.Pod, j *slurm.Job) {
+	msg := pendingMessage(j)
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Message == msg {
+			return
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []v1.PodCondition{{
+		Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg, LastTransitionTime: metav1.Now(),
+	}}}})
+	if err == nil {
+		_, err = p.h.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "showing the pending reason", "pod", klog.KObj(pod))
+	}
 }
 
 // cancel cancels a job off the loop (a Slurm round trip per job must not delay the others); a
@@ -293,6 +324,7 @@ func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []
 func (p *Plugin) reconcileEnded(ctx context.Context, logger klog.Logger, j *slurm.Job, members []*v1.Pod, keys []string) {
 	p.lc.mu.Lock()
 	delete(p.lc.seen, j.ID)
+	delete(p.lc.again, j.ID)
 	p.lc.mu.Unlock()
 	state := j.BaseState()
 	for _, m := range members {

@@ -90,6 +90,7 @@ type submission struct {
 }
 
 var (
+	_ framework.PreEnqueuePlugin  = &Plugin{}
 	_ framework.PreFilterPlugin   = &Plugin{}
 	_ framework.FilterPlugin      = &Plugin{}
 	_ framework.ReservePlugin     = &Plugin{}

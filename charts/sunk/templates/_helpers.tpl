@@ -231,6 +231,7 @@ leaderElection:
 profiles:
   - schedulerName: sunk-scheduler
     plugins:
+      preEnqueue: {enabled: [{name: SunkSlurm}]}
       preFilter: {enabled: [{name: SunkSlurm}]}
       filter: {enabled: [{name: SunkSlurm}]}
       reserve: {enabled: [{name: SunkSlurm}]}

@@ -210,12 +210,17 @@ func (e *env) cancelLeftoverJobs() {
 		return
 	}
 	for _, j := range l.Jobs {
-		if (strings.HasPrefix(j.Comment, "sunk-pod:") || j.Name == "sunk-sched-test") && !finished(&j) {
+		if (isPlaceholder(&j) || j.Name == "sunk-sched-test") && !finished(&j) {
 			if err := e.sc.CancelJob(ctx, j.ID); err != nil && !isNotFound(err) {
 				e.t.Errorf("cancelling leftover job %d: %v", j.ID, err)
 			}
 		}
 	}
+}
+
+// isPlaceholder: the comment is a placeholder job's (a pod's or a gang's).
+func isPlaceholder(j *slurm.Job) bool {
+	return strings.HasPrefix(j.Comment, "sunk-pod:") || strings.HasPrefix(j.Comment, "sunk-gang:")
 }
 
 func finished(j *slurm.Job) bool {
@@ -234,6 +239,7 @@ percentageOfNodesToScore: 100
 profiles:
 - schedulerName: sunk-scheduler
   plugins:
+    preEnqueue: {enabled: [{name: SunkSlurm}]}
     preFilter: {enabled: [{name: SunkSlurm}]}
     filter: {enabled: [{name: SunkSlurm}]}
     reserve: {enabled: [{name: SunkSlurm}]}
@@ -400,6 +406,22 @@ func (e *env) job(id uint32) *slurm.Job {
 		e.t.Fatalf("GetJob(%d): %v", id, err)
 	}
 	return j
+}
+
+// jobsNamed lists the placeholder jobs with this job name (a gang's is sunk-gang-<ns>-<gang>).
+func (e *env) jobsNamed(name string) []slurm.Job {
+	e.t.Helper()
+	l, err := e.sc.ListJobs(e.ctx, time.Time{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []slurm.Job
+	for _, j := range l.Jobs {
+		if isPlaceholder(&j) && j.Name == name {
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // jobsNaming lists the Slurm jobs whose comment names a pod UID.

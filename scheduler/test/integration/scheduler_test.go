@@ -184,10 +184,12 @@ func TestPreemption(t *testing.T) {
 }
 
 // A gang of 3 is one 3-node job; no member is bound (nor a job submitted) until all 3 exist,
-// then all are bound, one per node Slurm allocated.
+// then all are bound, one per node Slurm allocated. Its comment names the gang, not the members.
+// A restarted scheduler finds the job's members again: when one is deleted, it cancels the job
+// and evicts the others.
 func TestGangOfThree(t *testing.T) {
 	e := setup(t)
-	e.startScheduler("")
+	stop := e.startScheduler("")
 	gang := withAnnotations(wellknown.AnnotationGang, "g", wellknown.AnnotationGangSize, "3")
 	var pods []*v1.Pod
 	for i := range 2 {
@@ -198,7 +200,7 @@ func TestGangOfThree(t *testing.T) {
 			c := scheduledCondition(e.getPod(p.Name))
 			return strings.Contains(c, "gang g has 2 of 3 pods"), c
 		})
-		if jobs := e.jobsNaming(string(p.UID)); len(jobs) != 0 {
+		if jobs := e.jobsNamed("sunk-gang-" + testNS + "-g"); len(jobs) != 0 {
 			t.Fatalf("incomplete gang got jobs %v", jobs)
 		}
 		if got := e.getPod(p.Name); got.Spec.NodeName != "" {
@@ -232,7 +234,28 @@ func TestGangOfThree(t *testing.T) {
 	if job.NodeCount != 3 || !slices.Equal(hosts, nodes) || slices.Compact(slices.Clone(nodes))[2] == "" {
 		t.Fatalf("gang job %d on %s (%d nodes, hosts %v); pods bound to %v", job.ID, job.Nodes, job.NodeCount, hosts, nodes)
 	}
-	// One member deleted: the gang's job is cancelled and the others are evicted.
+	if !strings.HasPrefix(job.Comment, "sunk-gang:") || len(job.Comment) > 64 {
+		t.Fatalf("gang job %d comment %q", job.ID, job.Comment)
+	}
+	// A restarted scheduler leaves the bound gang and its job alone, then, when one member is
+	// deleted, cancels the gang's job and evicts the others.
+	stop()
+	orphan, err := e.sc.SubmitJob(e.ctx, slurm.JobSubmit{Name: "sunk-orphan", Script: "#!/bin/sh\nsleep 600\n",
+		Comment: "sunk-gang:00000000000000000000000000000dead", Hold: true, Tasks: 1, StdOut: "/dev/null"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.startScheduler("")
+	// The orphan (a gang job no pods match) cancelled: the restarted scheduler has made a pass.
+	e.waitJobState(orphan.JobID, 90*time.Second, "CANCELLED")
+	for _, p := range pods {
+		if got := e.getPod(p.Name); got.DeletionTimestamp != nil || got.Spec.NodeName == "" {
+			t.Fatalf("%s disturbed by the restart", p.Name)
+		}
+	}
+	if j := e.job(job.ID); j.BaseState() != "RUNNING" {
+		t.Fatalf("gang job %d is %v after the restart", job.ID, j.State)
+	}
 	e.deletePod("g-0")
 	e.waitJobState(job.ID, 30*time.Second, "CANCELLED")
 	for _, p := range pods[1:] {
