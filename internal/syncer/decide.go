@@ -265,6 +265,8 @@ type Mirror struct {
 	Reason    string
 	Available bool   // the condition's status
 	Why       string // the condition's reason, CamelCase
+	// Evictable: the node can neither run a job now nor start one (wellknown.LabelEvictable).
+	Evictable bool
 }
 
 // MirrorOf derives the mirror of a Slurm node.
@@ -278,7 +280,8 @@ func MirrorOf(n *slurm.Node) Mirror {
 	if len(flags) > 1 {
 		sort.Strings(flags[1:])
 	}
-	m := Mirror{State: strings.Join(flags, "+"), Reason: n.Reason, Available: true, Why: camel(n.BaseState())}
+	m := Mirror{State: strings.Join(flags, "+"), Reason: n.Reason, Available: true, Why: camel(n.BaseState()),
+		Evictable: !n.Busy() && (n.HasState("DRAIN") || n.BaseState() == "DOWN")}
 	for _, bad := range []string{"DRAIN", "DOWN", "FAIL", "NOT_RESPONDING", "FUTURE", "MAINTENANCE", "REBOOT_REQUESTED", "POWERED_DOWN"} {
 		if n.HasState(bad) {
 			m.Available, m.Why = false, camel(bad)

@@ -196,22 +196,25 @@ func TestMirrorOf(t *testing.T) {
 		state     string
 		available bool
 		why       string
+		evictable bool
 	}{
-		{snode("", "IDLE"), "idle", true, "Idle"},
-		{snode("", "MIXED"), "mixed", true, "Mixed"},
-		{snode("", "ALLOCATED"), "allocated", true, "Allocated"},
-		{snode("k8s: node cordoned", "ALLOCATED", "DRAIN"), "allocated+drain", false, "Draining"},
-		{snode("bad DIMM", "IDLE", "DRAIN"), "idle+drain", false, "Drained"},
-		{snode("", "IDLE", "DYNAMIC_NORM"), "idle", true, "Idle"},
-		{snode("", "DOWN", "NOT_RESPONDING"), "down+not_responding", false, "Down"},
-		{snode("", "IDLE", "NOT_RESPONDING"), "idle+not_responding", false, "NotResponding"},
-		{snode("", "IDLE", "FAIL"), "idle+fail", false, "Fail"},
-		{snode("", "IDLE", "POWERED_DOWN", "DRAIN"), "idle+drain+powered_down", false, "Drained"},
+		{snode("", "IDLE"), "idle", true, "Idle", false},
+		{snode("", "MIXED"), "mixed", true, "Mixed", false},
+		{snode("", "ALLOCATED"), "allocated", true, "Allocated", false},
+		{snode("k8s: node cordoned", "ALLOCATED", "DRAIN"), "allocated+drain", false, "Draining", false},
+		{snode("bad DIMM", "IDLE", "DRAIN"), "idle+drain", false, "Drained", true},
+		{snode("", "IDLE", "DYNAMIC_NORM"), "idle", true, "Idle", false},
+		{snode("", "DOWN", "NOT_RESPONDING"), "down+not_responding", false, "Down", true},
+		{snode("", "IDLE", "NOT_RESPONDING"), "idle+not_responding", false, "NotResponding", false},
+		{snode("", "IDLE", "FAIL"), "idle+fail", false, "Fail", false},
+		{snode("", "IDLE", "POWERED_DOWN", "DRAIN"), "idle+drain+powered_down", false, "Drained", true},
+		{snode("", "COMPLETING", "DRAIN"), "completing+drain", false, "Draining", false},
+		{snode("", "DOWN", "COMPLETING"), "down+completing", false, "Down", false},
 	}
 	for _, c := range cases {
 		m := MirrorOf(c.node)
-		if m.State != c.state || m.Available != c.available || m.Why != c.why || m.Reason != c.node.Reason {
-			t.Errorf("%v: %+v, want state %q available %v why %q", c.node.State, m, c.state, c.available, c.why)
+		if m.State != c.state || m.Available != c.available || m.Why != c.why || m.Reason != c.node.Reason || m.Evictable != c.evictable {
+			t.Errorf("%v: %+v, want state %q available %v why %q evictable %v", c.node.State, m, c.state, c.available, c.why, c.evictable)
 		}
 	}
 }

@@ -22,7 +22,7 @@ func (s *Syncer) toKube(ctx context.Context, pod *corev1.Pod, node *corev1.Node,
 	if pod.Spec.NodeName == "" && sn == nil {
 		return nil // not scheduled, not registered: nothing to say yet
 	}
-	m := Mirror{State: "unregistered", Available: false, Why: "NotRegistered"}
+	m := Mirror{State: "unregistered", Available: false, Why: "NotRegistered", Evictable: true}
 	msg := fmt.Sprintf("Slurm has no node %s (yet)", pod.Name)
 	if sn != nil {
 		m = MirrorOf(sn)
@@ -72,7 +72,8 @@ func (s *Syncer) toKube(ctx context.Context, pod *corev1.Pod, node *corev1.Node,
 // this).
 
 func (s *Syncer) mirrorPod(ctx context.Context, pod *corev1.Pod, m Mirror, msg string) (bool, error) {
-	metaOK := pod.Annotations[wellknown.AnnotationSlurmState] == m.State && pod.Annotations[wellknown.AnnotationSlurmReason] == m.Reason
+	metaOK := pod.Annotations[wellknown.AnnotationSlurmState] == m.State && pod.Annotations[wellknown.AnnotationSlurmReason] == m.Reason &&
+		(pod.Labels[wellknown.LabelEvictable] == "true") == m.Evictable
 	var cur *corev1.PodCondition
 	for i := range pod.Status.Conditions {
 		if string(pod.Status.Conditions[i].Type) == wellknown.ConditionSlurmNode {
@@ -89,6 +90,14 @@ func (s *Syncer) mirrorPod(ctx context.Context, pod *corev1.Pod, m Mirror, msg s
 	orig := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy()}
 	p := orig.DeepCopy()
 	setMirrorAnnotations(&p.ObjectMeta, m)
+	if m.Evictable {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[wellknown.LabelEvictable] = "true"
+	} else {
+		delete(p.Labels, wellknown.LabelEvictable)
+	}
 	if !condOK {
 		cond := corev1.PodCondition{Type: wellknown.ConditionSlurmNode, Status: status, Reason: m.Why, Message: msg,
 			LastTransitionTime: metav1.Now()}

@@ -36,6 +36,11 @@ const (
 	LabelTemplateHash = "sunk.dev/template-hash"
 	// LabelSlurmNode is the Slurm node name of the pod (its host name, and its own name).
 	LabelSlurmNode = "sunk.dev/slurm-node"
+	// LabelEvictable ("true") is set by the syncer on a compute pod whose Slurm node can
+	// neither run a job now nor start one: drained or down, and not busy (Node.Busy), or not
+	// registered at all. The NodeSet's PodDisruptionBudget protects every other compute pod,
+	// so an eviction (kubectl drain, an autoscaler) waits until the job is done.
+	LabelEvictable = "sunk.dev/evictable"
 	// FinalizerSlurmNode keeps a compute pod until the NodeSet controller has removed its
 	// Slurm node record, when the pod is gone for good (scale-in, node left the selection).
 	FinalizerSlurmNode = "sunk.dev/slurm-node"

@@ -13,6 +13,7 @@ import (
 	"sunk.dev/sunk/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,6 +47,20 @@ func (r *Reconciler) applyServices(ctx context.Context, ns *sunkv1.NodeSet, n re
 		}
 		cm.Labels, cm.Data = desired.Labels, desired.Data
 		return controllerutil.SetControllerReference(ns, cm, r.Scheme)
+	})
+	return err
+}
+
+// applyDisruptionBudget keeps the NodeSet's PodDisruptionBudget as rendered.
+func (r *Reconciler) applyDisruptionBudget(ctx context.Context, ns *sunkv1.NodeSet, n render.Names) error {
+	desired := render.ComputeDisruptionBudget(ns, n)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, pdb, func() error {
+		if pdb.UID != "" && !metav1.IsControlledBy(pdb, ns) {
+			return fmt.Errorf("PodDisruptionBudget %s exists and is not owned by NodeSet %s: refusing to take it over", pdb.Name, ns.Name)
+		}
+		pdb.Labels, pdb.Spec = desired.Labels, desired.Spec
+		return controllerutil.SetControllerReference(ns, pdb, r.Scheme)
 	})
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -88,6 +89,7 @@ const (
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets;services,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile walks the steps in order; each returns early when it cannot go on.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -180,8 +182,12 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 	// 4. Slurm: one list for every member's node. An error leaves every node unknown.
 	r.readSlurm(ctx, w, st)
 
-	// 5. The s6 services the pods mount.
+	// 5. The s6 services the pods mount, and the disruption budget that keeps evictions
+	// off pods whose Slurm node may run a job.
 	if err := r.applyServices(ctx, ns, w.names); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.applyDisruptionBudget(ctx, ns, w.names); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -240,6 +246,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&sunkv1.NodeSet{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.ConfigMap{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&sunkv1.NodeSet{}, handler.EnqueueRequestsFromMapFunc(r.siblings),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(nodeMetadata(), handler.EnqueueRequestsFromMapFunc(r.allNodeSets),

@@ -1,0 +1,38 @@
+package render
+
+import (
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// ComputeDisruptionBudgetName is the name of a NodeSet's PodDisruptionBudget.
+func ComputeDisruptionBudgetName(nodeSet string) string { return nodeSet + "-slurm-jobs" }
+
+// ComputeDisruptionBudget keeps evictions (kubectl drain, autoscalers, descheduler) off every
+// compute pod of the NodeSet that the syncer has not labelled evictable: a pod whose Slurm
+// node may run a job. maxUnavailable 0 refuses each such eviction; kubectl drain retries, and
+// once the cordon's `k8s: node cordoned` drain has let the jobs end, the syncer labels the pod
+// and the eviction goes through. The NodeSet controller deletes pods itself (after its own
+// drain), so the budget never holds up scale-in or updates.
+func ComputeDisruptionBudget(ns *sunkv1.NodeSet, n Names) *policyv1.PodDisruptionBudget {
+	zero := intstr.FromInt32(0)
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns.Namespace, Name: ComputeDisruptionBudgetName(ns.Name),
+			Labels: ComputeSelectorLabels(n, ns.Name),
+		},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: &zero,
+			Selector: &metav1.LabelSelector{
+				MatchLabels: ComputeSelectorLabels(n, ns.Name),
+				MatchExpressions: []metav1.LabelSelectorRequirement{{
+					Key: wellknown.LabelEvictable, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"true"},
+				}},
+			},
+		},
+	}
+}
