@@ -183,6 +183,73 @@ func TestPreemption(t *testing.T) {
 	_ = e.cs.CoreV1().Pods(testNS).Delete(e.ctx, "low", metav1.DeleteOptions{GracePeriodSeconds: &zero})
 }
 
+// counter sums a counter of this process's kube-scheduler metrics over the series whose labels
+// include want.
+func counter(t *testing.T, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+// A pod whose job waits in Slurm costs one failed scheduling cycle (the one that submits the
+// job) and the one that binds it: while the job pends the pod stays out of the queue (its
+// condition still shows why), and no preemption runs on its behalf. It used to fail a cycle
+// per change of its job, each running DefaultPreemption.
+func TestOneFailedCyclePerWaitingPod(t *testing.T) {
+	e := setup(t)
+	e.startScheduler("")
+	sn := e.slurm.Nodes[0]
+	host := e.hostOf[sn]
+	batch := e.sbatch("-p", "all", "-w", sn, "--exclusive")
+	e.waitJobState(batch, 30*time.Second, "RUNNING")
+
+	attempts := func(result string) float64 {
+		return counter(t, "scheduler_schedule_attempts_total", map[string]string{"profile": "sunk-scheduler", "result": result})
+	}
+	failed0, bound0 := attempts("unschedulable"), attempts("scheduled")
+	preempt0 := counter(t, "scheduler_preemption_attempts_total", nil)
+	pod := e.createPod("waits", onNode(host), withAnnotations(wellknown.AnnotationPartition, "all"))
+	e.waitEvent(pod, "SlurmPending", "is PENDING", 60*time.Second)
+	e.eventually("pending reason on the pod", 30*time.Second, func() (bool, string) {
+		c := scheduledCondition(e.getPod("waits"))
+		return strings.Contains(c, "is PENDING"), c
+	})
+	if err := e.sc.CancelJob(e.ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.waitBound("waits", 90*time.Second); got.Spec.NodeName != host {
+		t.Fatalf("bound to %s, want %s", got.Spec.NodeName, host)
+	}
+	failed, bound := attempts("unschedulable")-failed0, attempts("scheduled")-bound0
+	preempt := counter(t, "scheduler_preemption_attempts_total", nil) - preempt0
+	t.Logf("scheduling attempts: %v failed, %v bound; preemption attempts %v", failed, bound, preempt)
+	if failed != 1 || bound != 1 || preempt != 0 {
+		t.Errorf("scheduling attempts: %v failed, %v bound, want 1 and 1; preemption attempts %v, want 0", failed, bound, preempt)
+	}
+}
+
 // A gang of 3 is one 3-node job; no member is bound (nor a job submitted) until all 3 exist,
 // then all are bound, one per node Slurm allocated. Its comment names the gang, not the members.
 // A restarted scheduler finds the job's members again: when one is deleted, it cancels the job
