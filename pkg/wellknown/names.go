@@ -46,6 +46,16 @@ const (
 	FinalizerSlurmNode = "sunk.dev/slurm-node"
 )
 
+// The NodeSet's own finalizer and the annotation that gives up on it.
+const (
+	// FinalizerNodeSetDrain holds a deleted NodeSet until its pods are gone the protected way
+	// (drain, wait for the jobs, delete), like a scale-in to zero.
+	FinalizerNodeSetDrain = "sunk.dev/drain-before-delete"
+	// AnnotationForceDelete ("true") on a NodeSet being deleted drops FinalizerNodeSetDrain
+	// at once: its pods go with it, running jobs or not. The way out when Slurm is gone.
+	AnnotationForceDelete = "sunk.dev/force-delete"
+)
+
 // LabelDatabasePassword marks a Secret an admin allows as an external accounting database's
 // password (value "true"): a SlurmCluster names the database host, so the operator reads no
 // other Secret for it.

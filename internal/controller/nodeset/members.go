@@ -64,6 +64,7 @@ const (
 	whyUpdate     = "update"
 	whyUnselected = "node no longer selected"
 	whyNodeGone   = "node deleted"
+	whyDeleted    = "deleted"
 )
 
 // perNodeDesired picks the members of a PerNode NodeSet: one per selected node that no

@@ -48,7 +48,10 @@ func (r *Reconciler) members(ctx context.Context, w *world, st *status) error {
 	var desired []render.ComputeMember
 	var conflicts []string
 	held := map[string]string{}
-	if ns.ModeOrDefault() == sunkv1.NodeSetPerNode {
+	if !ns.DeletionTimestamp.IsZero() {
+		// Deleted: a scale-in to zero (finalize).
+		st.feasible = len(selected)
+	} else if ns.ModeOrDefault() == sunkv1.NodeSetPerNode {
 		var err error
 		if held, err = r.heldByOlder(ctx, ns, selected, w.nodes); err != nil {
 			return err
@@ -128,6 +131,9 @@ func (r *Reconciler) heldByOlder(ctx context.Context, ns *sunkv1.NodeSet, select
 
 // whyNotDesired says why a pod's member is no longer wanted.
 func (r *Reconciler) whyNotDesired(w *world, p *corev1.Pod, held map[string]string) string {
+	if !w.ns.DeletionTimestamp.IsZero() {
+		return whyDeleted
+	}
 	if w.ns.ModeOrDefault() != sunkv1.NodeSetPerNode {
 		return whyScaleIn
 	}

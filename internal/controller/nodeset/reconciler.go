@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/internal/webhook"
@@ -101,15 +102,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if !ns.DeletionTimestamp.IsZero() {
-		// The garbage collector deletes the pods; their Slurm records go as they stop.
-		return r.releaseOrphans(ctx, ns.Namespace, ns.Name)
+		return r.finalize(ctx, ns)
 	}
+	if added, err := r.addFinalizer(ctx, ns); err != nil || added {
+		return ctrl.Result{}, err // the patch's watch event brings the next reconcile
+	}
+	return r.reconcileAndReport(ctx, ns)
+}
+
+// reconcileAndReport runs the steps and writes what they observed to the status.
+func (r *Reconciler) reconcileAndReport(ctx context.Context, ns *sunkv1.NodeSet) (ctrl.Result, error) {
 	st := newStatus(ns)
 	result, err := r.reconcile(ctx, ns, st)
 	if uerr := r.updateStatus(ctx, ns, st); uerr != nil && err == nil {
 		err = uerr
 	}
-	return result, err
+	return kube.QuietConflict(result, err)
 }
 
 // world is what one reconcile knows about a NodeSet.
@@ -129,8 +137,9 @@ type world struct {
 func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *status) (ctrl.Result, error) {
 	w := &world{ns: ns}
 
-	// 0. A spec the webhook would reject never reaches slurmd, even without the webhook.
-	if errs := webhook.ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec")); len(errs) > 0 {
+	// 0. A spec the webhook would reject never reaches slurmd, even without the webhook. (A
+	// deleted NodeSet only retires pods, which needs no valid spec.)
+	if errs := webhook.ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec")); len(errs) > 0 && ns.DeletionTimestamp.IsZero() {
 		msg := errs.ToAggregate().Error()
 		r.event(ns, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", msg)
 		st.set(sunkv1.ConditionReady, false, ReasonInvalidSpec, msg)

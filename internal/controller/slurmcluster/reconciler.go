@@ -100,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if uerr := r.updateStatus(ctx, sc, st); uerr != nil && err == nil {
 		err = uerr
 	}
-	return result, err
+	return kube.QuietConflict(result, err)
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st *status) (ctrl.Result, error) {

@@ -1,0 +1,104 @@
+package nodeset
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// Reasons of the deletion's events.
+const (
+	ReasonDeleting     = "Deleting"
+	ReasonForceDeleted = "ForceDeleted"
+	ReasonReleased     = "Released"
+)
+
+// addFinalizer puts FinalizerNodeSetDrain on a live NodeSet; it reports whether it wrote.
+func (r *Reconciler) addFinalizer(ctx context.Context, ns *sunkv1.NodeSet) (bool, error) {
+	if controllerutil.ContainsFinalizer(ns, wellknown.FinalizerNodeSetDrain) {
+		return false, nil
+	}
+	patch := client.MergeFromWithOptions(ns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(ns, wellknown.FinalizerNodeSetDrain)
+	if err := r.Patch(ctx, ns, patch); err != nil {
+		return false, fmt.Errorf("adding finalizer %s: %w", wellknown.FinalizerNodeSetDrain, err)
+	}
+	return true, nil
+}
+
+// finalize runs a deleted NodeSet's scale-in to zero: every pod is drained (`k8s: nodeset
+// deleted`), waits for its jobs and goes; the finalizer goes with the last pod. It lets go at
+// once when there is no Slurm to wait on (the SlurmCluster or the namespace is being deleted:
+// slurmctld goes with them) or when a person asks (AnnotationForceDelete).
+func (r *Reconciler) finalize(ctx context.Context, ns *sunkv1.NodeSet) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(ns, wellknown.FinalizerNodeSetDrain) {
+		return r.releaseOrphans(ctx, ns.Namespace, ns.Name)
+	}
+	if why, now, err := r.letGoAtOnce(ctx, ns); err != nil {
+		return ctrl.Result{}, err
+	} else if now {
+		if ns.Annotations[wellknown.AnnotationForceDelete] == "true" {
+			r.event(ns, corev1.EventTypeWarning, ReasonForceDeleted, "%s", why)
+		} else {
+			r.event(ns, corev1.EventTypeNormal, ReasonReleased, "%s", why)
+		}
+		return ctrl.Result{}, r.dropFinalizer(ctx, ns)
+	}
+	result, err := r.reconcileAndReport(ctx, ns)
+	if err != nil || result.Requeue {
+		return result, err
+	}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(ns.Namespace), client.MatchingLabels{wellknown.LabelNodeSet: ns.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range pods.Items {
+		if metav1.IsControlledBy(&pods.Items[i], ns) {
+			return result, nil // the scale-in to zero is not done; it requeues itself
+		}
+	}
+	r.event(ns, corev1.EventTypeNormal, ReasonDeleting, "every pod is gone after its jobs: releasing the NodeSet")
+	return ctrl.Result{}, r.dropFinalizer(ctx, ns)
+}
+
+// letGoAtOnce says whether the finalizer goes without waiting, and why.
+func (r *Reconciler) letGoAtOnce(ctx context.Context, ns *sunkv1.NodeSet) (string, bool, error) {
+	if ns.Annotations[wellknown.AnnotationForceDelete] == "true" {
+		return fmt.Sprintf("%s=true: the pods are deleted without waiting for their jobs", wellknown.AnnotationForceDelete), true, nil
+	}
+	if going, err := r.namespaceTerminating(ctx, ns.Namespace); err != nil {
+		return "", false, err
+	} else if going {
+		return "the namespace is being deleted, slurmctld with it: no Slurm to wait on", true, nil
+	}
+	sc := &sunkv1.SlurmCluster{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: ns.Namespace, Name: ns.Spec.ClusterRef}, sc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("SlurmCluster %s does not exist: no Slurm to wait on", ns.Spec.ClusterRef), true, nil
+	case err != nil:
+		return "", false, err
+	case !sc.DeletionTimestamp.IsZero():
+		return fmt.Sprintf("SlurmCluster %s is being deleted: no Slurm to wait on", ns.Spec.ClusterRef), true, nil
+	}
+	return "", false, nil
+}
+
+func (r *Reconciler) dropFinalizer(ctx context.Context, ns *sunkv1.NodeSet) error {
+	patch := client.MergeFromWithOptions(ns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(ns, wellknown.FinalizerNodeSetDrain)
+	if err := r.Patch(ctx, ns, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer %s: %w", wellknown.FinalizerNodeSetDrain, err)
+	}
+	return nil
+}

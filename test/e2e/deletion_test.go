@@ -1,0 +1,143 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/controller/nodeset"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// TestDeletingANodeSetWaitsForItsJobs deletes a NodeSet whose node runs a job: the idle pod
+// goes at once, the busy one after the job, which ends COMPLETED, and then the NodeSet. A
+// second NodeSet is deleted with the force annotation while its job runs: it goes at once.
+func TestDeletingANodeSetWaitsForItsJobs(t *testing.T) {
+	e := startOperator(t)
+	ctx := context.Background()
+	e.createReady(t, &sunkv1.SlurmCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "del"},
+		Spec:       sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever},
+	})
+	login := e.podOf(t, "del", wellknown.ComponentLogin).Name
+	newNodeSet := func(name string, replicas int32) *sunkv1.NodeSet {
+		ns := &sunkv1.NodeSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+			Spec: sunkv1.NodeSetSpec{
+				ClusterRef: "del", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(replicas), Image: slurmImage,
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")}},
+			},
+		}
+		if err := e.c.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		return ns
+	}
+	cpu, tmp := newNodeSet("cpu", 2), newNodeSet("tmp", 1)
+	poll(t, 4*time.Minute, "cpu-0, cpu-1 and tmp-0 idle", func() error {
+		nodes, err := e.slurmNodes(t, login)
+		if err != nil || nodes["cpu-0"] != "idle" || nodes["cpu-1"] != "idle" || nodes["tmp-0"] != "idle" {
+			return fmt.Errorf("sinfo: %v %v", nodes, err)
+		}
+		return nil
+	})
+	if err := e.c.Get(ctx, client.ObjectKeyFromObject(cpu), cpu); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(cpu.Finalizers, ","), wellknown.FinalizerNodeSetDrain) {
+		t.Fatalf("NodeSet cpu has finalizers %v, want %s", cpu.Finalizers, wellknown.FinalizerNodeSetDrain)
+	}
+
+	job := e.sbatch(t, login, "-w cpu-1 -J busy --wrap 'sleep 40'")
+	forced := e.sbatch(t, login, "-w tmp-0 -J forced --wrap 'sleep 600'")
+	start := time.Now()
+	if err := e.c.Delete(ctx, cpu); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Delete(ctx, tmp); err != nil {
+		t.Fatal(err)
+	}
+
+	// The idle node goes while the job runs; the NodeSet says what it waits for.
+	poll(t, 2*time.Minute, "cpu-0 gone from Slurm, cpu waiting for the job", func() error {
+		nodes, err := e.slurmNodes(t, login)
+		if err != nil {
+			return err
+		}
+		if _, ok := nodes["cpu-0"]; ok {
+			return fmt.Errorf("sinfo: %v", nodes)
+		}
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(cpu), cpu); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(cpu.Status.Conditions, sunkv1.ConditionReady); c == nil || c.Reason != nodeset.ReasonWaitingForJobs {
+			return fmt.Errorf("NodeSet cpu conditions %+v, want Ready reason %s", cpu.Status.Conditions, nodeset.ReasonWaitingForJobs)
+		}
+		return nil
+	})
+	if out, err := e.sh(t, login, "login", "squeue -h -j "+job+" -o %T"); err != nil || strings.TrimSpace(out) != "RUNNING" {
+		t.Fatalf("the job is %q (%v) while the NodeSet waits, want RUNNING", out, err)
+	}
+	if err := e.c.Get(ctx, client.ObjectKeyFromObject(tmp), tmp); err != nil {
+		t.Fatalf("NodeSet tmp went without the force annotation while its job ran: %v", err)
+	}
+
+	var gone time.Time
+	poll(t, 3*time.Minute, "NodeSet cpu gone", func() error {
+		err := e.c.Get(ctx, client.ObjectKeyFromObject(cpu), &sunkv1.NodeSet{})
+		if apierrors.IsNotFound(err) {
+			gone = time.Now()
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+	state, exit, end := e.jobEnd(t, login, job, time.Minute)
+	if state != "COMPLETED" || exit != "0:0" {
+		t.Fatalf("the job ended %s with exit %s: the deletion killed it", state, exit)
+	}
+	if gone.Before(end) {
+		t.Errorf("NodeSet cpu was gone at %v, before its job ended at %v", gone, end)
+	}
+	poll(t, 2*time.Minute, "cpu's pods and Slurm nodes gone", func() error {
+		if pods := e.memberPods(t, "cpu"); len(pods) > 0 {
+			return fmt.Errorf("pods left: %d", len(pods))
+		}
+		nodes, err := e.slurmNodes(t, login)
+		if err != nil || nodes["cpu-1"] != "" {
+			return fmt.Errorf("sinfo: %v %v", nodes, err)
+		}
+		return nil
+	})
+	t.Logf("kubectl delete nodeset with a 40 s job: NodeSet gone %s after the deletion", gone.Sub(start).Round(time.Second))
+
+	// The way out: the force annotation lets tmp go with its job still running.
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, wellknown.AnnotationForceDelete))
+	if err := e.c.Patch(ctx, tmp, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 2*time.Minute, "NodeSet tmp gone after the force annotation", func() error {
+		err := e.c.Get(ctx, client.ObjectKeyFromObject(tmp), &sunkv1.NodeSet{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+	if out, err := e.sh(t, login, "login", "scontrol -o show job "+forced); err != nil || strings.Contains(out, "JobState=COMPLETED") {
+		t.Errorf("the forced NodeSet's job: %v %s (its 600 s job cannot have completed)", err, out)
+	}
+}
