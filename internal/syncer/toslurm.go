@@ -27,6 +27,8 @@ func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node
 		s.queue.AddAfter(sn.Name, recheck)
 	}
 	a := Decide(causes, sn)
+	log.FromContext(ctx).V(2).Info("decided", "node", sn.Name, "cluster", s.cfg.Cluster, "causes", causes,
+		"state", sn.State, "reason", sn.Reason, "action", a)
 	s.mu.Lock()
 	prev, sent := s.inflight[sn.Name]
 	if a.Kind == Nothing {

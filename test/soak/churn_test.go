@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -269,6 +270,17 @@ func (s *soak) schedulerPod(name string) {
 	s.maxFigure("sched_delete_to_job_end_s", g.Seconds())
 }
 
+// answersHTTP reports whether url answers HTTP at all (any status).
+func answersHTTP(url string) error {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
 // kill SIGKILLs the component's process (found through its container's cgroup on this host)
 // and waits until a new process runs and its pod is Ready; the kill window lasts one sample
 // period longer.
@@ -299,6 +311,13 @@ func (s *soak) kill(c component) {
 		}
 		if !ready(p) {
 			return fmt.Errorf("pod %s not Ready", p.Name)
+		}
+		if c.name == "slurmrestd" {
+			// Ready may still be the old process's (s6 restarts slurmrestd inside the running
+			// container, and the probe has not failed yet): back means answering HTTP again.
+			if err := answersHTTP(fmt.Sprintf("http://%s:6820/openapi/v3", p.Status.PodIP)); err != nil {
+				return fmt.Errorf("slurmrestd does not answer yet: %v", err)
+			}
 		}
 		if c.name == "slurmctld" {
 			// Ready says the process runs; it serves once it has recovered its state and

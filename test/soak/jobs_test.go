@@ -90,6 +90,13 @@ func (s *soak) waitJobsEnded(timeout time.Duration) {
 				live = append(live, id+":"+j.State)
 			}
 		}
+		// An array's own JobId is its last task's, which shows only when that task starts:
+		// until then the submitted ID is pending, not missing.
+		for id := range s.submitted {
+			if _, seen := s.jobs[id]; !seen {
+				live = append(live, id+":not started")
+			}
+		}
 		if len(live) > 0 {
 			sort.Strings(live)
 			return fmt.Errorf("%d jobs not ended: %v", len(live), live)
