@@ -319,6 +319,20 @@ func (s *soak) kill(c component) {
 				return fmt.Errorf("slurmrestd does not answer yet: %v", err)
 			}
 		}
+		if c.name == "syncer" {
+			// Ready says the process runs; it syncs once it holds the leader Lease (the killed
+			// one's expires after 15 s) and has read Slurm: its readable gauge says both.
+			series, _, err := s.scrape(c)
+			if err != nil {
+				return err
+			}
+			for _, se := range series {
+				if se.Name == "sunk_syncer_slurm_state_readable" && se.Value == 1 {
+					return nil
+				}
+			}
+			return fmt.Errorf("the new syncer does not sync yet (no readable cluster)")
+		}
 		if c.name == "slurmctld" {
 			// Ready says the process runs; it serves once it has recovered its state and
 			// heard from its nodes, which a client sees as `scontrol ping` answering UP.
