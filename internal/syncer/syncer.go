@@ -103,6 +103,7 @@ type Syncer struct {
 	live   client.Reader // the one read that must not lag: is a pod really gone?
 	nodes  *slurm.Informer[string, slurm.Node]
 	queue  workqueue.TypedRateLimitingInterface[string]
+	writer *writer
 	budget *budget
 
 	mu       sync.Mutex
@@ -160,6 +161,7 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sunk-syncer-" + cfg.Namespace + "-" + cfg.Cluster}),
 		seen: map[string]observed{}, inflight: map[string]inflight{}, orphans: map[string]time.Time{},
 		budget: newBudget(cfg.Owns, cfg.DrainBudgetPercent, resendAfter(cfg.PollInterval)),
+		writer: newWriter(cfg.Slurm),
 	}
 }
 
@@ -207,6 +209,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 		OnDelete: func(n slurm.Node) { onSlurm(n, true) },
 	})
 	go func() { _ = s.nodes.Run(ctx) }()
+	go s.writer.run(ctx)
 	for range s.cfg.Workers {
 		go func() {
 			for s.next(ctx) {

@@ -61,29 +61,27 @@ func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node
 		}
 		return nil
 	}
-	// The cache may be polls old while slurmctld is slow: decide again on the node as Slurm
-	// has it now, so that a stale view never overwrites a person's drain or lifts a drain
-	// that is no longer the syncer's.
-	fresh, err := s.cfg.Slurm.GetNode(ctx, sn.Name)
-	if err != nil {
-		s.budget.release(sn.Name)
-		if errors.Is(err, slurm.ErrNotFound) {
-			return nil // the record is gone; the cache will say so
-		}
-		return fmt.Errorf("reading Slurm node %s before changing it: %w", sn.Name, err)
+	// The cache may be polls old while slurmctld is slow: the writer decides again on the
+	// node as Slurm has it now, so that a stale view never overwrites a person's drain or
+	// lifts a drain that is no longer the syncer's.
+	what := "resume"
+	if a.Kind == Drain {
+		what = "drain"
 	}
-	if now := Decide(causes, fresh); now != a {
+	switch err := s.writer.apply(ctx, sn.Name, a, causes); {
+	case errors.Is(err, errChanged):
 		s.budget.release(sn.Name)
 		s.queue.AddAfter(sn.Name, resendAfter(s.cfg.PollInterval))
 		log.FromContext(ctx).V(1).Info("the node changed in Slurm since the last poll; deciding again after the next",
-			"node", sn.Name, "cluster", s.cfg.Cluster, "cached", a, "now", now)
+			"node", sn.Name, "cluster", s.cfg.Cluster, "cached", a)
 		return nil
-	}
-	u, what := slurm.NodeUpdate{State: slurm.NodeStateResume}, "resume"
-	if a.Kind == Drain {
-		u, what = slurm.NodeUpdate{State: slurm.NodeStateDrain, Reason: &a.Reason}, "drain"
-	}
-	if err := s.cfg.Slurm.UpdateNode(ctx, sn.Name, u); err != nil {
+	case errors.Is(err, slurm.ErrNotFound):
+		s.budget.release(sn.Name)
+		return nil // the record is gone; the cache will say so
+	case errors.Is(err, errRead):
+		s.budget.release(sn.Name)
+		return err
+	case err != nil:
 		s.budget.release(sn.Name)
 		s.cfg.Metrics.syncError(s.cfg.Namespace, s.cfg.Cluster, "slurm_write")
 		s.event(pod, corev1.EventTypeWarning, "SlurmUpdateFailed", what, "%s of Slurm node %s failed: %v", what, sn.Name, err)

@@ -225,11 +225,27 @@ func (f *Fake) GetNode(ctx context.Context, name string) (*slurm.Node, error) {
 
 // UpdateNode applies u like slurmctld: DRAIN/DOWN need a reason; RESUME/UNDRAIN clear DRAIN
 // (and DOWN for RESUME) but, as Slurm 24.11 does, keep the old reason.
+// UpdateNode updates one node or a list of them ("a,b" or a hostlist expression), in order,
+// as slurmctld does: it stops at the first node it cannot update, leaving the earlier ones
+// updated.
 func (f *Fake) UpdateNode(ctx context.Context, name string, u slurm.NodeUpdate) error {
 	if err := f.enter(ctx, "UpdateNode"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
+	names, err := slurm.ExpandHostlist(name)
+	if err != nil {
+		return &slurm.SlurmError{Endpoint: "slurmfake node", HTTPStatus: 500, Code: 2001, Description: err.Error()}
+	}
+	for _, one := range names {
+		if err := f.updateNode(one, u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *Fake) updateNode(name string, u slurm.NodeUpdate) error {
 	n, ok := f.nodes[name]
 	if !ok {
 		return notFound("node", name)

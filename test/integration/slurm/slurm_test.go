@@ -185,6 +185,43 @@ func TestDrainResumeNode(t *testing.T) {
 	}
 }
 
+// TestDrainResumeNodeList: one update request drains and resumes a list of nodes ("a,b"),
+// which the syncer's writer sends for a cordon of many compute pods at once.
+func TestDrainResumeNodeList(t *testing.T) {
+	env := testenv.Slurm(t)
+	if len(env.Nodes) < 2 {
+		t.Fatalf("the Slurm environment has %d nodes, want at least 2", len(env.Nodes))
+	}
+	names := env.Nodes[:2]
+	list := strings.Join(names, ",")
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) {
+			c, ctx := newClient(t, env, v), ctxT(t, time.Minute)
+			eventually(t, 30*time.Second, func() error { return nodesIdle(ctx, c, names) })
+			t.Cleanup(func() {
+				_ = c.UpdateNode(context.Background(), list, slurm.NodeUpdate{State: slurm.NodeStateResume})
+			})
+			reason := "k8s: integration test list " + v
+			if err := c.UpdateNode(ctx, list, slurm.NodeUpdate{State: slurm.NodeStateDrain, Reason: &reason}); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range names {
+				n, err := c.GetNode(ctx, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !n.Drained() || n.Reason != reason {
+					t.Fatalf("%s after the list drain: state %v reason %q", name, n.State, n.Reason)
+				}
+			}
+			if err := c.UpdateNode(ctx, list, slurm.NodeUpdate{State: slurm.NodeStateResume}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 30*time.Second, func() error { return nodesIdle(ctx, c, names) })
+		})
+	}
+}
+
 func TestUpdateNodeFeaturesWeight(t *testing.T) {
 	env := testenv.Slurm(t)
 	name := env.Nodes[1]
