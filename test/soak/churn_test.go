@@ -314,9 +314,15 @@ func (s *soak) kill(c component) {
 		}
 		if c.name == "slurmrestd" {
 			// Ready may still be the old process's (s6 restarts slurmrestd inside the running
-			// container, and the probe has not failed yet): back means answering HTTP again.
-			if err := answersHTTP(fmt.Sprintf("http://%s:6820/openapi/v3", p.Status.PodIP)); err != nil {
-				return fmt.Errorf("slurmrestd does not answer yet: %v", err)
+			// container, and the probe has not failed yet): back means answering HTTP again,
+			// through its Service as the components reach it (the pod's own IP answered ~8 s
+			// before the Service did).
+			svc, err := s.cs.CoreV1().Services(slurmNS).Get(s.ctx, "demo-restapi", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if err := answersHTTP(fmt.Sprintf("http://%s:6820/openapi/v3", svc.Spec.ClusterIP)); err != nil {
+				return fmt.Errorf("slurmrestd does not answer through its Service yet: %v", err)
 			}
 		}
 		if c.name == "syncer" {
