@@ -42,6 +42,9 @@ func (s *Syncer) watchHealth(ctx context.Context) error {
 				s.cfg.OnHealth(ctx, err)
 			}
 		}
+		if ok {
+			s.requeueDeferred()
+		}
 		if ok && time.Since(lastResync) >= s.cfg.Resync {
 			s.resyncAll(ctx)
 			lastResync = time.Now()
@@ -76,6 +79,29 @@ func (s *Syncer) slurmUnreadable() error {
 // failingFor is how long polls must keep failing before Slurm counts as unreadable: two
 // polls and a second, so that one lost answer is not an outage.
 func failingFor(poll time.Duration) time.Duration { return 2*poll + time.Second }
+
+// deferKey remembers a key whose sync was skipped because Slurm was unreadable. An unreadable
+// spell can be shorter than watchHealth's tick (a list that timed out, then a good one), so
+// "re-enqueue everything when Slurm is back" alone could miss it and lose the skipped change
+// until the next event or resync (a soak's uncordon was lifted 68 s late that way).
+func (s *Syncer) deferKey(key string) {
+	s.mu.Lock()
+	s.deferred[key] = struct{}{}
+	s.mu.Unlock()
+}
+
+// requeueDeferred queues the keys skipped while Slurm was unreadable.
+func (s *Syncer) requeueDeferred() {
+	s.mu.Lock()
+	keys := s.deferred
+	if len(keys) > 0 {
+		s.deferred = map[string]struct{}{}
+	}
+	s.mu.Unlock()
+	for k := range keys {
+		s.queue.Add(k)
+	}
+}
 
 // Healthy reports whether Slurm's state was readable at the last check.
 func (s *Syncer) Healthy() bool {

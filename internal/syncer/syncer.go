@@ -110,6 +110,7 @@ type Syncer struct {
 	seen     map[string]observed  // key -> when a change was first observed, per direction
 	inflight map[string]inflight  // Slurm node -> the last change sent, until the cache shows it
 	orphans  map[string]time.Time // Slurm node -> when its pod was first seen missing
+	deferred map[string]struct{}  // keys skipped while Slurm was unreadable
 	healthy  *bool
 }
 
@@ -160,8 +161,9 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sunk-syncer-" + cfg.Namespace + "-" + cfg.Cluster}),
 		seen: map[string]observed{}, inflight: map[string]inflight{}, orphans: map[string]time.Time{},
-		budget: newBudget(cfg.Owns, cfg.DrainBudgetPercent, resendAfter(cfg.PollInterval)),
-		writer: newWriter(cfg.Slurm),
+		deferred: map[string]struct{}{},
+		budget:   newBudget(cfg.Owns, cfg.DrainBudgetPercent, resendAfter(cfg.PollInterval)),
+		writer:   newWriter(cfg.Slurm),
 	}
 }
 
@@ -322,7 +324,8 @@ func (s *Syncer) next(ctx context.Context) bool {
 // must never read as "not drained" or "no such node".
 func (s *Syncer) sync(ctx context.Context, name string) error {
 	if s.slurmUnreadable() != nil {
-		return nil // watchHealth re-enqueues everything when Slurm is back
+		s.deferKey(name)
+		return nil
 	}
 	s.mu.Lock()
 	seen := s.seen[name]

@@ -156,6 +156,7 @@ func (s *Syncer) mirrorNode(ctx context.Context, node *corev1.Node, labels map[s
 // this cluster, and has the one pod of a node no longer shared mirror itself onto it again.
 func (s *Syncer) syncNode(ctx context.Context, name string) error {
 	if s.slurmUnreadable() != nil {
+		s.deferKey(nodeKeyPrefix + name)
 		return nil
 	}
 	node := &corev1.Node{}
