@@ -12,10 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
@@ -34,21 +32,7 @@ func TestDeletingANodeSetWaitsForItsJobs(t *testing.T) {
 		Spec:       sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever},
 	})
 	login := e.podOf(t, "del", wellknown.ComponentLogin).Name
-	newNodeSet := func(name string, replicas int32) *sunkv1.NodeSet {
-		ns := &sunkv1.NodeSet{
-			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-			Spec: sunkv1.NodeSetSpec{
-				ClusterRef: "del", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(replicas), Image: slurmImage,
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")}},
-			},
-		}
-		if err := e.c.Create(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
-		return ns
-	}
-	cpu, tmp := newNodeSet("cpu", 2), newNodeSet("tmp", 1)
+	cpu, tmp := e.createReplicas(t, "del", "cpu", 2), e.createReplicas(t, "del", "tmp", 1)
 	poll(t, 4*time.Minute, "cpu-0, cpu-1 and tmp-0 idle", func() error {
 		nodes, err := e.slurmNodes(t, login)
 		if err != nil || nodes["cpu-0"] != "idle" || nodes["cpu-1"] != "idle" || nodes["tmp-0"] != "idle" {

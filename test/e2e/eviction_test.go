@@ -15,10 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -36,17 +34,7 @@ func TestKubectlDrainWaitsForTheJob(t *testing.T) {
 		Spec:       sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever},
 	})
 	login := e.podOf(t, "evc", wellknown.ComponentLogin).Name
-	ns := &sunkv1.NodeSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "cpu"},
-		Spec: sunkv1.NodeSetSpec{
-			ClusterRef: "evc", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(2)), Image: slurmImage,
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")}},
-		},
-	}
-	if err := e.c.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	e.createReplicas(t, "evc", "cpu", 2)
 	poll(t, 4*time.Minute, "cpu-0 and cpu-1 idle", func() error {
 		nodes, err := e.slurmNodes(t, login)
 		if err != nil || nodes["cpu-0"] != "idle" || nodes["cpu-1"] != "idle" {

@@ -36,6 +36,23 @@ func (e *operatorEnv) memberPods(t *testing.T, nodeSet string) map[string]corev1
 	return out
 }
 
+// createReplicas creates a Replicas NodeSet of n small slurmd pods (100m CPU, 400Mi) in cluster.
+func (e *operatorEnv) createReplicas(t *testing.T, cluster, name string, n int32) *sunkv1.NodeSet {
+	t.Helper()
+	ns := &sunkv1.NodeSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: sunkv1.NodeSetSpec{
+			ClusterRef: cluster, Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(n), Image: slurmImage,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")}},
+		},
+	}
+	if err := e.c.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
 // slurmNodes is `sinfo -N` as node → state, read in the login pod.
 func (e *operatorEnv) slurmNodes(t *testing.T, login string) (map[string]string, error) {
 	out, err := e.sh(t, login, "login", "sinfo -h -N -o '%N %t'")
@@ -107,19 +124,8 @@ func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
 	})
 	login := e.podOf(t, "nsc", wellknown.ComponentLogin).Name
 
-	ns := &sunkv1.NodeSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "cpu"},
-		Spec: sunkv1.NodeSetSpec{
-			ClusterRef: "nsc", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(3)),
-			Image: slurmImage,
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")}},
-		},
-	}
 	start := time.Now()
-	if err := e.c.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := e.createReplicas(t, "nsc", "cpu", 3)
 	names := []string{"cpu-0", "cpu-1", "cpu-2"}
 	allIdle := func(want []string) func() error {
 		return func() error {
