@@ -44,6 +44,9 @@ func main() {
 		// new pod leads within a second instead of after the 15 s lease.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhook.NewServer(webhook.Options{CertDir: certDir}),
+		// Only the objects sunk labels are cached, not every Pod, Secret and ConfigMap of the
+		// Kubernetes cluster; the reconcilers read the rest past the cache.
+		Cache: cmdutil.OperatorCacheOptions(),
 	})
 	cmdutil.Must(err)
 	execer, err := kube.NewPodExecer(cfg)
@@ -52,9 +55,11 @@ func main() {
 	cmdutil.Must(err)
 	// One REST client per cluster for both controllers: a client per reconcile exhausted
 	// slurmrestd's connections.
-	pool := slurmconn.New(slurmconn.Options{Reader: mgr.GetClient(), Metrics: restMetrics})
+	// The JWT key Secret may be an admin's, which the label-selected cache does not hold.
+	reader := kube.CacheThenAPIReader{Cache: mgr.GetClient(), API: mgr.GetAPIReader()}
+	pool := slurmconn.New(slurmconn.Options{Reader: reader, Metrics: restMetrics})
 	cmdutil.Must((&slurmcluster.Reconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Slurm: pool,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Slurm: pool,
 	}).SetupWithManager(mgr))
 	cmdutil.Must((&nodeset.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Slurm: pool,

@@ -249,7 +249,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorder("sunk-operator")
 	}
 	if r.Slurm == nil {
-		r.Slurm = slurmconn.New(slurmconn.Options{Reader: mgr.GetClient()})
+		// The JWT key Secret may be an admin's, outside the operator's label-selected cache.
+		r.Slurm = slurmconn.New(slurmconn.Options{Reader: kube.CacheThenAPIReader{Cache: mgr.GetClient(), API: mgr.GetAPIReader()}})
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sunkv1.NodeSet{}).

@@ -56,7 +56,9 @@ func (r *Reconciler) ensureKeys(ctx context.Context, sc *sunkv1.SlurmCluster, n 
 // does not exist; nil when the Secret exists without the key.
 func (r *Reconciler) ensureSecretKey(ctx context.Context, sc *sunkv1.SlurmCluster, name, key string, generate func() ([]byte, error)) ([]byte, error) {
 	s := &corev1.Secret{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: name}, s)
+	// An admin may have made the Secret (to keep a key across clusters): it is not labelled,
+	// so not in the cache.
+	err := r.notOnlyOwned().Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: name}, s)
 	if err == nil {
 		return s.Data[key], nil
 	}
@@ -89,7 +91,7 @@ func (r *Reconciler) ensureSlurmdbdConf(ctx context.Context, sc *sunkv1.SlurmClu
 	var err error
 	if ext := sc.Spec.Accounting.External; sc.Spec.Accounting.Mode == sunkv1.AccountingExternal && ext != nil {
 		s := &corev1.Secret{}
-		if err := r.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: ext.PasswordSecretRef.Name}, s); err != nil {
+		if err := r.notOnlyOwned().Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: ext.PasswordSecretRef.Name}, s); err != nil {
 			return "", fmt.Errorf("reading the external database password: %w", err)
 		}
 		// The author of the SlurmCluster chooses the host the password is sent to: only a

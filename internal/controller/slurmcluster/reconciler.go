@@ -13,14 +13,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/kube"
@@ -42,6 +45,10 @@ type Reconciler struct {
 	// Slurm holds the process's REST client per cluster (shared with the NodeSet controller);
 	// a Pool reading through the manager's client when nil.
 	Slurm *slurmconn.Pool
+	// APIReader reads past the cache (the manager's API reader when nil): the operator's
+	// cache holds only the objects it labels, and a prolog's ConfigMap, an admin's key
+	// Secret or the external database's password Secret are someone else's.
+	APIReader client.Reader
 
 	// applied remembers the configuration each cluster's slurmctld was reconfigured with,
 	// because the cached SlurmCluster a reconcile reads may predate its own status write,
@@ -280,9 +287,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("sunk-operator")
 	}
-	if r.Slurm == nil {
-		r.Slurm = slurmconn.New(slurmconn.Options{Reader: mgr.GetClient()})
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
+	if r.Slurm == nil {
+		r.Slurm = slurmconn.New(slurmconn.Options{Reader: r.notOnlyOwned()})
+	}
+	// The ConfigMaps scripts come from are the user's, outside the operator's label-selected
+	// cache: a cache of their metadata alone (no data, no managed fields) tells when one
+	// changes, and the reconcile reads the one it names from the API server.
+	scriptSources, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(scriptSources); err != nil {
+		return err
+	}
+	configMapMetadata := &metav1.PartialObjectMetadata{}
+	configMapMetadata.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sunkv1.SlurmCluster{}).
 		Owns(&appsv1.StatefulSet{}).
@@ -291,8 +315,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfPod)).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.clustersReferencing)).
+		WatchesRawSource(source.Kind(scriptSources, configMapMetadata,
+			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []ctrl.Request {
+				return r.clustersReferencing(ctx, o)
+			}))).
 		Complete(r)
+}
+
+// notOnlyOwned reads from the cache, and from the API server what the cache does not hold.
+func (r *Reconciler) notOnlyOwned() client.Reader {
+	if r.APIReader == nil {
+		return r.Client
+	}
+	return kube.CacheThenAPIReader{Cache: r.Client, API: r.APIReader}
 }
 
 // clusterOfPod maps slurmctld pods to their cluster: a slurmctld turning Ready is when a

@@ -36,7 +36,7 @@ func (r *Reconciler) resolve(ctx context.Context, ns, kind string, scripts []sun
 		}
 		ref := s.ConfigMapKeyRef
 		cm := &corev1.ConfigMap{}
-		err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, cm)
+		err := r.notOnlyOwned().Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, cm)
 		if apierrors.IsNotFound(err) {
 			return nil, &missingScriptError{fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s not found", kind, i, ref.Name)}
 		}

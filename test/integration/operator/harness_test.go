@@ -22,12 +22,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/cmdutil"
 	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
+	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/slurmconn"
 	sunkwebhook "sunk.dev/sunk/internal/webhook"
 	"sunk.dev/sunk/pkg/slurm"
@@ -74,11 +77,23 @@ type harness struct {
 
 func start(t *testing.T) *harness {
 	t.Helper()
+	return startOperator(t, startAPI(t))
+}
+
+// startAPI starts the kube-apiserver with sunk's CRDs and webhooks.
+func startAPI(t *testing.T) *envtest.Environment {
+	t.Helper()
 	root := testenv.RepoRoot()
-	env := testenv.APIEnv(t, testenv.APIOptions{
+	return testenv.APIEnv(t, testenv.APIOptions{
 		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
 		WebhookPaths:      []string{filepath.Join(root, "config", "webhook")},
 	})
+}
+
+// startOperator runs the operator's controllers and webhook against env, and creates the
+// test's namespace.
+func startOperator(t *testing.T, env *envtest.Environment) *harness {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -88,7 +103,10 @@ func start(t *testing.T) *harness {
 	}
 	wh := env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:  scheme,
+		Scheme: scheme,
+		// The operator's own cache: every test also checks that what the operator reads is
+		// in it or read past it.
+		Cache:   cmdutil.OperatorCacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Every test runs its own manager in this process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -105,8 +123,8 @@ func start(t *testing.T) *harness {
 	// The test reads with a direct client: the manager's cache may lag behind its writes.
 	h := &harness{c: direct, exec: &fakeExec{seen: map[string]string{}}, slurm: slurmfake.New()}
 	r := &slurmcluster.Reconciler{
-		Client: mgr.GetClient(), Scheme: scheme, Exec: h.exec,
-		Slurm: slurmconn.New(slurmconn.Options{Reader: mgr.GetClient(),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Exec: h.exec,
+		Slurm: slurmconn.New(slurmconn.Options{Reader: kube.CacheThenAPIReader{Cache: mgr.GetClient(), API: mgr.GetAPIReader()},
 			Factory: func(url string, key []byte, _ *http.Client) (slurm.Client, error) {
 				if len(key) < 32 {
 					return nil, fmt.Errorf("jwt key of %d bytes", len(key))
