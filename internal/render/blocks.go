@@ -84,13 +84,47 @@ func mount(name, path string) corev1.VolumeMount {
 	return corev1.VolumeMount{Name: name, MountPath: path, ReadOnly: true}
 }
 
-// podSecurity gives the pods slurm's group on their volumes. OnRootMismatch: a shared
-// /home must not be chowned file by file at every login pod start.
+// podSecurity gives the pods slurm's group on their volumes (OnRootMismatch: a shared /home
+// must not be chowned file by file at every login pod start) and the container runtime's
+// seccomp profile, which allows everything the daemons, sshd and s6 call.
 func podSecurity() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{
 		FSGroup:             ptr.To(int64(SlurmGID)),
 		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+}
+
+// Capabilities the Slurm image's root entrypoint (sunk-entrypoint) needs before its daemon runs
+// as its own user: it copies the keys owned by that user and chowns the state and run
+// directories (CHOWN; DAC_OVERRIDE and FOWNER for a volume a former uid owns), and the daemon
+// drops to SlurmUser itself, or is started by setpriv (SETUID, SETGID). docs/security.md.
+var daemonCapabilities = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID"}
+
+// daemonSecurity is the container security of slurmctld, slurmdbd, slurmrestd and the managed
+// MariaDB: every capability dropped but daemonCapabilities and add, and no privilege gained
+// through setuid files (none of them executes one).
+func daemonSecurity(add ...corev1.Capability) *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities: &corev1.Capabilities{
+			Drop: []corev1.Capability{"ALL"},
+			Add:  append(append([]corev1.Capability{}, daemonCapabilities...), add...),
+		},
+	}
+}
+
+// loginSecurity is the login container's: the container runtime's default capabilities but
+// MKNOD, NET_RAW, SETFCAP and SETPCAP, which none of sshd, sackd, sssd and s6 uses. sshd
+// needs the rest (SYS_CHROOT for its privilege separation, NET_BIND_SERVICE for port 22,
+// AUDIT_WRITE for PAM, KILL and the user switches for sessions), and users' su and sudo need
+// privilege escalation, so it stays allowed.
+func loginSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{Capabilities: &corev1.Capabilities{
+		Drop: []corev1.Capability{"ALL"},
+		Add: []corev1.Capability{"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL",
+			"NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT"},
+	}}
 }
 
 func claimTemplate(name string, s sunkv1.StorageSpec, mode corev1.PersistentVolumeAccessMode) corev1.PersistentVolumeClaim {

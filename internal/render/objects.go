@@ -26,9 +26,12 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 	c := slurmContainer(sc, "slurmctld", sc.Spec.Controller.Image, sc.Spec.Controller.Resources)
 	c.Ports = []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: SlurmctldPort}}
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir), {Name: "state", MountPath: StateSaveDir}}
+	c.SecurityContext = daemonSecurity()
 	pod := corev1.PodSpec{
 		Containers:      []corev1.Container{c},
 		SecurityContext: podSecurity(),
+		// Nothing in the pod talks to Kubernetes; the operator reads it from outside.
+		AutomountServiceAccountToken: ptr.To(false),
 		// slurmctld saves its state on SIGTERM; give it time for a large queue.
 		TerminationGracePeriodSeconds: ptr.To(int64(120)),
 		Volumes:                       []corev1.Volume{configMapVolume("config", n.Config, 0o444), KeysVolume(n, true)},
@@ -93,10 +96,13 @@ func RestAPIDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.De
 	// No keys: slurmrestd with rest_auth/jwt forwards each client's token and has no
 	// identity of its own (24.11 even rejects tokens when given SLURM_SACK_KEY).
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir)}
+	// KILL: s6-supervise, root, stops slurmrestd, which runs as user slurmrestd.
+	c.SecurityContext = daemonSecurity("KILL")
 	pod := corev1.PodSpec{
-		Containers:      []corev1.Container{c},
-		SecurityContext: podSecurity(),
-		Volumes:         []corev1.Volume{configMapVolume("config", n.Config, 0o444)},
+		Containers:                   []corev1.Container{c},
+		SecurityContext:              podSecurity(),
+		AutomountServiceAccountToken: ptr.To(false),
+		Volumes:                      []corev1.Volume{configMapVolume("config", n.Config, 0o444)},
 	}
 	return &appsv1.Deployment{
 		ObjectMeta: meta(n, n.RestAPI, wellknown.ComponentRestAPI),
@@ -120,9 +126,11 @@ func AccountingStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config, slurmd
 	c := slurmContainer(sc, "slurmdbd", sc.Spec.Accounting.Image, sc.Spec.Accounting.Resources)
 	c.Ports = []corev1.ContainerPort{{Name: "slurmdbd", ContainerPort: SlurmdbdPort}}
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir), mount("slurmdbd", SlurmdbdConfDir)}
+	c.SecurityContext = daemonSecurity()
 	pod := corev1.PodSpec{
-		Containers:      []corev1.Container{c},
-		SecurityContext: podSecurity(),
+		Containers:                   []corev1.Container{c},
+		SecurityContext:              podSecurity(),
+		AutomountServiceAccountToken: ptr.To(false),
 		Volumes: []corev1.Volume{configMapVolume("config", n.Config, 0o444), KeysVolume(n, true),
 			secretVolume("slurmdbd", n.SlurmdbdSecret)},
 	}
@@ -156,7 +164,13 @@ func DatabaseStatefulSet(sc *sunkv1.SlurmCluster, n Names) *appsv1.StatefulSet {
 		{Name: "MARIADB_USER", Value: ManagedDatabaseUser},
 		secretEnv("MARIADB_PASSWORD", DBPasswordKey),
 	}
-	pod := corev1.PodSpec{Containers: []corev1.Container{c}}
+	c.SecurityContext = daemonSecurity()
+	pod := corev1.PodSpec{
+		Containers: []corev1.Container{c},
+		// No fsGroup: the data volume belongs to mysql, which the entrypoint sees to.
+		SecurityContext:              &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+		AutomountServiceAccountToken: ptr.To(false),
+	}
 	return &appsv1.StatefulSet{
 		ObjectMeta: meta(n, n.Database, wellknown.ComponentDatabase),
 		Spec: appsv1.StatefulSetSpec{
@@ -208,10 +222,14 @@ func LoginDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Depl
 	}
 	sv, sm := SharedVolumeMounts(sc.Spec.SharedVolumes)
 	vols, c.VolumeMounts = append(vols, sv...), append(c.VolumeMounts, sm...)
+	c.SecurityContext = loginSecurity()
 	pod := corev1.PodSpec{
 		Containers:      append([]corev1.Container{c}, l.Sidecars...),
 		SecurityContext: podSecurity(),
-		Volumes:         vols,
+		// Users log in here: a token in the pod would be theirs to read. A sidecar that needs
+		// the API mounts a projected token of its own.
+		AutomountServiceAccountToken: ptr.To(false),
+		Volumes:                      vols,
 	}
 	return &appsv1.Deployment{
 		ObjectMeta: meta(n, n.Login, wellknown.ComponentLogin),

@@ -267,3 +267,49 @@ func TestStoragePassword(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestNonComputePodsHardened: no pod but the compute pods holds a ServiceAccount token, runs
+// without the runtime's seccomp profile, or keeps a capability it does not list (issue 21).
+// The login container is the one Slurm container that may gain privileges (users' su, sudo).
+func TestNonComputePodsHardened(t *testing.T) {
+	sc := full()
+	n := NamesFor(sc, "")
+	c, err := RenderConfig(sc, ConfigInputs{Names: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string][]corev1.Capability{
+		"slurmctld":  daemonCapabilities,
+		"slurmdbd":   daemonCapabilities,
+		"mariadb":    daemonCapabilities,
+		"slurmrestd": append(append([]corev1.Capability{}, daemonCapabilities...), "KILL"),
+		"login": {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "NET_BIND_SERVICE",
+			"SETGID", "SETUID", "SYS_CHROOT"},
+	}
+	for _, pod := range []corev1.PodTemplateSpec{ControllerStatefulSet(sc, n, c).Spec.Template, RestAPIDeployment(sc, n, c).Spec.Template,
+		AccountingStatefulSet(sc, n, c, "h").Spec.Template, DatabaseStatefulSet(sc, n).Spec.Template, LoginDeployment(sc, n, c).Spec.Template} {
+		spec := pod.Spec
+		component := pod.Labels[wellknown.LabelComponent]
+		if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+			t.Errorf("%s: the ServiceAccount token is mounted", component)
+		}
+		if spec.SecurityContext == nil || spec.SecurityContext.SeccompProfile == nil || spec.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("%s: pod seccomp profile is not RuntimeDefault: %+v", component, spec.SecurityContext)
+		}
+		ctr := spec.Containers[0]
+		sec := ctr.SecurityContext
+		if sec == nil || sec.Capabilities == nil || !slices.Equal(sec.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+			t.Errorf("%s: container %s does not drop every capability: %+v", component, ctr.Name, sec)
+			continue
+		}
+		if want := allowed[ctr.Name]; !slices.Equal(sec.Capabilities.Add, want) {
+			t.Errorf("%s: container %s adds %v, want %v", component, ctr.Name, sec.Capabilities.Add, want)
+		}
+		if sec.Privileged != nil && *sec.Privileged {
+			t.Errorf("%s: container %s is privileged", component, ctr.Name)
+		}
+		if escalates := sec.AllowPrivilegeEscalation == nil || *sec.AllowPrivilegeEscalation; escalates != (ctr.Name == "login") {
+			t.Errorf("%s: container %s allowPrivilegeEscalation %v", component, ctr.Name, sec.AllowPrivilegeEscalation)
+		}
+	}
+}
