@@ -101,9 +101,14 @@ func HashInSlurmConf(slurmConf string) string {
 	return strings.TrimSpace(h)
 }
 
+// ConstrainDevices: a job sees only the GRES devices (GPUs) it was allocated. With cgroup/v2,
+// Slurm 24.11 does it with an eBPF device program per job and step (src/plugins/cgroup/v2/
+// ebpf.c), which slurmd in its privileged compute pod can load; a node without GRES devices
+// loads none (the program would be a no-op).
 const defaultCgroupConf = `CgroupPlugin=autodetect
 IgnoreSystemd=yes
 ConstrainCores=yes
+ConstrainDevices=yes
 ConstrainRAMSpace=yes
 `
 
