@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,10 +89,52 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 			}
 		}
 	}
+	e, w = validateSchedulerPolicy(spec, path.Child("schedulerPolicy"))
+	errs, warnings = append(errs, e...), append(warnings, w...)
 	if spec.Preemption.Type == sunkv1.PreemptionQOS &&
 		spec.Accounting.Mode != sunkv1.AccountingManaged && spec.Accounting.Mode != sunkv1.AccountingExternal {
 		errs = append(errs, field.Invalid(path.Child("preemption", "type"), spec.Preemption.Type,
 			"qos preemption needs accounting (spec.accounting.mode Managed or External): QOS live in slurmdbd"))
+	}
+	return errs, warnings
+}
+
+// validateSchedulerPolicy checks what the CRD's schema cannot: a namespace belongs to one
+// tenant only (else which policy applies would depend on the order), partitions are the
+// cluster's, and "*" stands alone.
+func validateSchedulerPolicy(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
+	var errs field.ErrorList
+	var warnings admission.Warnings
+	var partitions []string
+	for _, p := range spec.EffectivePartitions() {
+		partitions = append(partitions, p.Name)
+	}
+	owner := map[string]string{} // namespace → tenant
+	for i, t := range spec.SchedulerPolicy.Tenants {
+		tp := path.Child("tenants").Index(i)
+		for j, ns := range t.Namespaces {
+			if other, taken := owner[ns]; taken {
+				errs = append(errs, field.Invalid(tp.Child("namespaces").Index(j), ns, "already in tenant "+other+": a namespace may belong to one tenant only"))
+				continue
+			}
+			owner[ns] = t.Name
+		}
+		for j, p := range t.Partitions {
+			if p != sunkv1.AllowsAny && !slices.Contains(partitions, p) {
+				errs = append(errs, field.NotSupported(tp.Child("partitions").Index(j), p, append([]string{sunkv1.AllowsAny}, partitions...)))
+			}
+		}
+		for _, l := range []struct {
+			name   string
+			values []string
+		}{{"partitions", t.Partitions}, {"accounts", t.Accounts}, {"qos", t.QOS}, {"reservations", t.Reservations}} {
+			if len(l.values) > 1 && slices.Contains(l.values, sunkv1.AllowsAny) {
+				errs = append(errs, field.Invalid(tp.Child(l.name), l.values, `"*" allows any value: list it alone`))
+			}
+		}
+		if t.Preempt && (spec.Preemption.Type == "" || spec.Preemption.Type == sunkv1.PreemptionNone) {
+			warnings = append(warnings, fmt.Sprintf("%s: preempt has no effect while spec.preemption.type is none", tp.Child("preempt")))
+		}
 	}
 	return errs, warnings
 }

@@ -47,6 +47,24 @@ func TestValidateSpec(t *testing.T) {
 		{name: "qos preemption without accounting", spec: sunkv1.SlurmClusterSpec{Preemption: sunkv1.PreemptionSpec{Type: sunkv1.PreemptionQOS}}, wantErr: "spec.preemption.type"},
 		{name: "qos preemption with accounting", spec: sunkv1.SlurmClusterSpec{Preemption: sunkv1.PreemptionSpec{Type: sunkv1.PreemptionQOS}, Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}}},
 		{name: "partition_prio needs no accounting", spec: sunkv1.SlurmClusterSpec{Preemption: sunkv1.PreemptionSpec{Type: sunkv1.PreemptionPartitionPrio}}},
+		{name: "scheduler policy", spec: sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "batch", Default: true}, {Name: "urgent"}},
+			Preemption: sunkv1.PreemptionSpec{Type: sunkv1.PreemptionPartitionPrio},
+			SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
+				{Name: "serving", Namespaces: []string{"serving"}, Partitions: []string{"urgent"}, Accounts: []string{"*"}, Preempt: true},
+				{Name: "research", Namespaces: []string{"ml", "hpc"}, QOS: []string{"normal", "long"}, MaxPriority: ptr.To[int64](1000)}}}}},
+		{name: "scheduler policy partitions of the default spec", spec: sunkv1.SlurmClusterSpec{SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
+			{Name: "a", Namespaces: []string{"a"}, Partitions: []string{"all"}}}}}},
+		{name: "scheduler policy with a namespace in two tenants", spec: sunkv1.SlurmClusterSpec{SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
+			{Name: "a", Namespaces: []string{"x", "shared"}}, {Name: "b", Namespaces: []string{"shared"}}}}},
+			wantErr: `spec.schedulerPolicy.tenants[1].namespaces[0]: Invalid value: "shared": already in tenant a`},
+		{name: "scheduler policy naming an unknown partition", spec: sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "batch"}},
+			SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{{Name: "a", Namespaces: []string{"a"}, Partitions: []string{"batch", "urgent"}}}}},
+			wantErr: `spec.schedulerPolicy.tenants[0].partitions[1]: Unsupported value: "urgent"`},
+		{name: "scheduler policy wildcard among names", spec: sunkv1.SlurmClusterSpec{SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
+			{Name: "a", Namespaces: []string{"a"}, QOS: []string{"*", "high"}}}}},
+			wantErr: "spec.schedulerPolicy.tenants[0].qos"},
+		{name: "scheduler policy preempt without preemption", spec: sunkv1.SlurmClusterSpec{SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
+			{Name: "a", Namespaces: []string{"a"}, Preempt: true}}}}, warn: true},
 		{name: "script without shebang", spec: sunkv1.SlurmClusterSpec{Epilog: []sunkv1.Script{{Name: "a", Inline: ptr.To("#!/bin/sh\n")}, {Name: "b", Inline: ptr.To("echo")}}}, wantErr: "spec.epilog[1].inline"},
 	}
 	for _, c := range cases {
