@@ -70,7 +70,8 @@ func TestTemplates(t *testing.T) {
 	}{
 		{"sunk-default", []string{"template", "sunk", "sunk", "-n", "sunk-system"}, checkWebhookCert},
 		{"sunk-minimal", []string{"template", "sunk", "sunk", "-n", "sunk-system",
-			"--set", "operator.webhook.enabled=false", "--set", "syncer.enabled=false", "--set", "operator.leaderElection=false"}, nil},
+			"--set", "operator.webhook.enabled=false", "--set", "syncer.enabled=false", "--set", "operator.leaderElection=false",
+			"--set", "operator.replicas=1", "--set", "operator.podDisruptionBudget.enabled=false"}, nil},
 		{"sunk-scheduler", []string{"template", "sunk", "sunk", "-n", "sunk-system", "--set", "operator.webhook.enabled=false",
 			"--set", "scheduler.enabled=true", "--set", "scheduler.cluster.name=c1", "--set", "scheduler.cluster.namespace=slurm"}, checkSchedulerConfig},
 		{"sunk-monitoring", []string{"template", "sunk", "sunk", "-n", "sunk-system", "--set", "operator.webhook.enabled=false",
@@ -101,6 +102,7 @@ func TestTemplateRefusals(t *testing.T) {
 		want string
 	}{
 		{[]string{"template", "sunk", "sunk", "--set", "scheduler.enabled=true"}, "set scheduler.cluster.name"},
+		{[]string{"template", "sunk", "sunk", "--set", "operator.leaderElection=false"}, "needs operator.leaderElection"},
 		{[]string{"template", "s", "slurm", "--set", "accounting.mode=External"}, "accounting.external is required"},
 		{[]string{"template", "s", "slurm", "--set", "sharedVolumes[0].create=false"}, "claimName is required"},
 	} {

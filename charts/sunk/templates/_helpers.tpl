@@ -36,7 +36,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 The objects every controller has: ServiceAccount, a ClusterRole with the given rules and its
 binding, a Role for leader election in the release namespace, the metrics Service and the
 Deployment. (dict "root" $ "component" "syncer" "values" .Values.syncer "rules" LIST
-"args" LIST "ports" LIST "volumes" LIST "volumeMounts" LIST)
+"lease" LEADER-ELECTION-ID "args" LIST "ports" LIST "volumes" LIST "volumeMounts" LIST)
 */}}
 {{- define "sunk.controller" -}}
 {{- $name := include "sunk.name" . -}}
@@ -73,7 +73,9 @@ subjects:
     name: {{ $name }}
     namespace: {{ $root.Release.Namespace }}
 ---
-# Leader election: a Lease in the release namespace, and the events that announce the leader.
+# Leader election: its one Lease in the release namespace (client-go's lease lock gets,
+# creates and updates it; a create cannot be limited to a name), and the events that announce
+# the leader.
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
@@ -84,7 +86,11 @@ metadata:
 rules:
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [get, list, watch, create, update, patch, delete]
+    verbs: [create]
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    resourceNames: [{{ required "sunk.controller: lease" .lease }}]
+    verbs: [get, update]
   - apiGroups: ["", events.k8s.io]
     resources: [events]
     verbs: [create, patch]

@@ -80,8 +80,10 @@ const (
 	conditionMessageMaxSize = 1024
 )
 
-// +kubebuilder:rbac:groups=sunk.dev,resources=nodesets,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=sunk.dev,resources=nodesets/status,verbs=get;update;patch
+// NodeSets are patched for their drain finalizer only, their status with merge patches;
+// nodesets/finalizers lets the compute pods' owner references block the NodeSet's deletion.
+// +kubebuilder:rbac:groups=sunk.dev,resources=nodesets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=sunk.dev,resources=nodesets/status,verbs=patch
 // +kubebuilder:rbac:groups=sunk.dev,resources=nodesets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
@@ -90,7 +92,8 @@ const (
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets;services,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// Budgets go with their NodeSet through owner references; the controller never deletes one.
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
 
 // Reconcile walks the steps in order; each returns early when it cannot go on.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -79,12 +79,19 @@ const (
 // API (kubelet refreshing a volume, a daemon starting) that no watch reports.
 const pollWhileConverging = 3 * time.Second
 
-// +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets;services;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// The cluster itself is only read; its status is written with merge patches.
+// +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters/status,verbs=patch
+// Keys, slurmdbd.conf and the state claim are created and updated, never deleted: owner
+// references remove the Secrets with the cluster, and the claims outlive it on purpose.
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets;persistentvolumeclaims,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// Reading the first line of slurm.conf inside slurmctld's pod: whether kubelet has delivered
+// the new configuration is visible nowhere else (docs/security.md).
 // +kubebuilder:rbac:groups="",resources=pods/exec,verbs=get;create
-// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile walks the steps in order; each returns early when it cannot go on.
