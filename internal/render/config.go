@@ -91,6 +91,14 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 // ConfigHashLine is the prefix of slurm.conf's first line that carries the config hash.
 const ConfigHashLine = "sunk-config-hash: "
 
+// ConfigHashCommand is what the operator runs in slurmctld's container (ControllerContainer)
+// to read the first line of the slurm.conf kubelet has delivered there. It is the only command
+// the sunk chart's ValidatingAdmissionPolicy lets the operator exec, in that container only.
+func ConfigHashCommand() []string { return []string{"head", "-n1", ConfigDir + "/slurm.conf"} }
+
+// ControllerContainer is the name of slurmctld's container.
+const ControllerContainer = "slurmctld"
+
 // HashInSlurmConf returns the config hash that a slurm.conf's first line names.
 func HashInSlurmConf(slurmConf string) string {
 	first, _, _ := strings.Cut(slurmConf, "\n")

@@ -23,7 +23,7 @@ func ControllerService(n Names) *corev1.Service {
 
 // ControllerStatefulSet runs slurmctld (and its backup) with the state volume.
 func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.StatefulSet {
-	c := slurmContainer(sc, "slurmctld", sc.Spec.Controller.Image, sc.Spec.Controller.Resources)
+	c := slurmContainer(sc, ControllerContainer, sc.Spec.Controller.Image, sc.Spec.Controller.Resources)
 	c.Ports = []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: SlurmctldPort}}
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir), {Name: "state", MountPath: StateSaveDir}}
 	c.SecurityContext = daemonSecurity()

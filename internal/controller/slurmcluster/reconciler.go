@@ -252,7 +252,7 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 			return ctrl.Result{}, err
 		}
 	}
-	first, err := r.Exec.Exec(ctx, n.Namespace, pod.Name, "slurmctld", "head", "-n1", render.ConfigDir+"/slurm.conf")
+	first, err := r.Exec.Exec(ctx, n.Namespace, pod.Name, render.ControllerContainer, render.ConfigHashCommand()...)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
