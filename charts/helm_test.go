@@ -55,8 +55,9 @@ func TestHelmLint(t *testing.T) {
 	}
 }
 
-// secretLine matches the generated webhook certificate and key, which differ on every render.
-var secretLine = regexp.MustCompile(`(?m)^(\s*(?:ca\.crt|tls\.crt|tls\.key|caBundle):) \S+$`)
+// secretLine matches the generated webhook certificate and key and the scheduler's job mark key,
+// which differ on every render.
+var secretLine = regexp.MustCompile(`(?m)^(\s*(?:ca\.crt|tls\.crt|tls\.key|caBundle|mark\.key):) \S+$`)
 
 // TestTemplates pins `helm template` output in testdata/*.golden.yaml and checks what a
 // golden file cannot: the SlurmClusters and NodeSets decode strictly into sunk's API types
@@ -188,10 +189,14 @@ func golden(t *testing.T, name, got string) {
 // checkSchedulerConfig: the scheduler's configuration parses, and names the cluster's slurmrestd
 // and the JWT key that its Deployment mounts from the cluster's Secret (internal/render names).
 func checkSchedulerConfig(t *testing.T, docs []map[string]any) {
-	var config, secret string
+	var config string
+	mounted := map[string]bool{} // Secrets the Deployment mounts
+	made := map[string]bool{}    // Secrets the chart makes in the scheduler's namespace
 	for _, d := range docs {
 		md := d["metadata"].(map[string]any)
 		switch {
+		case d["kind"] == "Secret" && md["namespace"] == "slurm":
+			made[md["name"].(string)] = true
 		case d["kind"] == "ConfigMap" && md["name"] == "sunk-scheduler":
 			config = d["data"].(map[string]any)["config.yaml"].(string)
 		case d["kind"] == "Deployment" && md["name"] == "sunk-scheduler":
@@ -201,7 +206,7 @@ func checkSchedulerConfig(t *testing.T, docs []map[string]any) {
 			vols := d["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["volumes"].([]any)
 			for _, v := range vols {
 				if s, ok := v.(map[string]any)["secret"].(map[string]any); ok {
-					secret = s["secretName"].(string)
+					mounted[s["secretName"].(string)] = true
 				}
 			}
 		}
@@ -231,8 +236,11 @@ func checkSchedulerConfig(t *testing.T, docs []map[string]any) {
 	if want := "/etc/sunk/jwt/" + render.JWTKeyName; args["jwtKeyFile"] != want {
 		t.Errorf("jwtKeyFile %v, want %s", args["jwtKeyFile"], want)
 	}
-	if secret != names.JWTSecret {
-		t.Errorf("the Deployment mounts Secret %q, want %s", secret, names.JWTSecret)
+	if !mounted[names.JWTSecret] {
+		t.Errorf("the Deployment mounts Secrets %v, want %s among them", mounted, names.JWTSecret)
+	}
+	if args["markKeyFile"] != "/etc/sunk/mark/mark.key" || !mounted["sunk-scheduler-job-mark"] || !made["sunk-scheduler-job-mark"] {
+		t.Errorf("job mark key: markKeyFile %v, mounted %v, made %v; want sunk-scheduler-job-mark made, mounted and named", args["markKeyFile"], mounted, made)
 	}
 }
 

@@ -54,8 +54,8 @@ func unresolvable(format string, a ...any) *framework.Status {
 // (or end, or refusal). Before the first Slurm lists, every pod waits: the loop activates them
 // all after. It reads only this process's maps and the pod cache.
 func (p *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *framework.Status {
-	if !p.jobs.HasSynced() || !p.nodes.HasSynced() {
-		return unresolvable("waiting for the first list of Slurm jobs and nodes")
+	if !p.jobs.HasSynced() || !p.nodes.HasSynced() || !p.policy.hasSynced() {
+		return unresolvable("waiting for the first list of Slurm jobs and nodes, and for the SlurmCluster")
 	}
 	p.mu.Lock()
 	inflight := p.inflight[pod.UID]
@@ -63,7 +63,17 @@ func (p *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *framework.Status 
 	if inflight {
 		return unresolvable("submitting the Slurm job")
 	}
-	if job, ok := p.jobOf(pod); ok && isLive(job) && !isRunning(job) {
+	job, ok := p.jobOf(pod)
+	if !ok || !isLive(job) {
+		// A pod about to ask for a job: its namespace's policy must allow it. Refused here,
+		// it costs no cycle and preempts nothing; a policy change activates it again.
+		if msg := p.refusal(pod); msg != "" {
+			go p.showRefusal(context.Background(), pod, msg)
+			return unresolvable("%s", msg)
+		}
+		p.forgetRefusal(pod.UID)
+	}
+	if ok && isLive(job) && !isRunning(job) {
 		return unresolvable("%s", pendingMessage(job))
 	}
 	return nil
@@ -79,8 +89,8 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 	}
 	// Waiting on Slurm is unresolvable for Kubernetes: no preemption of Kubernetes pods helps.
 	// (With PreEnqueue enabled such pods do not get here.)
-	if !p.jobs.HasSynced() || !p.nodes.HasSynced() {
-		return nil, unresolvable("waiting for the first list of Slurm jobs and nodes")
+	if !p.jobs.HasSynced() || !p.nodes.HasSynced() || !p.policy.hasSynced() {
+		return nil, unresolvable("waiting for the first list of Slurm jobs and nodes, and for the SlurmCluster")
 	}
 	topo, err := p.topology()
 	if err != nil {
@@ -100,6 +110,13 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 		return nil, unresolvable("Slurm refused the job: %s", refused)
 	}
 	job, ok := p.jobOf(pod)
+	if !ok || !isLive(job) {
+		// Outside its namespace's policy: no job, and unresolvable, so that DefaultPreemption
+		// does not run for it either (PreEnqueue refuses such pods first).
+		if msg := p.refusal(pod); msg != "" {
+			return nil, unresolvable("%s", msg)
+		}
+	}
 	if !ok {
 		if len(topo.onNode) == 0 {
 			return nil, unresolvable("no compute pod of SlurmCluster %s is running", p.args.Cluster)
@@ -227,7 +244,7 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 	}
 	sort.Strings(excluded)
 	js := c.spec.Job
-	js.Comment = jobComment(key)
+	js.Comment = p.mark.comment(key)
 	js.ExcludedNodes = excluded
 	p.mu.Lock()
 	for _, m := range members {

@@ -41,7 +41,7 @@ func TestWaitingPodsStayOutOfTheQueue(t *testing.T) {
 	delete(b.p.inflight, pod.UID)
 	b.p.mu.Unlock()
 
-	res, err := fk.SubmitJob(ctx, slurm.JobSubmit{Script: "#!/bin/sh\n", Comment: jobComment(podJobKey(pod.UID))})
+	res, err := fk.SubmitJob(ctx, slurm.JobSubmit{Script: "#!/bin/sh\n", Comment: testMarker.comment(podJobKey(pod.UID))})
 	if err != nil {
 		t.Fatal(err)
 	}

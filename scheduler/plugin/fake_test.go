@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,6 +92,10 @@ func (b *testBed) newPlugin(client slurm.Client, args Args) *Plugin {
 		nodes:       slurm.NewNodeInformer(client, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
 		pods:        b.h.inf.Core().V1().Pods().Lister(),
 		computes:    computeSelector(args),
+		mark:        testMarker,
+		untrusted:   untrustedJobs{seen: map[uint32]time.Time{}},
+		policy:      staticPolicy{&testPolicy},
+		denied:      denials{last: map[types.UID]string{}},
 		byKey:       map[string]map[uint32]bool{},
 		gangs:       map[uint32][]types.UID{},
 		submitted:   map[uint32]submission{},

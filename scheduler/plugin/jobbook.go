@@ -137,7 +137,7 @@ func uidsOf(pods []*v1.Pod) []types.UID {
 // memberIndex is the pod's place among its running job's members: the job's i-th node is the
 // i-th member's (gang members in name order; a single pod is the first). -1: not a member.
 func (p *Plugin) memberIndex(pod *v1.Pod, j *slurm.Job) int {
-	keys := commentKeys(j.Comment)
+	keys := p.placeholderKeys(j)
 	if len(keys) == 0 {
 		return -1
 	}

@@ -61,11 +61,12 @@ func (l *lifecycle) badSpec(p *Plugin, pod *v1.Pod, err error) {
 	}
 }
 
-// run starts the Slurm informers once the pod informer has synced, then reconciles after each
-// job list.
+// run starts the Slurm informers once the pod informer and the SlurmCluster (its policy) have
+// synced, then reconciles after each job list.
 func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 	logger := klog.FromContext(ctx).WithName(Name)
-	if !cache.WaitForCacheSync(ctx.Done(), podsSynced) {
+	go p.policy.run(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), podsSynced, p.policy.hasSynced) {
 		return
 	}
 	go func() { _ = p.nodes.Run(ctx) }()
@@ -174,6 +175,7 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 		running[id] = false
 	}
 	p.mu.Unlock()
+	p.untrusted.forget(func(id uint32) bool { _, ok := p.jobs.Get(id); return ok })
 
 	// Bound pods whose job Slurm no longer knows (purged after it ended while no scheduler ran).
 	// A job missing from the list is asked for by id before anything is done: only Slurm's
@@ -277,21 +279,29 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 // showPending writes Slurm's pending reason into the pod's PodScheduled condition: PreEnqueue
 // keeps the pod out of scheduling cycles while its job pends, so no cycle's failure says it.
 func (p *Plugin) showPending(ctx context.Context, logger klog.Logger, pod *v1.Pod, j *slurm.Job) {
-	msg := pendingMessage(j)
+	if err := p.writeCondition(ctx, pod, v1.PodReasonUnschedulable, pendingMessage(j)); err != nil {
+		logger.Error(err, "showing the pending reason", "pod", klog.KObj(pod))
+	}
+}
+
+// writeCondition sets the pod's PodScheduled condition to False with this reason and message,
+// unless it says that already.
+func (p *Plugin) writeCondition(ctx context.Context, pod *v1.Pod, reason, msg string) error {
 	for _, c := range pod.Status.Conditions {
-		if c.Type == v1.PodScheduled && c.Message == msg {
-			return
+		if c.Type == v1.PodScheduled && c.Reason == reason && c.Message == msg {
+			return nil
 		}
 	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []v1.PodCondition{{
-		Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: msg, LastTransitionTime: metav1.Now(),
+		Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: reason, Message: msg, LastTransitionTime: metav1.Now(),
 	}}}})
 	if err == nil {
 		_, err = p.h.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		logger.Error(err, "showing the pending reason", "pod", klog.KObj(pod))
+	if apierrors.IsNotFound(err) {
+		return nil
 	}
+	return err
 }
 
 // cancel cancels a job off the loop (a Slurm round trip per job must not delay the others); a

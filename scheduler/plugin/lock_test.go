@@ -148,7 +148,7 @@ func TestLoopGivesOwnLockToleration(t *testing.T) {
 	b := newTestBed(t, 2, nil, fk)
 	members := b.gang("g", 2)
 	key := gangJobKey("ns", "g", members)
-	fk.AddJob(slurm.Job{ID: 7, UserName: "root", Comment: jobComment(key), State: []string{"RUNNING"}, Nodes: "n[1-2]"})
+	fk.AddJob(slurm.Job{ID: 7, UserName: "root", Comment: testMarker.comment(key), State: []string{"RUNNING"}, Nodes: "n[1-2]"})
 	b.poll(b.p)
 	n, _ := b.h.cs.CoreV1().Nodes().Get(context.Background(), "k1", metav1.GetOptions{})
 	n.Spec.Taints = []v1.Taint{lockTaint("7")}

@@ -32,6 +32,10 @@ var (
 		Name: "sunk_scheduler_jobs_ended_total",
 		Help: "Slurm placeholder jobs that ended under a live pod (the pod is evicted), by Slurm job state; state=\"PREEMPTED\" counts preemptions.",
 	}, []string{"state"})
+	jobsUntrusted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sunk_scheduler_jobs_untrusted_total",
+		Help: "Slurm jobs with a placeholder comment that sunk-scheduler ignores, once per job, by reason: owner (another Slurm user's), mark (its user's, without a valid mark).",
+	}, []string{"reason"})
 
 	registerOnce  sync.Once
 	slurmMetrics  *slurm.Metrics
@@ -42,7 +46,7 @@ var (
 // registry, once per process (a test may start several schedulers).
 func registerMetrics() (*slurm.Metrics, error) {
 	registerOnce.Do(func() {
-		legacyregistry.RawMustRegister(pendingPods, bindLatency, jobsSubmitted, jobsCancelled, jobsEnded)
+		legacyregistry.RawMustRegister(pendingPods, bindLatency, jobsSubmitted, jobsCancelled, jobsEnded, jobsUntrusted)
 		slurmMetrics, slurmMetricsE = slurm.NewMetrics(legacyregistry.Registerer())
 	})
 	return slurmMetrics, slurmMetricsE

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -39,10 +40,14 @@ type Args struct {
 	SlurmUser string `json:"slurmUser,omitempty"`
 	// JWTKeyFile holds the cluster's HS256 JWT key (the SlurmCluster's jwt key Secret).
 	JWTKeyFile string `json:"jwtKeyFile"`
+	// MarkKeyFile holds the key (at least 32 bytes) of the marks on placeholder job comments
+	// (trust.go): only jobs with a mark made with it are the scheduler's. It must outlive
+	// restarts and upgrades, or running placeholder jobs are no longer recognised.
+	MarkKeyFile string `json:"markKeyFile"`
 	// Cluster is the SlurmCluster's name: compute pods labelled sunk.dev/cluster=<Cluster>.
 	Cluster string `json:"cluster"`
-	// Namespace of the compute pods ("" for any).
-	Namespace string `json:"namespace,omitempty"`
+	// Namespace of the SlurmCluster and its compute pods.
+	Namespace string `json:"namespace"`
 	// PollInterval of the Slurm job and node lists (default 1s).
 	PollInterval metav1.Duration `json:"pollInterval,omitempty"`
 	// GangTimeout is how long the bound-together members of a gang wait for each other at Permit
@@ -60,6 +65,13 @@ type Plugin struct {
 	nodes     *slurm.Informer[string, slurm.Node]
 	pods      corelisters.PodLister
 	computes  labels.Selector
+	// mark signs the comments of the jobs this scheduler submits; untrusted are the jobs with
+	// a placeholder comment that fail the trust check (trust.go), reported once each.
+	mark      marker
+	untrusted untrustedJobs
+	// policy is the SlurmCluster's scheduler policy; denied the refusals shown on pods.
+	policy policySource
+	denied denials
 
 	mu sync.Mutex
 	// byKey files jobs under what their comment names: a pod (podJobKey) or a gang (gangJobKey).
@@ -106,8 +118,8 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
 		return nil, fmt.Errorf("%s args: %w", Name, err)
 	}
-	if args.SlurmURL == "" || args.JWTKeyFile == "" || args.Cluster == "" {
-		return nil, fmt.Errorf("%s args: slurmURL, jwtKeyFile and cluster are required", Name)
+	if args.SlurmURL == "" || args.JWTKeyFile == "" || args.MarkKeyFile == "" || args.Cluster == "" || args.Namespace == "" {
+		return nil, fmt.Errorf("%s args: slurmURL, jwtKeyFile, markKeyFile, cluster and namespace are required", Name)
 	}
 	if args.SlurmUser == "" {
 		args.SlurmUser = "slurm"
@@ -117,6 +129,10 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	}
 	if args.GangTimeout.Duration == 0 {
 		args.GangTimeout.Duration = time.Minute
+	}
+	mark, err := loadMarker(args.MarkKeyFile)
+	if err != nil {
+		return nil, err
 	}
 	m, err := registerMetrics()
 	if err != nil {
@@ -133,10 +149,18 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err != nil {
 		return nil, err
 	}
-	return newPlugin(ctx, h, args, c), nil
+	dyn, err := dynamic.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return nil, err
+	}
+	var p *Plugin
+	// The informer runs from p.run, after p is set.
+	policy := newClusterInformer(dyn, args.Namespace, args.Cluster, func() { p.policyChanged() })
+	p = newPlugin(ctx, h, args, c, mark, policy)
+	return p, nil
 }
 
-func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Client) *Plugin {
+func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Client, mark marker, policy policySource) *Plugin {
 	scheduler := "sunk-scheduler"
 	if f, ok := h.(interface{ ProfileName() string }); ok {
 		scheduler = f.ProfileName()
@@ -148,7 +172,10 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		klog.FromContext(ctx).WithName(Name).V(2).Info("pod informer keeps its indexers", "reason", err.Error())
 	}
 	p := &Plugin{
-		h: h, args: args, scheduler: scheduler, slurm: c,
+		h: h, args: args, scheduler: scheduler, slurm: c, mark: mark,
+		untrusted: untrustedJobs{seen: map[uint32]time.Time{}},
+		policy:    policy,
+		denied:    denials{last: map[types.UID]string{}},
 		jobs:      slurm.NewJobInformer(c, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
 		nodes:     slurm.NewNodeInformer(c, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
 		pods:      podInformer.Lister(),

@@ -25,9 +25,10 @@ const ResourceGPU v1.ResourceName = "nvidia.com/gpu"
 //	sunk-gang:<gang key>  the job of a gang (gangKey: a hash of its namespace, name and members)
 //
 // It is how a restarted scheduler finds its jobs and their pods: a gang's members are found again
-// through their sunk.dev/gang annotation in the pod cache. Slurm caps a comment at 1,024 bytes;
+// through their sunk.dev/gang annotation in the pod cache. The comment is followed by a mark that
+// says the scheduler wrote it (trust.go). Slurm caps a comment at 1,024 bytes;
 // the first format listed all members' UIDs (sunk-pod:<uid>,<uid>,…) and refused gangs of more
-// than 27. Jobs with such comments are still read.
+// than 27. Such comments are still parsed, but carry no mark: those jobs are no longer trusted.
 const (
 	podPrefix  = "sunk-pod:"
 	gangPrefix = "sunk-gang:"
@@ -52,7 +53,7 @@ func gangJobKey(namespace, name string, members []*v1.Pod) string {
 	return gangKey + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// jobComment is the comment of the job filed under key.
+// jobComment is the body of the comment of the job filed under key (marker.comment marks it).
 func jobComment(key string) string {
 	if rest, ok := strings.CutPrefix(key, gangKey); ok {
 		return gangPrefix + rest
@@ -60,9 +61,9 @@ func jobComment(key string) string {
 	return podPrefix + strings.TrimPrefix(key, podKey)
 }
 
-// commentKeys returns the keys of the job a comment names: one, or one per pod for a gang job
-// of the first format; nil for a job that is not a placeholder. It does not say whose job it is:
-// see placeholderKeys.
+// commentKeys returns the keys of the job a comment's body names: one, or one per pod for a gang
+// job of the first format; nil for a job that is not a placeholder. It does not say whose job it
+// is: see placeholderKeys.
 func commentKeys(comment string) []string {
 	if rest, ok := strings.CutPrefix(comment, gangPrefix); ok && rest != "" && !strings.ContainsAny(rest, ", ") {
 		return []string{gangKey + rest}
@@ -76,17 +77,6 @@ func commentKeys(comment string) []string {
 		keys = append(keys, podKey+uid)
 	}
 	return keys
-}
-
-// placeholderKeys returns the job-book keys of one of this scheduler's placeholder jobs, nil for
-// any other job. A comment is no proof: any Slurm user can copy one (squeue -o %k) onto a job of
-// their own, and the scheduler would then evict the victim pods and cancel their job. Only jobs
-// owned by the user the scheduler submits as count, which no ordinary user can be.
-func (p *Plugin) placeholderKeys(j *slurm.Job) []string {
-	if j.UserName != p.args.SlurmUser {
-		return nil
-	}
-	return commentKeys(j.Comment)
 }
 
 // gang is a pod's group; the zero value means "no gang".

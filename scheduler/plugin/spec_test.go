@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -78,15 +77,6 @@ func TestCommentRoundTrip(t *testing.T) {
 	for _, c := range []string{"someone else's", "sunk-pod:", "sunk-gang:", "sunk-gang:a,b"} {
 		if got := commentKeys(c); got != nil {
 			t.Errorf("comment %q named %v", c, got)
-		}
-	}
-	p := &Plugin{args: Args{SlurmUser: "slurm"}}
-	if got := p.placeholderKeys(&slurm.Job{UserName: "slurm", Comment: jobComment(gk)}); len(got) != 1 {
-		t.Fatalf("the scheduler's own job: %v", got)
-	}
-	for _, c := range []string{jobComment(gk), jobComment(podJobKey("a"))} {
-		if got := p.placeholderKeys(&slurm.Job{UserName: "mallory", Comment: c}); got != nil {
-			t.Fatalf("a job of another user with a copied comment %q named %v", c, got)
 		}
 	}
 }

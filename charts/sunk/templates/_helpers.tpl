@@ -249,6 +249,7 @@ profiles:
         args:
           slurmURL: http://{{ $v.cluster.name }}-restapi.{{ .ns }}.svc:6820
           jwtKeyFile: /etc/sunk/jwt/jwt.key
+          markKeyFile: /etc/sunk/mark/mark.key
           slurmUser: {{ $v.slurmUser }}
           cluster: {{ $v.cluster.name }}
           namespace: {{ .ns }}

@@ -12,6 +12,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,19 +21,26 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/configz"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/scheduler/plugin"
@@ -96,8 +104,13 @@ type env struct {
 	cs         kubernetes.Interface
 	slurm      *slurmEnv
 	sc         slurm.Client
+	dyn        dynamic.Interface
 	kubeconfig string
-	hostOf     map[string]string // Slurm node → Kubernetes node
+	// markKeyFile is the schedulers' job mark key, one per process: a restarted scheduler
+	// recognises the jobs of the one before, and no test counts an earlier test's jobs (still
+	// listed for MinJobAge after they end) as untrusted.
+	markKeyFile string
+	hostOf      map[string]string // Slurm node → Kubernetes node
 	// pollInterval of the plugin's Slurm lists (default 200ms).
 	pollInterval string
 }
@@ -125,7 +138,9 @@ func setup(t testing.TB) *env {
 		t.Fatal(err)
 	}
 
-	te := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(cacheDir(), "envtest")}
+	// The CRDs: the scheduler reads its SlurmCluster's spec.schedulerPolicy.
+	te := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(cacheDir(), "envtest"),
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
 	cfg, err := te.Start()
 	if err != nil {
 		t.Fatalf("envtest: %v", err)
@@ -153,15 +168,88 @@ func setup(t testing.TB) *env {
 	cs := kubernetes.NewForConfigOrDie(fast)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	e := &env{t: t, ctx: ctx, cs: cs, slurm: se, sc: sc, kubeconfig: kubeconfig, hostOf: map[string]string{}}
+	markKeyFile, err := markKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, ctx: ctx, cs: cs, slurm: se, sc: sc, kubeconfig: kubeconfig, markKeyFile: markKeyFile, hostOf: map[string]string{}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: computeNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	e.dyn = dynamic.NewForConfigOrDie(cfg)
+	e.createCluster()
 	for _, sn := range se.Nodes {
 		e.addComputeNode(sn)
 	}
 	t.Cleanup(e.cancelLeftoverJobs)
 	return e
+}
+
+// testBedPartitions are the partitions of hack/env-slurm.sh's slurm.conf, as a SlurmCluster
+// would declare them: the scheduler's policy judges preemption by their tiers.
+var testBedPartitions = []sunkv1.PartitionSpec{
+	{Name: "all", Default: true, PriorityTier: ptr.To[int32](1)},
+	{Name: "urgent", PriorityTier: ptr.To[int32](10)},
+	{Name: "bench", PriorityTier: ptr.To[int32](1), ExtraConf: "OverSubscribe=FORCE:100"},
+}
+
+// testsTenant lets the tests' namespace ask Slurm for anything.
+var testsTenant = sunkv1.SchedulerTenant{Name: "tests", Namespaces: []string{testNS}, Partitions: []string{"*"}, Accounts: []string{"*"},
+	QOS: []string{"*"}, Reservations: []string{"*"}, MaxPriority: ptr.To[int64](4294967294), Preempt: true}
+
+// createCluster makes the SlurmCluster the scheduler schedules for (no operator runs here: it
+// is only read), with the test bed's partitions and a policy of one tenant, the tests'.
+func (e *env) createCluster() {
+	e.t.Helper()
+	sc := &sunkv1.SlurmCluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sunkv1.GroupVersion.String(), Kind: "SlurmCluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: computeNS},
+		Spec: sunkv1.SlurmClusterSpec{Image: "slurm", Partitions: testBedPartitions,
+			Preemption:      sunkv1.PreemptionSpec{Type: sunkv1.PreemptionPartitionPrio, Mode: sunkv1.PreemptionCancel},
+			SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{testsTenant}}},
+	}
+	obj, err := kruntime.DefaultUnstructuredConverter.ToUnstructured(sc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.slurmClusters().Create(e.ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("creating SlurmCluster %s/%s: %v", computeNS, clusterName, err)
+	}
+}
+
+// setTenants replaces the SlurmCluster's scheduler policy tenants.
+func (e *env) setTenants(tenants ...sunkv1.SchedulerTenant) {
+	e.t.Helper()
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"schedulerPolicy": sunkv1.SchedulerPolicy{Tenants: tenants}}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.slurmClusters().Patch(e.ctx, clusterName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		e.t.Fatalf("setting the scheduler policy: %v", err)
+	}
+}
+
+func (e *env) slurmClusters() dynamic.ResourceInterface {
+	return e.dyn.Resource(sunkv1.GroupVersion.WithResource("slurmclusters")).Namespace(computeNS)
+}
+
+// markKey writes the process's job mark key once.
+var markKey = sync.OnceValues(func() (string, error) {
+	f, err := os.CreateTemp("", "sunk-scheduler-mark-*.key")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	_, err = f.WriteString(rand.Text() + rand.Text())
+	return f.Name(), err
+})
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if f, err := markKey(); err == nil {
+		_ = os.Remove(f)
+	}
+	os.Exit(code)
 }
 
 // addComputeNode makes Kubernetes node k8s-<slurmNode> and, on it, the compute pod of Slurm
@@ -248,7 +336,7 @@ profiles:
     postBind: {enabled: [{name: SunkSlurm}]}
   pluginConfig:
   - name: SunkSlurm
-    args: {slurmURL: %q, slurmUser: %q, jwtKeyFile: %q, cluster: %q, namespace: %q, pollInterval: %s, gangTimeout: 10s}
+    args: {slurmURL: %q, slurmUser: %q, jwtKeyFile: %q, markKeyFile: %q, cluster: %q, namespace: %q, pollInterval: %s, gangTimeout: 10s}
 %s`
 
 // startScheduler runs sunk-scheduler in this process until the returned stop is called (or the
@@ -260,7 +348,7 @@ func (e *env) startScheduler(extraProfiles string) (stop func()) {
 	if poll == "" {
 		poll = "200ms"
 	}
-	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, e.slurm.RESTURL, e.slurm.User, e.slurm.JWTKeyFile, clusterName, computeNS, poll, extraProfiles)
+	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, e.slurm.RESTURL, e.slurm.User, e.slurm.JWTKeyFile, e.markKeyFile, clusterName, computeNS, poll, extraProfiles)
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
@@ -338,6 +426,8 @@ func notOnNode(node string) podOpt {
 	}
 }
 
+func inNamespace(ns string) podOpt { return func(p *v1.Pod) { p.Namespace = ns } }
+
 func onNode(node string) podOpt {
 	return func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node} }
 }
@@ -353,7 +443,7 @@ func (e *env) createPod(name string, opts ...podOpt) *v1.Pod {
 	for _, o := range opts {
 		o(p)
 	}
-	created, err := e.cs.CoreV1().Pods(testNS).Create(e.ctx, p, metav1.CreateOptions{})
+	created, err := e.cs.CoreV1().Pods(p.Namespace).Create(e.ctx, p, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -13,8 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/scheduler/plugin"
 )
 
 var zero = int64(0)
@@ -63,7 +65,7 @@ func TestBindsWhereSlurmRunsTheJob(t *testing.T) {
 		withAnnotations(wellknown.AnnotationTimeLimit, "30", wellknown.AnnotationPriority, "5000"))
 	pod = e.waitBound("p1", 90*time.Second)
 	j := e.jobOfPod(pod)
-	if j.BaseState() != "RUNNING" || j.Comment != "sunk-pod:"+string(pod.UID) {
+	if j.BaseState() != "RUNNING" || j.Comment != e.marked("sunk-pod:"+string(pod.UID)) {
 		t.Fatalf("job %d: state %v comment %q, want RUNNING naming pod %s", j.ID, j.State, j.Comment, pod.UID)
 	}
 	if host := e.hostOf[j.Nodes]; host != pod.Spec.NodeName {
@@ -301,14 +303,14 @@ func TestGangOfThree(t *testing.T) {
 	if job.NodeCount != 3 || !slices.Equal(hosts, nodes) || slices.Compact(slices.Clone(nodes))[2] == "" {
 		t.Fatalf("gang job %d on %s (%d nodes, hosts %v); pods bound to %v", job.ID, job.Nodes, job.NodeCount, hosts, nodes)
 	}
-	if !strings.HasPrefix(job.Comment, "sunk-gang:") || len(job.Comment) > 64 {
+	if !strings.HasPrefix(job.Comment, "sunk-gang:") || !strings.Contains(job.Comment, ";mark=v1.") || len(job.Comment) > 128 {
 		t.Fatalf("gang job %d comment %q", job.ID, job.Comment)
 	}
 	// A restarted scheduler leaves the bound gang and its job alone, then, when one member is
 	// deleted, cancels the gang's job and evicts the others.
 	stop()
 	orphan, err := e.sc.SubmitJob(e.ctx, slurm.JobSubmit{Name: "sunk-orphan", Script: "#!/bin/sh\nsleep 600\n",
-		Comment: "sunk-gang:00000000000000000000000000000dead", Hold: true, Tasks: 1, StdOut: "/dev/null"})
+		Comment: e.marked("sunk-gang:00000000000000000000000000000dead"), Hold: true, Tasks: 1, StdOut: "/dev/null"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,6 +335,16 @@ func TestGangOfThree(t *testing.T) {
 	}
 }
 
+// marked is a placeholder comment with its mark under the tests' key.
+func (e *env) marked(comment string) string {
+	e.t.Helper()
+	c, err := plugin.MarkedComment(e.markKeyFile, comment)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
 // A restarted scheduler adopts a pod whose job a previous scheduler submitted (one job, bound to
 // its node), keeps bound pods and their jobs, and cancels a placeholder job whose pod is gone.
 func TestRestartAdoption(t *testing.T) {
@@ -344,13 +356,13 @@ func TestRestartAdoption(t *testing.T) {
 	stopA()
 
 	orphan, err := e.sc.SubmitJob(e.ctx, slurm.JobSubmit{Name: "sunk-orphan", Script: "#!/bin/sh\nsleep 600\n",
-		Comment: "sunk-pod:00000000-0000-0000-0000-00000000dead", Hold: true, Tasks: 1, StdOut: "/dev/null"})
+		Comment: e.marked("sunk-pod:00000000-0000-0000-0000-00000000dead"), Hold: true, Tasks: 1, StdOut: "/dev/null"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r2 := e.createPod("r2")
 	adopted, err := e.sc.SubmitJob(e.ctx, slurm.JobSubmit{Name: "sunk-default-r2", Script: "#!/bin/sh\nexec sleep infinity\n",
-		Comment: "sunk-pod:" + string(r2.UID), Tasks: 1, CPUsPerTask: 1, MemoryPerNodeMB: 100, Exclusive: true, StdOut: "/dev/null",
+		Comment: e.marked("sunk-pod:" + string(r2.UID)), Tasks: 1, CPUsPerTask: 1, MemoryPerNodeMB: 100, Exclusive: true, StdOut: "/dev/null",
 		ExcludedNodes: []string{j1.Nodes}})
 	if err != nil {
 		t.Fatal(err)
@@ -374,14 +386,22 @@ func TestRestartAdoption(t *testing.T) {
 	}
 }
 
-// A Slurm user who copies a placeholder job's comment onto a job of their own (squeue -o %k)
-// changes nothing: the victim pod stays bound, its job runs, and the forged job is not the
-// scheduler's to cancel. Only jobs of the user the scheduler submits as are placeholders.
+// A job with a copied placeholder comment changes nothing: the victim pod stays bound, its job
+// runs, and the copy is not the scheduler's to cancel. Two copies: another Slurm user's with the
+// whole comment, mark included (squeue -o %k shows it), and one of the scheduler's own Slurm user
+// (another sunk component, an admin) with the comment's body and no mark. Each is counted once in
+// sunk_scheduler_jobs_untrusted_total.
 func TestForgedCommentIsIgnored(t *testing.T) {
 	e := setup(t)
 	e.startScheduler(defaultProfile)
 	victim := e.waitBound(e.createPod("victim").Name, 90*time.Second)
 	j := e.jobOfPod(victim)
+	body, _, marked := strings.Cut(j.Comment, ";mark=")
+	if !marked || !strings.HasSuffix(body, string(victim.UID)) {
+		t.Fatalf("the victim's job %d has comment %q, want sunk-pod:%s;mark=...", j.ID, j.Comment, victim.UID)
+	}
+	owner := counter(t, "sunk_scheduler_jobs_untrusted_total", map[string]string{"reason": "owner"})
+	mark := counter(t, "sunk_scheduler_jobs_untrusted_total", map[string]string{"reason": "mark"})
 
 	// Another Slurm user: slurmrestd takes the JWT's user name, and nobody exists on every host.
 	tokens, err := slurm.NewJWTSourceFromFile("nobody", e.slurm.JWTKeyFile)
@@ -392,27 +412,110 @@ func TestForgedCommentIsIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged, err := mallory.SubmitJob(e.ctx, slurm.JobSubmit{Name: "sunk-sched-test-forged", Script: "#!/bin/sh\ntrue\n",
-		Comment: j.Comment, Hold: true, Tasks: 1, StdOut: "/dev/null"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.sc.CancelJob(e.ctx, forged.JobID) })
-	if fj := e.job(forged.JobID); fj.UserName != "nobody" || fj.Comment != j.Comment {
-		t.Fatalf("forged job %d: user %q comment %q", fj.ID, fj.UserName, fj.Comment)
-	}
+	copied := e.holdJob(mallory, j.Comment, "nobody")
+	unmarked := e.holdJob(e.sc, body, e.slurm.User)
 
-	// Ten scheduler polls: the victim keeps its pod and its job, the forged job stays held.
+	e.eventually("both copies counted as untrusted", 10*time.Second, func() (bool, string) {
+		o := counter(t, "sunk_scheduler_jobs_untrusted_total", map[string]string{"reason": "owner"}) - owner
+		m := counter(t, "sunk_scheduler_jobs_untrusted_total", map[string]string{"reason": "mark"}) - mark
+		return o == 1 && m == 1, fmt.Sprintf("owner +%v, mark +%v", o, m)
+	})
+	// Ten more scheduler polls: the victim keeps its pod and its job, the copies stay held.
 	deadline := time.Now().Add(10 * 200 * time.Millisecond)
 	for time.Now().Before(deadline) {
-		if p := e.getPod("victim"); p == nil || p.DeletionTimestamp != nil || p.Spec.NodeName != victim.Spec.NodeName {
-			t.Fatalf("the victim pod was touched: deleted at %v, node %q (conditions %v)", p.DeletionTimestamp, p.Spec.NodeName, p.Status.Conditions)
+		if p := e.getPod("victim"); p.DeletionTimestamp != nil || p.Spec.NodeName != victim.Spec.NodeName || p.Annotations[wellknown.AnnotationJob] != victim.Annotations[wellknown.AnnotationJob] {
+			t.Fatalf("the victim pod was touched: deleted at %v, node %q, job %q (conditions %v)", p.DeletionTimestamp, p.Spec.NodeName, p.Annotations[wellknown.AnnotationJob], p.Status.Conditions)
 		}
 		if vj := e.job(j.ID); vj.BaseState() != "RUNNING" {
 			t.Fatalf("the victim's job %d is %v", j.ID, vj.State)
 		}
-		if fj := e.job(forged.JobID); fj.BaseState() != "PENDING" {
-			t.Fatalf("the forged job %d is %v: the scheduler acted on it", fj.ID, fj.State)
+		for _, id := range []uint32{copied, unmarked} {
+			if fj := e.job(id); fj.BaseState() != "PENDING" {
+				t.Fatalf("the copy %d is %v: the scheduler acted on it", id, fj.State)
+			}
 		}
 	}
+	if o := counter(t, "sunk_scheduler_jobs_untrusted_total", map[string]string{"reason": "owner"}) - owner; o != 1 {
+		t.Fatalf("the other user's copy was counted %v times, want once", o)
+	}
+}
+
+// holdJob submits a held job with this comment through client, whose jobs belong to user.
+func (e *env) holdJob(client slurm.Client, comment, user string) uint32 {
+	e.t.Helper()
+	res, err := client.SubmitJob(e.ctx, slurm.JobSubmit{Name: "sunk-sched-test-forged", Script: "#!/bin/sh\ntrue\n",
+		Comment: comment, Hold: true, Tasks: 1, StdOut: "/dev/null"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = e.sc.CancelJob(e.ctx, res.JobID) })
+	if j := e.job(res.JobID); j.UserName != user || j.Comment != comment {
+		e.t.Fatalf("copy %d: user %q comment %q, want %q %q", j.ID, j.UserName, j.Comment, user, comment)
+	}
+	return res.JobID
+}
+
+// A pod of a namespace without rights to partition urgent is refused: its condition
+// (PodScheduled=False, SlurmPolicyDenied) and an event name the policy, it gets no Slurm job,
+// costs no scheduling cycle and preempts nothing (a batch job holds its node). When the admin
+// gives its namespace the partition and preemption, the same pod is let in at once, and
+// preempts.
+func TestPolicyRefusesPartition(t *testing.T) {
+	e := setup(t)
+	const ns = "tenant-b"
+	if _, err := e.cs.CoreV1().Namespaces().Create(e.ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.startScheduler("")
+	sn := e.slurm.Nodes[0]
+	host := e.hostOf[sn]
+	batch := e.sbatch("-p", "all", "-w", sn, "--exclusive")
+	e.waitJobState(batch, 30*time.Second, "RUNNING")
+
+	attempts := func(result string) float64 {
+		return counter(t, "scheduler_schedule_attempts_total", map[string]string{"profile": "sunk-scheduler", "result": result})
+	}
+	failed0 := attempts("unschedulable")
+	preempt0 := counter(t, "scheduler_preemption_attempts_total", nil)
+	pod := e.createPod("refused", inNamespace(ns), onNode(host), withAnnotations(wellknown.AnnotationPartition, "urgent"))
+	var cond v1.PodCondition
+	e.eventually("the policy refusal on the pod", 30*time.Second, func() (bool, string) {
+		p, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodScheduled {
+				cond = c
+			}
+		}
+		return cond.Reason == "SlurmPolicyDenied", scheduledCondition(p)
+	})
+	want := `SlurmCluster slurm/c1 spec.schedulerPolicy: namespace tenant-b (in no tenant) may not use partition "urgent"`
+	if cond.Status != v1.ConditionFalse || !strings.HasPrefix(cond.Message, want) {
+		t.Fatalf("condition %s %s: %q, want False with %q", cond.Status, cond.Reason, cond.Message, want)
+	}
+	e.waitEvent(pod, "SlurmPolicyDenied", "may not use partition", 10*time.Second)
+	if jobs := e.jobsNaming(string(pod.UID)); len(jobs) != 0 {
+		t.Fatalf("a refused pod got jobs %v", jobs)
+	}
+	if j := e.job(batch); j.BaseState() != "RUNNING" {
+		t.Fatalf("the batch job %d is %v under a refused pod", batch, j.State)
+	}
+	if failed, preempt := attempts("unschedulable")-failed0, counter(t, "scheduler_preemption_attempts_total", nil)-preempt0; failed != 0 || preempt != 0 {
+		t.Fatalf("a refused pod cost %v failed scheduling attempts and %v preemption attempts, want none", failed, preempt)
+	}
+
+	// The admin lets tenant-b use urgent, and preempt: the waiting pod goes through, and its
+	// job preempts the batch job.
+	e.setTenants(testsTenant, sunkv1.SchedulerTenant{Name: "b", Namespaces: []string{ns}, Partitions: []string{"urgent"}, Preempt: true})
+	e.eventually("the pod bound once its namespace may use urgent", 90*time.Second, func() (bool, string) {
+		p, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Spec.NodeName == host, scheduledCondition(p)
+	})
+	e.waitJobState(batch, 30*time.Second, "PREEMPTED")
+	_ = e.cs.CoreV1().Pods(ns).Delete(e.ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 }
