@@ -46,13 +46,18 @@ func TestScheduler(t *testing.T) {
 	h.slurmRelease = release
 
 	values := filepath.Join(t.TempDir(), "values.yaml")
-	if err := os.WriteFile(values, []byte(`image: {pullPolicy: Never}
+	// The test's namespace may use partition urgent and preempt with it (sunk-scheduler's
+	// policy; without it the pod would be refused).
+	if err := os.WriteFile(values, []byte(fmt.Sprintf(`image: {pullPolicy: Never}
 preemption: {type: partition_prio, mode: CANCEL}
 partitions:
   - {name: batch, default: true, priorityTier: 1}
   - {name: urgent, priorityTier: 10}
+schedulerPolicy:
+  tenants:
+    - {name: e2e, namespaces: [%s], partitions: [urgent], preempt: true}
 nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
-`), 0o644); err != nil {
+`, h.ns)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, time.Minute, "slurm chart installed", func() error {
@@ -167,6 +172,8 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
 		return false, nil
 	})
 
+	h.tenancyHolds(t, login, job)
+
 	// Deleting the pod ends its job and lifts the lock; the waiting plain pod then runs.
 	deleted := time.Now()
 	if err := h.Clientset.CoreV1().Pods(h.ns).Delete(ctx, "urgent", metav1.DeleteOptions{}); err != nil {
@@ -199,10 +206,77 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
 	h.uninstall(t)
 }
 
-// schedulerNotForbidden fails on any request the chart's RBAC refused the scheduler, but the
-// one kube-scheduler tolerates by design: the client-CA ConfigMap in kube-system (delegated
-// authentication of /metrics callers by client certificate; tokens still work).
-func (h *helmEnv) schedulerNotForbidden(t *testing.T) {
+// tenancyHolds (issue 21): a Slurm user who copies the running pod's job comment onto a held job
+// of their own changes nothing for the pod or its job; a pod of a namespace no tenant of the
+// policy lists is refused partition urgent with a condition naming the policy, and gets no job.
+func (h *helmEnv) tenancyHolds(t *testing.T, login, job string) {
+	t.Helper()
+	ctx := context.Background()
+	comment := strings.TrimSpace(h.mustSh(t, login, "squeue -h -j "+job+" -o %k"))
+	if !strings.Contains(comment, ";mark=v1.") {
+		t.Fatalf("the pod's job %s has comment %q, want a marked one", job, comment)
+	}
+	// The comment is letters, digits and :;=.-_ only: safe in single quotes.
+	forged := strings.TrimSpace(h.mustSh(t, login, fmt.Sprintf(
+		"runuser -u nobody -- sbatch --parsable -D /tmp -o /dev/null -p batch --hold -J forged --comment='%s' --wrap true", comment)))
+	t.Cleanup(func() { _, _ = h.sh(t, login, "login", "scancel "+forged) })
+	if !jobIDRe.MatchString(forged) {
+		t.Fatalf("sbatch as nobody printed %q", forged)
+	}
+	// The scheduler logs each job it ignores, once: after that line its passes have seen it.
+	ignored := "job=" + forged + ` user="nobody" why="owner"`
+	poll(t, time.Minute, "the scheduler ignores the copy", func() error {
+		if !strings.Contains(h.schedulerLogs(t), ignored) {
+			return fmt.Errorf("no log line with %s", ignored)
+		}
+		return nil
+	})
+	if p, err := h.Clientset.CoreV1().Pods(h.ns).Get(ctx, "urgent", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil || p.Annotations[taintSlurmJob] != job {
+		t.Fatalf("the victim pod after the copy: %v (error %v)", p, err)
+	}
+	for id, want := range map[string]string{job: "RUNNING", forged: "PENDING"} {
+		if out := strings.TrimSpace(h.mustSh(t, login, "squeue -h -j "+id+" -o %T")); out != want {
+			t.Fatalf("job %s after the copy: %q, want %s", id, out, want)
+		}
+	}
+
+	other := h.ns + "-b"
+	if _, err := h.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = h.Clientset.CoreV1().Namespaces().Delete(context.Background(), other, metav1.DeleteOptions{})
+	})
+	pod := busyboxPod("refused", "sleep 3600")
+	pod.Spec.SchedulerName = "sunk-scheduler"
+	pod.Annotations = map[string]string{annotationPartition: "urgent"}
+	if _, err := h.Clientset.CoreV1().Pods(other).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, h.Clientset, other, "refused", time.Minute, func(p *corev1.Pod) (bool, error) {
+		if p.Spec.NodeName != "" {
+			return false, fmt.Errorf("bound to %s", p.Spec.NodeName)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Reason == "SlurmPolicyDenied" {
+				if !strings.Contains(c.Message, "spec.schedulerPolicy: namespace "+other+" (in no tenant) may not use partition \"urgent\"") {
+					return false, fmt.Errorf("refused for another reason: %s", c.Message)
+				}
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if out := strings.TrimSpace(h.mustSh(t, login, "squeue -h -n sunk-"+other+"-refused -o %i")); out != "" {
+		t.Fatalf("the refused pod got Slurm jobs %q", out)
+	}
+	if p, err := h.Clientset.CoreV1().Pods(h.ns).Get(ctx, "urgent", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Fatalf("the running pod after the refusal: %v (error %v)", p, err)
+	}
+}
+
+// schedulerLogs is the scheduler pod's log.
+func (h *helmEnv) schedulerLogs(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	pods, err := h.Clientset.CoreV1().Pods(h.ns).List(ctx, metav1.ListOptions{
@@ -214,7 +288,15 @@ func (h *helmEnv) schedulerNotForbidden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(string(logs), "\n") {
+	return string(logs)
+}
+
+// schedulerNotForbidden fails on any request the chart's RBAC refused the scheduler, but the
+// one kube-scheduler tolerates by design: the client-CA ConfigMap in kube-system (delegated
+// authentication of /metrics callers by client certificate; tokens still work).
+func (h *helmEnv) schedulerNotForbidden(t *testing.T) {
+	t.Helper()
+	for _, l := range strings.Split(h.schedulerLogs(t), "\n") {
 		if strings.Contains(l, "forbidden") && !strings.Contains(l, "extension-apiserver-authentication") {
 			t.Errorf("sunk-scheduler was refused: %s", l)
 		}
