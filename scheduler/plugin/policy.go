@@ -206,6 +206,17 @@ type denials struct {
 	last map[types.UID]string
 }
 
+// keepOnly forgets the refusals of pods that are gone.
+func (d *denials) keepOnly(exists func(types.UID) bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for uid := range d.last {
+		if !exists(uid) {
+			delete(d.last, uid)
+		}
+	}
+}
+
 // refusal is why the pod may not have the Slurm job it asks for, "" when it may (or when its
 // annotations do not parse: PreFilter reports those).
 func (p *Plugin) refusal(pod *v1.Pod) string {

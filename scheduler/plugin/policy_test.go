@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
@@ -115,5 +116,10 @@ func TestPolicyRefusedPod(t *testing.T) {
 	}
 	if jobs, _ := b.slurm.ListJobs(context.Background(), time.Time{}); len(jobs.Jobs) != 0 {
 		t.Fatalf("jobs submitted: %v", jobs.Jobs)
+	}
+	// A deleted pod's refusal is forgotten.
+	b.p.denied.keepOnly(func(types.UID) bool { return false })
+	if n := len(b.p.denied.last); n != 0 {
+		t.Fatalf("%d refusals kept for pods that are gone", n)
 	}
 }
