@@ -102,6 +102,11 @@ type SlurmClusterSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	SharedVolumes []SharedVolume `json:"sharedVolumes,omitempty"`
+
+	// Topology renders Slurm's network topology (tree or block) from the labels of the
+	// Kubernetes nodes the compute pods run on. Unset: no topology plugin.
+	// +optional
+	Topology *TopologySpec `json:"topology,omitempty"`
 }
 
 // ControllerSpec configures slurmctld.
@@ -613,6 +618,10 @@ type SlurmClusterStatus struct {
 	// ConfigHash is the hash of the rendered configuration slurmctld runs with.
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`
+
+	// Topology is what the last rendering of topology.conf found, with spec.topology set.
+	// +optional
+	Topology *TopologyStatus `json:"topology,omitempty"`
 }
 
 // ClusterEndpoints are where clients reach the cluster.

@@ -36,6 +36,9 @@ type ConfigInputs struct {
 	Names  Names
 	Prolog []ResolvedScript
 	Epilog []ResolvedScript
+	// Topology is the rendered topology.conf, with spec.topology set; nil renders one
+	// without nodes.
+	Topology *Topology
 }
 
 // restartKeys are slurm.conf keys that slurmctld only reads at start (listening sockets,
@@ -63,6 +66,13 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 	if sc.Spec.JobSubmitLua != "" {
 		files["job_submit.lua"] = sc.Spec.JobSubmitLua
 	}
+	if sc.Spec.Topology != nil {
+		topo, err := topologyOrEmpty(sc, in)
+		if err != nil {
+			return nil, err
+		}
+		files["topology.conf"] = topo.Conf
+	}
 	scripts := map[string]string{}
 	for _, kind := range []struct {
 		name    string
@@ -86,6 +96,18 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 	// which rendering a pod sees.
 	files["slurm.conf"] = fmt.Sprintf("# Rendered by sunk for SlurmCluster %s/%s. sunk-config-hash: %s\n", n.Namespace, n.Cluster, c.Hash) + files["slurm.conf"]
 	return c, nil
+}
+
+// topologyOrEmpty is the topology of the inputs, or one without nodes; nil without
+// spec.topology.
+func topologyOrEmpty(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Topology, error) {
+	if sc.Spec.Topology == nil {
+		return nil, nil
+	}
+	if in.Topology != nil {
+		return in.Topology, nil
+	}
+	return RenderTopology(sc.Spec.Topology, nil)
 }
 
 // ConfigHashLine is the prefix of slurm.conf's first line that carries the config hash.
@@ -244,6 +266,11 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 	}
 	if sc.Spec.JobSubmitLua != "" {
 		lines = append(lines, "JobSubmitPlugins=lua")
+	}
+	if topo, err := topologyOrEmpty(sc, in); err == nil && topo != nil {
+		// No restart key: 24.11's reconfigure re-executes slurmctld, which loads the
+		// plugin and rereads topology.conf (docs/topology.md).
+		lines = append(lines, "TopologyPlugin="+topo.Plugin)
 	}
 	if sc.Spec.Accounting.Mode == sunkv1.AccountingManaged || sc.Spec.Accounting.Mode == sunkv1.AccountingExternal {
 		lines = append(lines,
