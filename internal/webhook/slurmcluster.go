@@ -91,6 +91,8 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 	}
 	e, w = validateSchedulerPolicy(spec, path.Child("schedulerPolicy"))
 	errs, warnings = append(errs, e...), append(warnings, w...)
+	e, w = validateTopology(spec, path.Child("topology"))
+	errs, warnings = append(errs, e...), append(warnings, w...)
 	if spec.Preemption.Type == sunkv1.PreemptionQOS &&
 		spec.Accounting.Mode != sunkv1.AccountingManaged && spec.Accounting.Mode != sunkv1.AccountingExternal {
 		errs = append(errs, field.Invalid(path.Child("preemption", "type"), spec.Preemption.Type,
