@@ -132,7 +132,8 @@ func allowedList(always string, allowed []string) string {
 	return strings.Join(names, ", ")
 }
 
-// policySource is the SlurmCluster whose policy applies: its spec, or why there is none.
+// policySource is the SlurmCluster whose policy applies: its spec (shared: read only), or why
+// there is none.
 type policySource interface {
 	run(ctx context.Context)
 	spec() (*sunkv1.SlurmClusterSpec, error)
@@ -143,6 +144,11 @@ type policySource interface {
 type clusterInformer struct {
 	namespace, name string
 	informer        cache.SharedIndexInformer
+	// The spec last decoded and its resourceVersion: PreEnqueue asks for it once per pod, and
+	// decoding a SlurmCluster costs far more than the rest of PreEnqueue.
+	mu      sync.Mutex
+	decoded *sunkv1.SlurmClusterSpec
+	version string
 }
 
 var slurmClusters = sunkv1.GroupVersion.WithResource("slurmclusters")
@@ -185,11 +191,17 @@ func (c *clusterInformer) spec() (*sunkv1.SlurmClusterSpec, error) {
 	if !ok {
 		return nil, fmt.Errorf("SlurmCluster %s/%s: unexpected %T", c.namespace, c.name, obj)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.decoded != nil && c.version == u.GetResourceVersion() {
+		return c.decoded, nil
+	}
 	sc := &sunkv1.SlurmCluster{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, sc); err != nil {
 		return nil, fmt.Errorf("SlurmCluster %s/%s: %w", c.namespace, c.name, err)
 	}
-	return &sc.Spec, nil
+	c.decoded, c.version = &sc.Spec, u.GetResourceVersion()
+	return c.decoded, nil
 }
 
 // staticPolicy is a fixed spec (tests).

@@ -8,7 +8,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
@@ -121,5 +126,43 @@ func TestPolicyRefusedPod(t *testing.T) {
 	b.p.denied.keepOnly(func(types.UID) bool { return false })
 	if n := len(b.p.denied.last); n != 0 {
 		t.Fatalf("%d refusals kept for pods that are gone", n)
+	}
+}
+
+// The informer decodes the SlurmCluster once per version, and says when it is missing.
+func TestClusterInformer(t *testing.T) {
+	sc := &sunkv1.SlurmCluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sunkv1.GroupVersion.String(), Kind: "SlurmCluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "slurm", ResourceVersion: "1"},
+		Spec:       sunkv1.SlurmClusterSpec{Image: "slurm", Partitions: []sunkv1.PartitionSpec{{Name: "batch", Default: true}}},
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{slurmClusters: "SlurmClusterList"}, &unstructured.Unstructured{Object: obj})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changed := make(chan struct{}, 10)
+	c := newClusterInformer(dyn, "slurm", "c1", func() { changed <- struct{}{} })
+	go c.run(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), c.hasSynced) {
+		t.Fatal("not synced")
+	}
+	<-changed // the add
+	s1, err := c.spec()
+	if err != nil || s1.DefaultPartition() != "batch" {
+		t.Fatalf("spec %+v, %v", s1, err)
+	}
+	if s2, _ := c.spec(); s2 != s1 {
+		t.Error("the same version was decoded again")
+	}
+	if err := dyn.Resource(slurmClusters).Namespace("slurm").Delete(ctx, "c1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	<-changed // the delete
+	if _, err := c.spec(); err == nil || !strings.Contains(err.Error(), "SlurmCluster slurm/c1 not found") {
+		t.Fatalf("a deleted SlurmCluster: %v", err)
 	}
 }
