@@ -601,7 +601,8 @@ type SlurmClusterStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, ControllerReady, RestApiReady, AccountingReady, LoginReady, ConfigApplied.
+	// Conditions: Ready, ControllerReady, RestApiReady, AccountingReady, LoginReady, ConfigApplied,
+	// and TopologyReady with spec.topology (not part of Ready).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -54,6 +55,11 @@ type Reconciler struct {
 	// because the cached SlurmCluster a reconcile reads may predate its own status write,
 	// and a second reconfigure is not free (slurmctld re-executes itself).
 	applied sync.Map // types.UID -> config hash
+
+	// TopologySettle and TopologyMaxDelay debounce topology changes (topology.go); zero
+	// means DefaultTopologySettle and DefaultTopologyMaxDelay.
+	TopologySettle, TopologyMaxDelay time.Duration
+	pendingTopologies                sync.Map // types.UID -> *pendingTopology
 }
 
 // Reasons of conditions and events.
@@ -145,6 +151,11 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		}
 		return ctrl.Result{}, err
 	}
+	topology, topologyWait, err := r.topology(ctx, sc, n, st)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	in.Topology = topology
 	cfg, err := render.RenderConfig(sc, in)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -164,7 +175,12 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	if err := r.observeWorkloads(ctx, sc, n, st); err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.applyConfigToController(ctx, sc, n, cfg, jwtKey, st)
+	result, err := r.applyConfigToController(ctx, sc, n, cfg, jwtKey, st)
+	// A topology change that waits for the nodes to settle comes back by itself.
+	if topologyWait > 0 && (result.RequeueAfter == 0 || topologyWait < result.RequeueAfter) {
+		result.RequeueAfter = topologyWait
+	}
+	return result, err
 }
 
 func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config) error {
@@ -322,6 +338,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfPod)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.clusterOfComputePod), builder.WithPredicates(computePodPlacementChanged)).
+		Watches(nodeMetadata(), handler.EnqueueRequestsFromMapFunc(r.clustersOnNode), builder.WithPredicates(nodeTopologyChanged)).
 		WatchesRawSource(source.Kind(scriptSources, configMapMetadata,
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []ctrl.Request {
 				return r.clustersReferencing(ctx, o)

@@ -25,6 +25,7 @@ type status struct {
 	conditions []metav1.Condition
 	configHash string
 	endpoints  sunkv1.ClusterEndpoints
+	topology   *sunkv1.TopologyStatus
 }
 
 func newStatus(sc *sunkv1.SlurmCluster) *status {
@@ -33,6 +34,7 @@ func newStatus(sc *sunkv1.SlurmCluster) *status {
 		conditions: append([]metav1.Condition(nil), sc.Status.Conditions...),
 		configHash: sc.Status.ConfigHash,
 		endpoints:  sc.Status.Endpoints,
+		topology:   sc.Status.Topology,
 	}
 }
 
@@ -167,6 +169,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, sc *sunkv1.SlurmCluster, 
 		ClusterName:        sc.SlurmName(),
 		Endpoints:          st.endpoints,
 		ConfigHash:         st.configHash,
+		Topology:           st.topology,
 	}
 	if equality.Semantic.DeepEqual(sc.Status, next) {
 		return nil

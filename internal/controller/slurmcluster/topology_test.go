@@ -1,0 +1,49 @@
+package slurmcluster
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDecideTopology(t *testing.T) {
+	const settle, maxDelay = 10 * time.Second, 60 * time.Second
+	t0 := time.Date(2026, 11, 23, 22, 0, 0, 0, time.UTC)
+	head := "# Rendered by sunk: topology/tree from the Kubernetes node labels a, b.\n"
+	a, b, c := head+"SwitchName=s Nodes=n-[0-1]\n", head+"SwitchName=s Nodes=n-[0-2]\n", head+"SwitchName=s Nodes=n-[0-3]\n"
+	other := "# Rendered by sunk: topology/block from the Kubernetes node labels r.\nBlockName=r Nodes=n-0\n"
+	for _, tc := range []struct {
+		name             string
+		current, desired string
+		pending          *pendingTopology
+		now              time.Time
+		apply            bool
+		wait             time.Duration
+		pendingFirst     time.Time
+	}{
+		{name: "unchanged", current: a, desired: a, now: t0, apply: true},
+		{name: "no file yet", current: "", desired: a, now: t0, apply: true},
+		{name: "another plugin: at once", current: a, desired: other, now: t0, apply: true},
+		{name: "first change waits", current: a, desired: b, now: t0, wait: settle, pendingFirst: t0},
+		{name: "same change, still settling", current: a, desired: b, pending: &pendingTopology{b, t0, t0}, now: t0.Add(4 * time.Second), wait: 6 * time.Second, pendingFirst: t0},
+		{name: "same change, settled", current: a, desired: b, pending: &pendingTopology{b, t0, t0}, now: t0.Add(settle), apply: true},
+		// A scale-up adds a pod every few seconds: each one restarts the settle time...
+		{name: "another change restarts the settle time", current: a, desired: c, pending: &pendingTopology{b, t0, t0}, now: t0.Add(8 * time.Second), wait: settle, pendingFirst: t0},
+		// ...but not past the longest delay.
+		{name: "the longest delay caps the wait", current: a, desired: c, pending: &pendingTopology{b, t0, t0.Add(50 * time.Second)}, now: t0.Add(55 * time.Second), wait: 5 * time.Second, pendingFirst: t0},
+		{name: "the longest delay is reached", current: a, desired: c, pending: &pendingTopology{c, t0, t0.Add(55 * time.Second)}, now: t0.Add(maxDelay), apply: true},
+		{name: "back to the current file", current: a, desired: a, pending: &pendingTopology{b, t0, t0}, now: t0.Add(time.Second), apply: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			apply, next, wait := decideTopology(tc.current, tc.desired, tc.pending, tc.now, settle, maxDelay)
+			if apply != tc.apply || wait != tc.wait {
+				t.Fatalf("apply %t wait %v, want %t %v", apply, wait, tc.apply, tc.wait)
+			}
+			if apply != (next == nil) {
+				t.Fatalf("apply %t but pending %+v", apply, next)
+			}
+			if next != nil && (next.conf != tc.desired || !next.first.Equal(tc.pendingFirst)) {
+				t.Fatalf("pending %+v", next)
+			}
+		})
+	}
+}

@@ -1,0 +1,113 @@
+//go:build integration
+
+package operator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/controller/slurmcluster"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// TestTopologyFromNodeLabels: the operator renders topology.conf from the labels of the
+// Kubernetes nodes the cluster's Ready compute pods run on, reports unlabelled nodes in
+// TopologyReady, and applies a relabel once the nodes have settled.
+func TestTopologyFromNodeLabels(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	const spine, leaf = "example.com/spine", "example.com/leaf"
+	nodes := map[string]map[string]string{
+		"k8s-a": {spine: "spine-1", leaf: "leaf-a"},
+		"k8s-b": {spine: "spine-1", leaf: "leaf-b"},
+		"k8s-c": {}, // no labels: the switch "unknown"
+	}
+	for name, l := range nodes {
+		if err := h.c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for pod, node := range map[string]string{"gpu-0": "k8s-a", "gpu-1": "k8s-b", "gpu-2": "k8s-c", "gpu-3": "k8s-a"} {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: pod, Labels: map[string]string{wellknown.LabelCluster: "topo", wellknown.LabelComponent: wellknown.ComponentCompute}},
+			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "slurmd", Image: "sunk.dev/slurm:24.11-local"}}},
+		}
+		if err := h.c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		// gpu-3's slurmd is not up yet: Slurm does not know its node, so it stays out.
+		if pod == "gpu-3" {
+			continue
+		}
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		if err := h.c.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := &sunkv1.SlurmCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "topo"},
+		Spec: sunkv1.SlurmClusterSpec{Image: "sunk.dev/slurm:24.11-local",
+			Topology: &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{LabelKeys: []string{spine, leaf}}}},
+	}
+	if err := h.c.Create(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+
+	topologyConf := func() (string, string) {
+		var cm corev1.ConfigMap
+		if err := h.get(t, "topo-config", &cm); err != nil {
+			return "", ""
+		}
+		return cm.Data["topology.conf"], cm.Data["slurm.conf"]
+	}
+	want := "SwitchName=leaf-a Nodes=gpu-0\nSwitchName=leaf-b Nodes=gpu-1\nSwitchName=spine-1-sw Switches=leaf-a,leaf-b\n# Nodes whose Kubernetes node lacks the labels.\nSwitchName=unknown Nodes=gpu-2\n"
+	eventually(t, "topology.conf", func() error {
+		topo, conf := topologyConf()
+		if !strings.HasSuffix(topo, want) || !strings.Contains(conf, "\nTopologyPlugin=topology/tree\n") {
+			return fmt.Errorf("topology.conf:\n%s", topo)
+		}
+		return nil
+	})
+	eventually(t, "TopologyReady", func() error {
+		sc := h.cluster(t, "topo")
+		c := condition(sc, sunkv1.ConditionTopologyReady)
+		if c.Reason != slurmcluster.ReasonTopologyUnlabelled || sc.Status.Topology == nil || *sc.Status.Topology != (sunkv1.TopologyStatus{Nodes: 3, UnlabelledNodes: 1}) {
+			return fmt.Errorf("TopologyReady %+v, status %+v", c, sc.Status.Topology)
+		}
+		return nil
+	})
+
+	// Relabelling k8s-c moves gpu-2 under leaf-a, after the settle time.
+	node := &corev1.Node{}
+	if err := h.get(t, "k8s-c", node); err != nil {
+		t.Fatal(err)
+	}
+	node.Labels = map[string]string{spine: "spine-1", leaf: "leaf-a"}
+	if err := h.c.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	relabelled := time.Now()
+	eventually(t, "relabelled topology.conf", func() error {
+		if topo, _ := topologyConf(); !strings.HasSuffix(topo, "SwitchName=leaf-a Nodes=gpu-[0,2]\nSwitchName=leaf-b Nodes=gpu-1\nSwitchName=spine-1-sw Switches=leaf-a,leaf-b\n") {
+			return fmt.Errorf("topology.conf:\n%s", topo)
+		}
+		return nil
+	})
+	if took := time.Since(relabelled); took < slurmcluster.DefaultTopologySettle-time.Second {
+		t.Errorf("the relabel reached topology.conf after %v, before the nodes settled", took)
+	}
+	t.Logf("the relabel reached topology.conf after %v", time.Since(relabelled).Round(100*time.Millisecond))
+	eventually(t, "TopologyReady True", func() error {
+		if c := condition(h.cluster(t, "topo"), sunkv1.ConditionTopologyReady); c.Reason != slurmcluster.ReasonTopologyPlaced {
+			return fmt.Errorf("TopologyReady %+v", c)
+		}
+		return nil
+	})
+}
