@@ -61,12 +61,13 @@ func (l *lifecycle) badSpec(p *Plugin, pod *v1.Pod, err error) {
 	}
 }
 
-// run starts the Slurm informers once the pod informer and the SlurmCluster (its policy) have
-// synced, then reconciles after each job list.
+// run starts the Slurm informers once the pod informer has synced, then reconciles after each
+// job list. The SlurmCluster (the policy) is watched alongside; only new submissions wait for
+// it: pods and jobs are kept together even while it cannot be read.
 func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 	logger := klog.FromContext(ctx).WithName(Name)
 	go p.policy.run(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), podsSynced, p.policy.hasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), podsSynced) {
 		return
 	}
 	go func() { _ = p.nodes.Run(ctx) }()
@@ -86,8 +87,9 @@ func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 			}
 			continue
 		}
-		if firstPasses > 0 {
-			// Pods that were turned away while the lists were loading (twice: see reconcileLive).
+		if firstPasses > 0 && p.policy.hasSynced() {
+			// Pods that were turned away while the lists (and the policy) were loading (twice:
+			// see reconcileLive).
 			p.activate(logger, p.ourPods(func(pod *v1.Pod) bool { return pod.Spec.NodeName == "" && alive(pod) }))
 			firstPasses--
 		}
