@@ -19,7 +19,8 @@ import (
 
 // TestTopologyFromNodeLabels: the operator renders topology.conf from the labels of the
 // Kubernetes nodes the cluster's Ready compute pods run on, reports unlabelled nodes in
-// TopologyReady, and applies a relabel once the nodes have settled.
+// TopologyReady, applies a relabel once the nodes have settled, and writes a scale-up of
+// several pods as one change.
 func TestTopologyFromNodeLabels(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
@@ -34,7 +35,8 @@ func TestTopologyFromNodeLabels(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for pod, node := range map[string]string{"gpu-0": "k8s-a", "gpu-1": "k8s-b", "gpu-2": "k8s-c", "gpu-3": "k8s-a"} {
+	computePod := func(pod, node string, ready bool) {
+		t.Helper()
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: pod, Labels: map[string]string{wellknown.LabelCluster: "topo", wellknown.LabelComponent: wellknown.ComponentCompute}},
 			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "slurmd", Image: "sunk.dev/slurm:24.11-local"}}},
@@ -42,15 +44,19 @@ func TestTopologyFromNodeLabels(t *testing.T) {
 		if err := h.c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		// gpu-3's slurmd is not up yet: Slurm does not know its node, so it stays out.
-		if pod == "gpu-3" {
-			continue
+		if !ready {
+			return
 		}
 		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 		if err := h.c.Status().Update(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
+	computePod("gpu-0", "k8s-a", true)
+	computePod("gpu-1", "k8s-b", true)
+	computePod("gpu-2", "k8s-c", true)
+	// gpu-3's slurmd is not up yet: Slurm does not know its node, so it stays out.
+	computePod("gpu-3", "k8s-a", false)
 	sc := &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "topo"},
 		Spec: sunkv1.SlurmClusterSpec{Image: "sunk.dev/slurm:24.11-local",
@@ -110,4 +116,42 @@ func TestTopologyFromNodeLabels(t *testing.T) {
 		}
 		return nil
 	})
+
+	// A scale-up: four pods turn Ready 1.5 s apart. topology.conf changes once, with all
+	// four, not once per pod (each change would be a reconfigure).
+	seen := map[string]bool{}
+	before, _ := topologyConf()
+	seen[before] = true
+	stop := make(chan struct{})
+	sampled := make(chan []string)
+	go func() {
+		var versions []string
+		for {
+			select {
+			case <-stop:
+				sampled <- versions
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if topo, _ := topologyConf(); topo != "" && !seen[topo] {
+				seen[topo] = true
+				versions = append(versions, topo)
+			}
+		}
+	}()
+	for i := 4; i < 8; i++ {
+		computePod(fmt.Sprintf("gpu-%d", i), "k8s-b", true)
+		time.Sleep(1500 * time.Millisecond)
+	}
+	eventually(t, "the scaled topology.conf", func() error {
+		if topo, _ := topologyConf(); !strings.Contains(topo, "SwitchName=leaf-b Nodes=gpu-[1,4-7]\n") {
+			return fmt.Errorf("topology.conf:\n%s", topo)
+		}
+		return nil
+	})
+	time.Sleep(time.Second)
+	close(stop)
+	if versions := <-sampled; len(versions) != 1 {
+		t.Errorf("a scale-up of four pods wrote topology.conf %d times:\n%s", len(versions), strings.Join(versions, "--\n"))
+	}
 }
