@@ -29,6 +29,8 @@ type Topology struct {
 	Nodes, Unlabelled, Excluded int
 	// Problems say what was left out and why, for the TopologyReady condition.
 	Problems []string
+	// Renamed are the label values written under another name ('"a b" as a_b').
+	Renamed []string
 }
 
 // UnknownTopologyName is the switch or block of nodes whose labels say nothing.
@@ -160,7 +162,7 @@ func renderTree(keys []string, nodes []TopologyNode) (*Topology, error) {
 	})
 	var b strings.Builder
 	b.WriteString(topologyHeader("tree", keys))
-	t := &Topology{Plugin: "topology/tree", Nodes: len(nodes), Unlabelled: len(unknown)}
+	t := &Topology{Plugin: "topology/tree", Nodes: len(nodes), Unlabelled: len(unknown), Renamed: renamed(values, names, "-sw")}
 	for _, id := range ids {
 		sw := switches[id]
 		if sw.level == 0 {
@@ -241,7 +243,7 @@ func renderBlocks(spec *sunkv1.BlockTopology, nodes []TopologyNode) (*Topology, 
 			sizes = append(sizes, base*f)
 		}
 	}
-	t := &Topology{Plugin: "topology/block", Unlabelled: len(unknown)}
+	t := &Topology{Plugin: "topology/block", Unlabelled: len(unknown), Renamed: renamed(values, names, "-blk")}
 	var b strings.Builder
 	b.WriteString(topologyHeader("block", []string{key}))
 	var body strings.Builder

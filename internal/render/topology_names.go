@@ -3,6 +3,7 @@ package render
 import (
 	"crypto/sha256"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -77,4 +78,18 @@ func letterHash(s string) string {
 
 func isAlnum(c byte) bool {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}
+
+// renamed lists the values whose name is more than the value itself (with the suffix for a
+// trailing digit): characters replaced, cut, or a hash against a collision. The condition
+// reports them, so that an admin can find a switch by its label value.
+func renamed(values, names map[string]string, suffix string) []string {
+	var out []string
+	for id, v := range values {
+		if n := names[id]; n != v && n != v+suffix {
+			out = append(out, fmt.Sprintf("%q as %s", v, n))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -157,6 +157,23 @@ func TestTopologyNames(t *testing.T) {
 	}
 }
 
+func TestTopologyRenamedValues(t *testing.T) {
+	nodes := []TopologyNode{
+		{Name: "a-0", Labels: map[string]string{"rack": "r 1"}},
+		{Name: "a-1", Labels: map[string]string{"rack": "r7"}},
+		{Name: "a-2", Labels: map[string]string{"rack": "unknown"}},
+	}
+	topo, err := RenderTopology(&sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{LabelKeys: []string{"rack"}}}, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// r7 only gained the suffix for its trailing digit: not worth a word.
+	want := []string{`"r 1" as r_1-sw`, `"unknown" as unknown-` + letterHash("0\x00unknown")}
+	if strings.Join(topo.Renamed, "|") != strings.Join(want, "|") {
+		t.Errorf("renamed %q, want %q", topo.Renamed, want)
+	}
+}
+
 func TestTopologyCounts(t *testing.T) {
 	tree := &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{Preset: sunkv1.PresetAWS}}
 	block := func(sizes ...int32) *sunkv1.TopologySpec {

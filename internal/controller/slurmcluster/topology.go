@@ -119,6 +119,13 @@ func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n re
 	}
 	st.topology = &sunkv1.TopologyStatus{Nodes: int32(desired.Nodes), UnlabelledNodes: int32(desired.Unlabelled), ExcludedNodes: int32(desired.Excluded)}
 	msg := fmt.Sprintf("%d compute nodes in %s", desired.Nodes, desired.Plugin)
+	if r := desired.Renamed; len(r) > 0 {
+		more := ""
+		if len(r) > 3 {
+			r, more = r[:3], fmt.Sprintf(" and %d more", len(r)-3)
+		}
+		msg += fmt.Sprintf(" (label values renamed for Slurm: %s%s)", strings.Join(r, ", "), more)
+	}
 	switch {
 	case desired.Excluded > 0:
 		st.set(sunkv1.ConditionTopologyReady, false, ReasonTopologyLeftOut, msg+"; "+strings.Join(desired.Problems, "; "))
