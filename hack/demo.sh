@@ -36,7 +36,7 @@ phase() {
   phases+=("$(printf '%-34s %4ss' "$desc" $(( $(date +%s) - t )))")
 }
 
-login() { kubectl -n "$NS" exec "deploy/$NAME-login" -c login -- "$@"; }
+login() { kubectl -n "$NS" exec "$NAME-login-0" -c login -- "$@"; }
 
 # status: one line on how far the cluster got; true once every part is ready.
 status() {
@@ -118,7 +118,7 @@ cat <<MSG
 
 Your Slurm cluster "$NAME" runs in namespace $NS. Next:
   export KUBECONFIG=$KUBECONFIG PATH=$SUNK_BIN:\$PATH
-  kubectl -n $NS exec -it deploy/$NAME-login -c login -- bash     # a shell: sinfo, sbatch, srun, squeue
+  kubectl -n $NS exec -it $NAME-login-0 -c login -- bash     # a shell: sinfo, sbatch, srun, squeue
   helm -n $NS upgrade $NAME charts/slurm --reuse-values --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=5"   # scale it (Helm replaces the whole list entry)
 Tear down:
   make demo-down

@@ -60,6 +60,8 @@ type Names struct {
 	AuthSecret, JWTSecret, SlurmdbdSecret, DatabaseSecret string
 	Config, Scripts, LoginServices                        string
 	Controller, RestAPI, Accounting, Database, Login      string
+	// LoginHosts is the login pods' headless Service: it makes each login pod's hostname a DNS name.
+	LoginHosts string
 }
 
 // NamesFor derives the object names of a SlurmCluster.
@@ -74,7 +76,7 @@ func NamesFor(sc *sunkv1.SlurmCluster, clusterDomain string) Names {
 		SlurmdbdSecret: n + "-slurmdbd", DatabaseSecret: n + "-database",
 		Config: n + "-config", Scripts: n + "-scripts", LoginServices: n + "-login-services",
 		Controller: n + "-controller", RestAPI: n + "-restapi", Accounting: n + "-accounting",
-		Database: n + "-database", Login: n + "-login",
+		Database: n + "-database", Login: n + "-login", LoginHosts: n + "-login-hosts",
 	}
 }
 

@@ -35,6 +35,7 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 		// slurmctld saves its state on SIGTERM; give it time for a large queue.
 		TerminationGracePeriodSeconds: ptr.To(int64(120)),
 		Volumes:                       []corev1.Volume{configMapVolume("config", n.Config, 0o444), KeysVolume(n, true)},
+		DNSConfig:                     loginHostsSearch(n),
 	}
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: meta(n, n.Controller, wellknown.ComponentController),
@@ -195,9 +196,28 @@ func LoginService(sc *sunkv1.SlurmCluster, n Names) *corev1.Service {
 // SSHEnabled says whether login pods run sshd.
 func SSHEnabled(sc *sunkv1.SlurmCluster) bool { return ptr.Deref(sc.Spec.Login.SSH.Enabled, true) }
 
-// LoginDeployment runs the login pods: sackd (configless, so sbatch and friends find the
-// controller), sshd, optional SSSD and the user's s6 services, supervised by s6.
-func LoginDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Deployment {
+// LoginHostsService is the login pods' headless Service. srun tells slurmctld its short
+// hostname (src/srun/launch.c: step_req->host = xshort_hostname()), and slurmctld resolves it
+// whenever it messages srun about a step (src/stepmgr/srun_comm.c _srun_set_addr), holding its
+// job and node locks. A Deployment's pod names resolve nowhere, and Debian's Slurm retries a
+// failed getaddrinfo ten times a second apart: every `srun` from a login pod took 10 s and
+// stalled every other RPC, GET /nodes included, for as long. With this Service and the
+// StatefulSet's stable hostnames, "<login>-0" resolves through the search domain slurmctld's
+// pods get (loginHostsSearch).
+func LoginHostsService(n Names) *corev1.Service {
+	return headlessService(n, n.LoginHosts, wellknown.ComponentLogin, SSHPort)
+}
+
+// loginHostsSearch adds the login pods' domain to a pod's DNS search list, so that a login
+// pod's short hostname, as srun reports it, resolves there.
+func loginHostsSearch(n Names) *corev1.PodDNSConfig {
+	return &corev1.PodDNSConfig{Searches: []string{n.ServiceHost(n.LoginHosts)}}
+}
+
+// LoginStatefulSet runs the login pods: sackd (configless, so sbatch and friends find the
+// controller), sshd, optional SSSD and the user's s6 services, supervised by s6. A StatefulSet,
+// not a Deployment, for the stable hostnames srun needs (LoginHostsService).
+func LoginStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.StatefulSet {
 	l := sc.Spec.Login
 	c := slurmContainer(sc, "login", l.Image, l.Resources)
 	c.Env = []corev1.EnvVar{{Name: "SLURM_CONF_SERVER", Value: n.ConfServer(Controllers(sc))}}
@@ -231,12 +251,14 @@ func LoginDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Depl
 		AutomountServiceAccountToken: ptr.To(false),
 		Volumes:                      vols,
 	}
-	return &appsv1.Deployment{
+	return &appsv1.StatefulSet{
 		ObjectMeta: meta(n, n.Login, wellknown.ComponentLogin),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(ptr.Deref(l.Replicas, 1)),
-			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(n, wellknown.ComponentLogin)},
-			Template: podTemplate(n, wellknown.ComponentLogin, S6ServicesHash(l.Services), pod),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(ptr.Deref(l.Replicas, 1)),
+			ServiceName:         n.LoginHosts,
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: SelectorLabels(n, wellknown.ComponentLogin)},
+			Template:            podTemplate(n, wellknown.ComponentLogin, S6ServicesHash(l.Services), pod),
 		},
 	}
 }

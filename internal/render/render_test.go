@@ -111,7 +111,7 @@ func TestObjectsGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		objs := []any{ControllerService(n), ControllerStatefulSet(sc, n, c), RestAPIService(n), RestAPIDeployment(sc, n, c),
-			LoginService(sc, n), LoginDeployment(sc, n, c), S6ServicesConfigMap(n, n.LoginServices, wellknown.ComponentLogin, sc.Spec.Login.Services)}
+			LoginService(sc, n), LoginHostsService(n), LoginStatefulSet(sc, n, c), S6ServicesConfigMap(n, n.LoginServices, wellknown.ComponentLogin, sc.Spec.Login.Services)}
 		if sc.Spec.Controller.Backup {
 			objs = append(objs, SharedStateClaim(sc, n))
 		}

@@ -263,6 +263,15 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("srun: %v\n%s", err, out)
 	}
+	// slurmctld messages srun at the short hostname srun reports, with its locks held; a name it
+	// cannot resolve cost every srun from a login pod 10 s and stalled every other RPC as long.
+	loginHost, err := e.sh(t, login, "login", "hostname -s")
+	if err != nil {
+		t.Fatalf("hostname in the login pod: %v\n%s", err, loginHost)
+	}
+	if out, err := e.sh(t, "e2e-controller-0", "slurmctld", "getent hosts "+strings.TrimSpace(loginHost)); err != nil {
+		t.Fatalf("slurmctld's pod cannot resolve the login pod's hostname %q, as srun reports it: %v\n%s", strings.TrimSpace(loginHost), err, out)
+	}
 	m := regexp.MustCompile(`job=(\d+)\s+prolog ran for job (\d+)`).FindStringSubmatch(out)
 	if m == nil || m[1] != m[2] {
 		t.Fatalf("the job did not see its prolog's marker:\n%s", out)

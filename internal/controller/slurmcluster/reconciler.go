@@ -188,7 +188,11 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 		render.ControllerService(n), render.ControllerStatefulSet(sc, n, cfg),
 		render.RestAPIService(n), render.RestAPIDeployment(sc, n, cfg),
 		render.S6ServicesConfigMap(n, n.LoginServices, wellknown.ComponentLogin, sc.Spec.Login.Services),
-		render.LoginDeployment(sc, n, cfg),
+		render.LoginHostsService(n), render.LoginStatefulSet(sc, n, cfg),
+	}
+	// Login pods ran as a Deployment before they needed stable hostnames (render.LoginHostsService).
+	if err := r.deleteIfOwned(ctx, sc, &appsv1.Deployment{}, n.Login); err != nil {
+		return err
 	}
 	if sc.Spec.Controller.Backup {
 		objs = append([]client.Object{render.SharedStateClaim(sc, n)}, objs...)

@@ -68,17 +68,17 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmClust
 	if err := r.get(ctx, n, n.RestAPI, rest); err != nil {
 		return err
 	}
-	r.deploymentCondition(st, sunkv1.ConditionRestAPIReady, "slurmrestd", rest, 1)
+	availableCondition(st, sunkv1.ConditionRestAPIReady, "slurmrestd", rest.Status.AvailableReplicas, 1)
 	st.endpoints.RestAPI = fmt.Sprintf("http://%s:%d", n.ServiceHost(n.RestAPI), render.SlurmrestdPort)
 
-	login := &appsv1.Deployment{}
+	login := &appsv1.StatefulSet{}
 	if err := r.get(ctx, n, n.Login, login); err != nil {
 		return err
 	}
 	if want := ptr.Deref(sc.Spec.Login.Replicas, 1); want == 0 {
 		st.set(sunkv1.ConditionLoginReady, true, ReasonDisabled, "spec.login.replicas is 0")
 	} else {
-		r.deploymentCondition(st, sunkv1.ConditionLoginReady, "login", login, want)
+		availableCondition(st, sunkv1.ConditionLoginReady, "login", login.Status.AvailableReplicas, want)
 	}
 	st.endpoints.Login = ""
 	if render.SSHEnabled(sc) {
@@ -121,9 +121,10 @@ func (r *Reconciler) get(ctx context.Context, n render.Names, name string, o cli
 	return client.IgnoreNotFound(r.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: name}, o))
 }
 
-func (r *Reconciler) deploymentCondition(st *status, typ, what string, d *appsv1.Deployment, want int32) {
-	if d.Status.AvailableReplicas >= 1 {
-		st.set(typ, true, ReasonReady, fmt.Sprintf("%d of %d %s pods available", d.Status.AvailableReplicas, want, what))
+// availableCondition: a workload serves once one of its pods is available.
+func availableCondition(st *status, typ, what string, available, want int32) {
+	if available >= 1 {
+		st.set(typ, true, ReasonReady, fmt.Sprintf("%d of %d %s pods available", available, want, what))
 		return
 	}
 	st.set(typ, false, ReasonNotReady, fmt.Sprintf("0 of %d %s pods available", want, what))

@@ -90,7 +90,7 @@ func TestSlurmClusterObjectsKeysAndConditions(t *testing.T) {
 		name string
 		obj  client.Object
 	}{{"c1-controller", &appsv1.StatefulSet{}}, {"c1-controller", &corev1.Service{}}, {"c1-restapi", &appsv1.Deployment{}},
-		{"c1-restapi", &corev1.Service{}}, {"c1-login", &appsv1.Deployment{}}, {"c1-login", &corev1.Service{}},
+		{"c1-restapi", &corev1.Service{}}, {"c1-login", &appsv1.StatefulSet{}}, {"c1-login", &corev1.Service{}}, {"c1-login-hosts", &corev1.Service{}},
 		{"c1-accounting", &appsv1.StatefulSet{}}, {"c1-database", &appsv1.StatefulSet{}}, {"c1-database", &corev1.Service{}}} {
 		eventually(t, fmt.Sprintf("%T %s", o.obj, o.name), func() error { return h.get(t, o.name, o.obj) })
 	}
