@@ -86,3 +86,36 @@ func mergeMaps(a, b map[string]string) map[string]string {
 	}
 	return out
 }
+
+// ensureRetained creates an object that outlives the cluster (state and keys) when it is
+// absent, without an owner reference, and never changes an existing one but to release it.
+func (r *Reconciler) ensureRetained(ctx context.Context, sc *sunkv1.SlurmCluster, desired client.Object) error {
+	existing := desired.DeepCopyObject().(client.Object)
+	err := r.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	if apierrors.IsNotFound(err) {
+		if err := r.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T %s: %w", desired, desired.GetName(), err)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return r.release(ctx, sc, existing)
+}
+
+// release drops the cluster's owner reference from an object that must outlive it; clusters
+// made before sunk retained their keys and state claim own them.
+func (r *Reconciler) release(ctx context.Context, sc *sunkv1.SlurmCluster, o client.Object) error {
+	if !metav1.IsControlledBy(o, sc) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(o.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	if err := controllerutil.RemoveControllerReference(sc, o, r.Scheme); err != nil {
+		return err
+	}
+	if err := r.Patch(ctx, o, patch); err != nil {
+		return fmt.Errorf("releasing %T %s from SlurmCluster %s: %w", o, o.GetName(), sc.Name, err)
+	}
+	return nil
+}

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
@@ -53,14 +52,17 @@ func (r *Reconciler) ensureKeys(ctx context.Context, sc *sunkv1.SlurmCluster, n 
 }
 
 // ensureSecretKey returns the key of a Secret, creating the Secret with generate() when it
-// does not exist; nil when the Secret exists without the key.
+// does not exist; nil when the Secret exists without the key. The Secret is retained: no owner
+// reference, so that an accidental `kubectl delete slurmcluster` leaves the keys the surviving
+// compute pods and the saved job state need, and a SlurmCluster re-created under the same name
+// takes them up again (docs/slurmcluster.md, "Deleting a cluster").
 func (r *Reconciler) ensureSecretKey(ctx context.Context, sc *sunkv1.SlurmCluster, name, key string, generate func() ([]byte, error)) ([]byte, error) {
 	s := &corev1.Secret{}
 	// An admin may have made the Secret (to keep a key across clusters): it is not labelled,
 	// so not in the cache.
 	err := r.notOnlyOwned().Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: name}, s)
 	if err == nil {
-		return s.Data[key], nil
+		return s.Data[key], r.release(ctx, sc, s)
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, err
@@ -73,9 +75,6 @@ func (r *Reconciler) ensureSecretKey(ctx context.Context, sc *sunkv1.SlurmCluste
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sc.Namespace, Labels: map[string]string{wellknown.LabelCluster: sc.Name}},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{key: data},
-	}
-	if err := controllerutil.SetControllerReference(sc, s, r.Scheme); err != nil {
-		return nil, err
 	}
 	if err := r.Create(ctx, s); err != nil {
 		return nil, err

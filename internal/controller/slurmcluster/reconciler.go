@@ -111,8 +111,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !sc.DeletionTimestamp.IsZero() {
 		r.Slurm.Forget(req.NamespacedName)
-		// Owner references remove everything but the state and database claims, which
-		// outlive the cluster on purpose: they hold the jobs and the accounting.
+		// Owner references remove everything but the keys, the database password and the
+		// state and database claims, which outlive the cluster on purpose: they hold the jobs
+		// and the accounting, and the keys let surviving pods and a re-created cluster in.
 		return ctrl.Result{}, nil
 	}
 	st := newStatus(sc)
@@ -195,7 +196,9 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 		return err
 	}
 	if sc.Spec.Controller.Backup {
-		objs = append([]client.Object{render.SharedStateClaim(sc, n)}, objs...)
+		if err := r.ensureRetained(ctx, sc, render.SharedStateClaim(sc, n)); err != nil {
+			return err
+		}
 	}
 	if render.SSHEnabled(sc) {
 		objs = append(objs, render.LoginService(sc, n))

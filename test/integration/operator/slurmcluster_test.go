@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
@@ -76,9 +77,27 @@ func TestSlurmClusterObjectsKeysAndConditions(t *testing.T) {
 		}
 		return nil
 	})
-	if len(auth.Data["slurm.key"]) != 1024 || !metav1.IsControlledBy(&auth, h.cluster(t, "c1")) {
-		t.Errorf("auth key: %d bytes, owners %v", len(auth.Data["slurm.key"]), auth.OwnerReferences)
+	// Keys outlive the cluster: no owner reference, so deleting the SlurmCluster leaves them.
+	if len(auth.Data["slurm.key"]) != 1024 || len(auth.OwnerReferences) != 0 || auth.Labels["sunk.dev/cluster"] != "c1" {
+		t.Errorf("auth key: %d bytes, owners %v, labels %v", len(auth.Data["slurm.key"]), auth.OwnerReferences, auth.Labels)
 	}
+	// A key Secret the cluster owns (made before keys were retained) is released.
+	owned := auth.DeepCopy()
+	if err := controllerutil.SetControllerReference(h.cluster(t, "c1"), owned, h.c.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Update(ctx, owned); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the owned auth key released", func() error {
+		if err := h.get(t, "c1-auth-key", &auth); err != nil {
+			return err
+		}
+		if len(auth.OwnerReferences) != 0 {
+			return fmt.Errorf("owners %v", auth.OwnerReferences)
+		}
+		return nil
+	})
 	if string(jwt.Data["jwt.key"]) != string(ownJWT) {
 		t.Error("the existing JWT key was replaced")
 	}
