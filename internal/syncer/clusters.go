@@ -12,12 +12,14 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Reasons of the SlurmCluster condition NodesSynced.
@@ -116,7 +118,9 @@ func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	sc := &sunkv1.SlurmCluster{}
-	if err := c.Client.Get(ctx, key, sc); err != nil || !sc.DeletionTimestamp.IsZero() {
+	// A cluster being deleted is synced while it waits for its NodeSets' jobs
+	// (FinalizerClusterDrain): their pods still need their nodes drained and released.
+	if err := c.Client.Get(ctx, key, sc); err != nil || (!sc.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(sc, wellknown.FinalizerClusterDrain)) {
 		if err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}

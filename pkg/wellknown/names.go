@@ -52,8 +52,12 @@ const (
 	// (drain, wait for the jobs, delete), like a scale-in to zero.
 	FinalizerNodeSetDrain = "sunk.dev/drain-before-delete"
 	// AnnotationForceDelete ("true") on a NodeSet being deleted drops FinalizerNodeSetDrain
-	// at once: its pods go with it, running jobs or not. The way out when Slurm is gone.
+	// at once: its pods go with it, running jobs or not. The way out when Slurm is gone. On a
+	// SlurmCluster being deleted it drops FinalizerClusterDrain, and its NodeSets follow.
 	AnnotationForceDelete = "sunk.dev/force-delete"
+	// FinalizerClusterDrain holds a deleted SlurmCluster, and with it slurmctld, until its
+	// NodeSets are gone the protected way: it deletes them, they drain and wait for their jobs.
+	FinalizerClusterDrain = "sunk.dev/drain-nodesets"
 )
 
 // LabelDatabasePassword marks a Secret an admin allows as an external accounting database's

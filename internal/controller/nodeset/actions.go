@@ -262,7 +262,7 @@ func (r *Reconciler) releaseOrphans(ctx context.Context, namespace, name string)
 		sc := &sunkv1.SlurmCluster{}
 		err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: cluster}, sc)
 		switch {
-		case apierrors.IsNotFound(err) || (err == nil && !sc.DeletionTimestamp.IsZero()):
+		case apierrors.IsNotFound(err) || (err == nil && clusterGoing(sc)):
 			// The Slurm cluster goes too: nothing to remove the record from.
 			if err := removeFinalizer(ctx, r.Client, p); err != nil {
 				return ctrl.Result{}, err

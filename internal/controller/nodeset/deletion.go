@@ -38,8 +38,8 @@ func (r *Reconciler) addFinalizer(ctx context.Context, ns *sunkv1.NodeSet) (bool
 
 // finalize runs a deleted NodeSet's scale-in to zero: every pod is drained (`k8s: nodeset
 // deleted`), waits for its jobs and goes; the finalizer goes with the last pod. It lets go at
-// once when there is no Slurm to wait on (the SlurmCluster or the namespace is being deleted:
-// slurmctld goes with them) or when a person asks (AnnotationForceDelete).
+// once when there is no Slurm to wait on (the namespace is being deleted, or the SlurmCluster
+// without FinalizerClusterDrain holding slurmctld) or when a person asks (AnnotationForceDelete).
 func (r *Reconciler) finalize(ctx context.Context, ns *sunkv1.NodeSet) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(ns, wellknown.FinalizerNodeSetDrain) {
 		return r.releaseOrphans(ctx, ns.Namespace, ns.Name)
@@ -88,8 +88,8 @@ func (r *Reconciler) letGoAtOnce(ctx context.Context, ns *sunkv1.NodeSet) (strin
 		return fmt.Sprintf("SlurmCluster %s does not exist: no Slurm to wait on", ns.Spec.ClusterRef), true, nil
 	case err != nil:
 		return "", false, err
-	case !sc.DeletionTimestamp.IsZero():
-		return fmt.Sprintf("SlurmCluster %s is being deleted: no Slurm to wait on", ns.Spec.ClusterRef), true, nil
+	case clusterGoing(sc):
+		return fmt.Sprintf("SlurmCluster %s is being deleted without waiting for its jobs: no Slurm to wait on", ns.Spec.ClusterRef), true, nil
 	}
 	return "", false, nil
 }
@@ -101,4 +101,12 @@ func (r *Reconciler) dropFinalizer(ctx context.Context, ns *sunkv1.NodeSet) erro
 		return fmt.Errorf("removing finalizer %s: %w", wellknown.FinalizerNodeSetDrain, err)
 	}
 	return nil
+}
+
+// clusterGoing says a SlurmCluster is being deleted without holding slurmctld for its
+// NodeSets: a cluster being deleted keeps its daemons until its NodeSets are gone
+// (FinalizerClusterDrain) unless a person forced it, or an operator older than that finalizer
+// let it go. Then there is no Slurm to wait on or to remove records from.
+func clusterGoing(sc *sunkv1.SlurmCluster) bool {
+	return !sc.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(sc, wellknown.FinalizerClusterDrain)
 }

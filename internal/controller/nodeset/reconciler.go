@@ -158,7 +158,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		st.set(sunkv1.ConditionReady, false, ReasonClusterNotFound, fmt.Sprintf("SlurmCluster %s does not exist", ns.Spec.ClusterRef))
 		return ctrl.Result{}, nil
 	}
-	if !sc.DeletionTimestamp.IsZero() {
+	if clusterGoing(sc) {
 		st.set(sunkv1.ConditionReady, false, ReasonClusterNotFound, fmt.Sprintf("SlurmCluster %s is being deleted", ns.Spec.ClusterRef))
 		return ctrl.Result{}, nil
 	}

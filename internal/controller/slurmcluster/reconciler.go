@@ -97,7 +97,7 @@ const pollWhileConverging = 3 * time.Second
 // the new configuration is visible nowhere else (docs/security.md).
 // +kubebuilder:rbac:groups="",resources=pods/exec,verbs=get;create
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile walks the steps in order; each returns early when it cannot go on.
@@ -110,11 +110,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !sc.DeletionTimestamp.IsZero() {
-		r.Slurm.Forget(req.NamespacedName)
-		// Owner references remove everything but the keys, the database password and the
-		// state and database claims, which outlive the cluster on purpose: they hold the jobs
-		// and the accounting, and the keys let surviving pods and a re-created cluster in.
-		return ctrl.Result{}, nil
+		// Once finalize lets go, owner references remove everything but the keys, the
+		// database password and the state and database claims, which outlive the cluster on
+		// purpose: they hold the jobs and the accounting, and the keys let surviving pods and
+		// a re-created cluster in.
+		return r.finalize(ctx, sc)
+	}
+	if wrote, err := r.addFinalizer(ctx, sc); err != nil || wrote {
+		return kube.QuietConflict(ctrl.Result{}, err) // a written finalizer brings the next event
 	}
 	st := newStatus(sc)
 	result, err := r.reconcile(ctx, sc, st)
@@ -351,6 +354,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []ctrl.Request {
 				return r.clustersReferencing(ctx, o)
 			}))).
+		Watches(&sunkv1.NodeSet{}, handler.EnqueueRequestsFromMapFunc(clusterOfNodeSet), builder.WithPredicates(deleteEventsOnly)).
 		Complete(r)
 }
 

@@ -1,0 +1,157 @@
+package slurmcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// Reasons of the deletion's events.
+const (
+	ReasonDeletingNodeSets = "DeletingNodeSets"
+	ReasonForceDeleted     = "ForceDeleted"
+	ReasonReleased         = "Released"
+)
+
+// +kubebuilder:rbac:groups=sunk.dev,resources=nodesets,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters,verbs=patch
+// +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters/finalizers,verbs=update
+
+// addFinalizer puts FinalizerClusterDrain on a live SlurmCluster; it reports whether it wrote.
+func (r *Reconciler) addFinalizer(ctx context.Context, sc *sunkv1.SlurmCluster) (bool, error) {
+	if controllerutil.ContainsFinalizer(sc, wellknown.FinalizerClusterDrain) {
+		return false, nil
+	}
+	patch := client.MergeFromWithOptions(sc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(sc, wellknown.FinalizerClusterDrain)
+	if err := r.Patch(ctx, sc, patch); err != nil {
+		return false, fmt.Errorf("adding finalizer %s: %w", wellknown.FinalizerClusterDrain, err)
+	}
+	return true, nil
+}
+
+// finalize holds a deleted SlurmCluster, slurmctld and all, while its NodeSets go the way a
+// deleted NodeSet goes (drain, wait for the jobs, then the pods): it deletes them and waits.
+// The owner references take the daemons only once the finalizer is gone. It lets go at once
+// when the namespace is being deleted (everything goes with it) or a person asks
+// (AnnotationForceDelete, which the NodeSets then follow).
+func (r *Reconciler) finalize(ctx context.Context, sc *sunkv1.SlurmCluster) (ctrl.Result, error) {
+	key := types.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
+	if !controllerutil.ContainsFinalizer(sc, wellknown.FinalizerClusterDrain) {
+		r.Slurm.Forget(key)
+		return ctrl.Result{}, nil
+	}
+	if why, now, err := r.letGoAtOnce(ctx, sc); err != nil {
+		return ctrl.Result{}, err
+	} else if now {
+		typ, reason := corev1.EventTypeNormal, ReasonReleased
+		if sc.Annotations[wellknown.AnnotationForceDelete] == "true" {
+			typ, reason = corev1.EventTypeWarning, ReasonForceDeleted
+		}
+		r.event(sc, typ, reason, why)
+		return ctrl.Result{}, r.dropFinalizer(ctx, sc)
+	}
+	left, deleted, err := r.deleteNodeSets(ctx, sc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(deleted) > 0 {
+		r.event(sc, corev1.EventTypeNormal, ReasonDeletingNodeSets, fmt.Sprintf(
+			"deleting NodeSets %s: their nodes drain and their pods go once their jobs are done; slurmctld stays until then (annotate %s=true to stop waiting)",
+			strings.Join(deleted, ", "), wellknown.AnnotationForceDelete))
+	}
+	if len(left) > 0 {
+		// The NodeSet watch wakes the cluster when one goes; the requeue is a backstop.
+		return ctrl.Result{RequeueAfter: pollWhileDraining}, nil
+	}
+	r.event(sc, corev1.EventTypeNormal, ReasonReleased, "every NodeSet is gone after its jobs: releasing the SlurmCluster")
+	if err := r.dropFinalizer(ctx, sc); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Slurm.Forget(key)
+	return ctrl.Result{}, nil
+}
+
+// pollWhileDraining backs up the NodeSet watch while a deleted cluster waits for its NodeSets.
+const pollWhileDraining = 30 * time.Second
+
+// deleteNodeSets deletes the cluster's NodeSets that are not being deleted yet; it returns
+// every NodeSet still there and the names of those it deleted now.
+func (r *Reconciler) deleteNodeSets(ctx context.Context, sc *sunkv1.SlurmCluster) (left, deleted []string, err error) {
+	var list sunkv1.NodeSetList
+	if err := r.List(ctx, &list, client.InNamespace(sc.Namespace)); err != nil {
+		return nil, nil, err
+	}
+	for i := range list.Items {
+		ns := &list.Items[i]
+		if ns.Spec.ClusterRef != sc.Name {
+			continue
+		}
+		left = append(left, ns.Name)
+		if !ns.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("deleting NodeSet %s: %w", ns.Name, err)
+		}
+		deleted = append(deleted, ns.Name)
+	}
+	slices.Sort(deleted)
+	return left, deleted, nil
+}
+
+// letGoAtOnce says whether the finalizer goes without waiting, and why.
+func (r *Reconciler) letGoAtOnce(ctx context.Context, sc *sunkv1.SlurmCluster) (string, bool, error) {
+	if sc.Annotations[wellknown.AnnotationForceDelete] == "true" {
+		return fmt.Sprintf("%s=true: the daemons go now; NodeSets being deleted stop waiting for their jobs", wellknown.AnnotationForceDelete), true, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: sc.Namespace}, ns); err != nil {
+		return "", false, client.IgnoreNotFound(err)
+	}
+	if !ns.DeletionTimestamp.IsZero() {
+		return "the namespace is being deleted, every pod with it: nothing to wait for", true, nil
+	}
+	return "", false, nil
+}
+
+func (r *Reconciler) dropFinalizer(ctx context.Context, sc *sunkv1.SlurmCluster) error {
+	patch := client.MergeFromWithOptions(sc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(sc, wellknown.FinalizerClusterDrain)
+	if err := r.Patch(ctx, sc, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer %s: %w", wellknown.FinalizerClusterDrain, err)
+	}
+	return nil
+}
+
+// clusterOfNodeSet wakes a cluster when one of its NodeSets goes (deleteEventsOnly), which is what a
+// deleted cluster waits for.
+func clusterOfNodeSet(_ context.Context, o client.Object) []ctrl.Request {
+	ns, ok := o.(*sunkv1.NodeSet)
+	if !ok {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: ns.Namespace, Name: ns.Spec.ClusterRef}}}
+}
+
+// deleteEventsOnly: a NodeSet's other changes say nothing a cluster's reconcile needs.
+var deleteEventsOnly = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
