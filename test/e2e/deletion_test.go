@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/controller/nodeset"
+	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -124,4 +126,93 @@ func TestDeletingANodeSetWaitsForItsJobs(t *testing.T) {
 	if out, err := e.sh(t, login, "login", "scontrol -o show job "+forced); err != nil || strings.Contains(out, "JobState=COMPLETED") {
 		t.Errorf("the forced NodeSet's job: %v %s (its 600 s job cannot have completed)", err, out)
 	}
+}
+
+// TestDeletingASlurmClusterWaitsForItsJobs deletes a SlurmCluster whose node runs a job: the
+// cluster deletes its NodeSet and stays, slurmctld with it, until the job has ended COMPLETED
+// and the pods are gone. Its keys and saved state outlive it: the cluster created again under
+// the same name has the same key and goes on numbering jobs where the old one stopped.
+func TestDeletingASlurmClusterWaitsForItsJobs(t *testing.T) {
+	e := startOperator(t)
+	ctx := context.Background()
+	newCluster := func() *sunkv1.SlurmCluster {
+		return &sunkv1.SlurmCluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gone"},
+			Spec:       sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever},
+		}
+	}
+	e.createReady(t, newCluster())
+	login := e.podOf(t, "gone", wellknown.ComponentLogin).Name
+	ns := e.createReplicas(t, "gone", "work", 1)
+	poll(t, 4*time.Minute, "work-0 idle", func() error {
+		nodes, err := e.slurmNodes(t, login)
+		if err != nil || nodes["work-0"] != "idle" {
+			return fmt.Errorf("sinfo: %v %v", nodes, err)
+		}
+		return nil
+	})
+	key := &corev1.Secret{}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "gone-auth-key"}, key); err != nil {
+		t.Fatal(err)
+	}
+
+	job := e.sbatch(t, login, "-w work-0 -J busy --wrap 'sleep 30'")
+	sc := &sunkv1.SlurmCluster{}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "gone"}, sc); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Delete(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, time.Minute, "the NodeSet deleted, the cluster held", func() error {
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(ns), ns); err != nil {
+			return err
+		}
+		if ns.DeletionTimestamp.IsZero() {
+			return fmt.Errorf("NodeSet work not deleted")
+		}
+		return e.c.Get(ctx, client.ObjectKeyFromObject(sc), sc)
+	})
+	if out, err := e.sh(t, login, "login", "squeue -h -j "+job+" -o %T"); err != nil || strings.TrimSpace(out) != "RUNNING" {
+		t.Fatalf("the job is %q (%v) while the cluster is being deleted, want RUNNING", out, err)
+	}
+	state, exit, _ := e.jobEnd(t, login, job, 2*time.Minute)
+	if state != "COMPLETED" || exit != "0:0" {
+		t.Fatalf("the job ended %s with exit %s: the deletion killed it", state, exit)
+	}
+	poll(t, 3*time.Minute, "the NodeSet and the cluster gone", func() error {
+		for _, o := range []client.Object{&sunkv1.NodeSet{ObjectMeta: ns.ObjectMeta}, &sunkv1.SlurmCluster{ObjectMeta: sc.ObjectMeta}} {
+			if err := e.c.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%T %s still there (%v)", o, o.GetName(), err)
+			}
+		}
+		return nil
+	})
+
+	// Created again: the retained key and state claim are taken up.
+	e.createReady(t, newCluster())
+	again := &corev1.Secret{}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "gone-auth-key"}, again); err != nil {
+		t.Fatal(err)
+	}
+	if again.UID != key.UID || string(again.Data[render.AuthKeyName]) != string(key.Data[render.AuthKeyName]) {
+		t.Errorf("the auth key was replaced across the delete (uid %s -> %s)", key.UID, again.UID)
+	}
+	login = e.podOf(t, "gone", wellknown.ComponentLogin).Name
+	out, err := e.sh(t, login, "login", "sbatch --parsable --hold --wrap true")
+	if err != nil {
+		t.Fatalf("sbatch after re-creation: %v\n%s", err, out)
+	}
+	if next, old := atoi(t, out), atoi(t, job); next <= old {
+		t.Errorf("the re-created cluster numbered a job %d after the old cluster's %d: its saved state was lost", next, old)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		t.Fatalf("not a job id: %q", s)
+	}
+	return n
 }
