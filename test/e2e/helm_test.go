@@ -324,8 +324,8 @@ func (h *helmEnv) uninstall(t *testing.T) {
 	if len(ours) < 2 { // the shared volume and slurmctld's state
 		t.Errorf("volumes of %s before uninstalling: %v, want the shared and the state volume", h.ns, ours)
 	}
-	// Without --wait: the SlurmCluster and the NodeSet go at once, and a compute pod waits for
-	// Slurm (its finalizer) until the namespace's deletion releases it.
+	// Without --wait: the SlurmCluster holds slurmctld while its NodeSet drains (finalizers),
+	// and the namespace's deletion releases them and the compute pods at once.
 	if _, err := h.helm(t, "uninstall", h.slurmRelease, "-n", h.ns); err != nil {
 		t.Fatal(err)
 	}
