@@ -49,7 +49,7 @@ func (s *soak) scale(n int, timeout time.Duration) {
 		if up != n || len(nodes) != n {
 			return fmt.Errorf("%d of %d Slurm nodes up, %d listed", up, n, len(nodes))
 		}
-		pods, err := s.pods(component{"compute", slurmNS, "sunk.dev/nodeset=compute", "", ""})
+		pods, err := s.pods(component{name: "compute", ns: slurmNS, selector: "sunk.dev/nodeset=compute"})
 		if err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"sunk.dev/sunk/test/testenv"
 )
@@ -39,13 +40,25 @@ func (s *soak) podOf(c component) (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
+	holder := ""
+	if c.lease != "" {
+		l, err := s.cs.CoordinationV1().Leases(c.ns).Get(s.ctx, c.lease, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("%s's lease: %w", c.name, err)
+		}
+		holder = ptr.Deref(l.Spec.HolderIdentity, "")
+	}
 	for i := range pods {
 		p := &pods[i]
+		// controller-runtime's identity is "<hostname>_<uuid>", the hostname the pod's name.
+		if holder != "" && !strings.HasPrefix(holder, p.Name+"_") {
+			continue
+		}
 		if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
 			return p, nil
 		}
 	}
-	return nil, fmt.Errorf("no running %s pod (%s in %s)", c.name, c.selector, c.ns)
+	return nil, fmt.Errorf("no running %s pod (%s in %s, leader %q)", c.name, c.selector, c.ns, holder)
 }
 
 func ready(p *corev1.Pod) bool {
@@ -81,7 +94,7 @@ func (s *soak) pid(c component) (int, *corev1.Pod, error) {
 }
 
 func (s *soak) loginPod() (string, error) {
-	p, err := s.podOf(component{"login", slurmNS, "sunk.dev/cluster=demo,sunk.dev/component=login", "", ""})
+	p, err := s.podOf(component{name: "login", ns: slurmNS, selector: "sunk.dev/cluster=demo,sunk.dev/component=login"})
 	if err != nil {
 		return "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -162,4 +163,17 @@ func Repeated(lines []string, min int) []struct {
 		return out[i].Shape < out[j].Shape
 	})
 	return out
+}
+
+// medianOf is the median of vs, NaN when empty.
+func medianOf(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	vs = slices.Clone(vs)
+	slices.Sort(vs)
+	if n := len(vs); n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2
+	}
+	return vs[len(vs)/2]
 }

@@ -228,8 +228,8 @@ func (s *soak) report() {
 	}
 	r.Tables = append(r.Tables, lt)
 
-	// RSS and goroutines at start (after the scale-up), middle (after the kills, at or past
-	// half time) and end (before the scale-in).
+	// RSS and goroutines at start (the minute after the scale-up), middle (the minute after the
+	// kills, at or past half time) and end (the minute before the scale-in).
 	startI, midI, endI := -1, -1, -1
 	mid := s.start.Add(s.dur / 2)
 	if s.lastKillAt.Add(2 * samplePeriod).After(mid) {
@@ -246,12 +246,29 @@ func (s *soak) report() {
 			endI = i
 		}
 	}
-	gt := Table{Title: "RSS (MiB) and goroutines: start (after scale-up) / middle / end (before scale-in)", Header: []string{"component", "RSS start", "RSS mid", "RSS end", "goroutines start", "mid", "end", "growth mid→end"}}
-	at := func(i int, c string) *compSample {
-		if i < 0 || i >= len(s.samples) || s.samples[i].comps[c] == nil {
-			return &compSample{rss: math.NaN(), gor: math.NaN()}
+	gt := Table{Title: "RSS (MiB) and goroutines, medians of a minute of samples: start (after scale-up) / middle / end (before scale-in)", Header: []string{"component", "RSS start", "RSS mid", "RSS end", "goroutines start", "mid", "end", "growth mid→end"}}
+	// Each figure is the median of a minute of samples (from, to: sample indexes, to excluded):
+	// one sample can land on a burst (32 workers each holding a request, a batch of node
+	// updates) that is gone ten seconds later; a leak moves the median.
+	window := int(time.Minute / samplePeriod)
+	median := func(from, to int, c string) *compSample {
+		var rss, gor []float64
+		for i := max(from, 0); i < min(to, len(s.samples)); i++ {
+			if cs := s.samples[i].comps[c]; cs != nil && cs.ok && !math.IsNaN(cs.rss) && !math.IsNaN(cs.gor) {
+				rss, gor = append(rss, cs.rss), append(gor, cs.gor)
+			}
 		}
-		return s.samples[i].comps[c]
+		return &compSample{rss: medianOf(rss), gor: medianOf(gor)}
+	}
+	at := func(i int, c string) *compSample {
+		switch {
+		case i < 0:
+			return &compSample{rss: math.NaN(), gor: math.NaN()}
+		case i == endI:
+			return median(i-window+1, i+1, c)
+		default:
+			return median(i, i+window, c)
+		}
 	}
 	if midI >= 0 && endI >= 0 && midI >= endI {
 		r.Notes = append(r.Notes, "the middle sample is not before the end sample (short run): growth is not meaningful")

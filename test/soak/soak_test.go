@@ -46,14 +46,17 @@ const (
 type component struct {
 	name, ns, selector, comm string
 	metrics                  string // "http", "https" or "" (no Prometheus endpoint)
+	// lease names the component's leader-election Lease (in ns) when it runs standby replicas:
+	// the soak samples and kills the leader, the replica doing the work.
+	lease string
 }
 
 var (
-	operator   = component{"operator", sunkNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=operator", "sunk-operator", "http"}
-	syncerC    = component{"syncer", sunkNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=syncer", "sunk-syncer", "http"}
-	scheduler  = component{"scheduler", slurmNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=scheduler", "sunk-scheduler", "https"}
-	slurmrestd = component{"slurmrestd", slurmNS, "sunk.dev/cluster=demo,sunk.dev/component=restapi", "slurmrestd", ""}
-	slurmctld  = component{"slurmctld", slurmNS, "sunk.dev/cluster=demo,sunk.dev/component=controller", "slurmctld", ""}
+	operator   = component{"operator", sunkNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=operator", "sunk-operator", "http", "sunk-operator.sunk.dev"}
+	syncerC    = component{"syncer", sunkNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=syncer", "sunk-syncer", "http", "sunk-syncer.sunk.dev"}
+	scheduler  = component{"scheduler", slurmNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=scheduler", "sunk-scheduler", "https", ""}
+	slurmrestd = component{"slurmrestd", slurmNS, "sunk.dev/cluster=demo,sunk.dev/component=restapi", "slurmrestd", "", ""}
+	slurmctld  = component{"slurmctld", slurmNS, "sunk.dev/cluster=demo,sunk.dev/component=controller", "slurmctld", "", ""}
 	sunkComps  = []component{operator, syncerC, scheduler}
 	// The kill order: Slurm's side first, then sunk's; all in the first half, so that the
 	// second half (RSS and goroutine growth) sees no restart.

@@ -113,3 +113,21 @@ func TestLogShapes(t *testing.T) {
 		t.Fatalf("%+v", rep)
 	}
 }
+
+func TestMedianOf(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{123, 123, 184, 123, 124, 123}, 123}, // one burst sample does not move it
+		{[]float64{130, 150, 170}, 150},
+		{[]float64{1, 3}, 2},
+	} {
+		if got := medianOf(c.in); got != c.want {
+			t.Errorf("medianOf(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+	if got := medianOf(nil); !math.IsNaN(got) {
+		t.Errorf("medianOf(nil) = %v, want NaN", got)
+	}
+}
