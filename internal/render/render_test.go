@@ -287,7 +287,7 @@ func TestNonComputePodsHardened(t *testing.T) {
 			"SETGID", "SETUID", "SYS_CHROOT"},
 	}
 	for _, pod := range []corev1.PodTemplateSpec{ControllerStatefulSet(sc, n, c).Spec.Template, RestAPIDeployment(sc, n, c).Spec.Template,
-		AccountingStatefulSet(sc, n, c, "h").Spec.Template, DatabaseStatefulSet(sc, n).Spec.Template, LoginDeployment(sc, n, c).Spec.Template} {
+		AccountingStatefulSet(sc, n, c, "h").Spec.Template, DatabaseStatefulSet(sc, n).Spec.Template, LoginStatefulSet(sc, n, c).Spec.Template} {
 		spec := pod.Spec
 		component := pod.Labels[wellknown.LabelComponent]
 		if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
