@@ -99,6 +99,12 @@ func RestAPIDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.De
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir)}
 	// KILL: s6-supervise, root, stops slurmrestd, which runs as user slurmrestd.
 	c.SecurityContext = daemonSecurity("KILL")
+	// slurmrestd unshares its System V IPC and file table at start (src/slurmrestd/slurmrestd.c
+	// _lock_down), and dies when it cannot: the RuntimeDefault seccomp profile refuses unshare()
+	// without CAP_SYS_ADMIN. The pod's own IPC namespace already isolates System V IPC, and the
+	// file table is the single-threaded process's own at that point, so the seccomp profile is
+	// kept and the two unshares are left out.
+	c.Env = []corev1.EnvVar{{Name: "SLURMRESTD_SECURITY", Value: "disable_unshare_sysv,disable_unshare_files"}}
 	pod := corev1.PodSpec{
 		Containers:                   []corev1.Container{c},
 		SecurityContext:              podSecurity(),
