@@ -74,7 +74,8 @@ func oneLine(v string) string {
 	return v
 }
 
-// waitJobsEnded waits until every job of the soak has ended.
+// waitJobsEnded waits until every job of the soak has ended, or is held by Slurm (HeldBySlurm),
+// which the report counts as a bad end.
 func (s *soak) waitJobsEnded(timeout time.Duration) {
 	s.poll(timeout, 2*time.Second, "every soak job ended", func() error {
 		out, err := s.login("scontrol -o show job")
@@ -86,7 +87,7 @@ func (s *soak) waitJobsEnded(timeout time.Duration) {
 		defer s.mu.Unlock()
 		var live []string
 		for id, j := range s.jobs {
-			if !j.Terminal() {
+			if !j.Terminal() && !j.HeldBySlurm() {
 				live = append(live, id+":"+j.State)
 			}
 		}

@@ -327,6 +327,18 @@ func (s *soak) report() {
 		if okEnd {
 			continue
 		}
+		if j.HeldBySlurm() {
+			// It never ran or ended: a job Slurm held when its launch failed. Inside a kill
+			// window that is the fault's doing (e.g. slurmctld killed between accepting the job
+			// and saving its script), outside one a sunk failure.
+			desc := fmt.Sprintf("%s %s %s, held by Slurm (%s), first seen %s", id, j.Name, st, j.Reason, s.firstSeen[id].Format(time.TimeOnly))
+			if s.inKill(s.firstSeen[id]) || s.ranThroughCtldKill(s.firstSeen[id], time.Now()) {
+				badInKill = append(badInKill, desc+" [in a kill window]")
+			} else {
+				bad = append(bad, desc)
+			}
+			continue
+		}
 		if !j.Terminal() {
 			unfinished++ // only when the run stopped early: the normal end waits for every job
 			continue

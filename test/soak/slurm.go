@@ -24,6 +24,12 @@ func (j Job) Terminal() bool {
 	return true
 }
 
+// HeldBySlurm says the job waits for a person: pending with a hold, as Slurm leaves a batch job
+// whose launch failed (Reason=launch_failed_requeued_held). It will not end by itself.
+func (j Job) HeldBySlurm() bool {
+	return j.State == "PENDING" && strings.Contains(strings.ToLower(j.Reason), "held")
+}
+
 var jobField = regexp.MustCompile(`(?:^|\s)(JobId|JobName|JobState|Reason|Restarts|ExitCode|NodeList|EndTime|ArrayTaskId)=(\S*)`)
 
 // ParseJobs reads `scontrol -o show job` (one job per line). The pending remainder of an array

@@ -131,3 +131,11 @@ func TestMedianOf(t *testing.T) {
 		t.Errorf("medianOf(nil) = %v, want NaN", got)
 	}
 }
+
+func TestHeldBySlurm(t *testing.T) {
+	jobs := ParseJobs("JobId=170 JobName=soak-batch UserId=root(0) JobState=PENDING Reason=launch_failed_requeued_held Restarts=1 ExitCode=0:0\n" +
+		"JobId=171 JobName=soak-batch JobState=PENDING Reason=Resources Restarts=0 ExitCode=0:0\n")
+	if len(jobs) != 2 || !jobs[0].HeldBySlurm() || jobs[1].HeldBySlurm() || jobs[0].Terminal() {
+		t.Fatalf("%+v", jobs)
+	}
+}
