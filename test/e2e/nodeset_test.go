@@ -162,13 +162,7 @@ func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
 	// Rolling update with a job on cpu-1.
 	job := e.sbatch(t, login, "-w cpu-1 -J busy --wrap 'sleep 45'")
 	before := e.memberPods(t, "cpu")
-	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "cpu"}, ns); err != nil {
-		t.Fatal(err)
-	}
-	ns.Spec.Env = []corev1.EnvVar{{Name: "SUNK_E2E_REVISION", Value: "2"}}
-	if err := e.c.Update(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	e.update(t, ns, func() { ns.Spec.Env = []corev1.EnvVar{{Name: "SUNK_E2E_REVISION", Value: "2"}} })
 	replaced := map[string]time.Time{}
 	poll(t, 5*time.Minute, "every pod replaced", func() error {
 		now := e.memberPods(t, "cpu")
@@ -199,13 +193,7 @@ func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
 	// Scale 3 → 1 with a job on cpu-2.
 	job = e.sbatch(t, login, "-w cpu-2 -J busy2 --wrap 'sleep 30'")
 	busyPod := e.memberPods(t, "cpu")["cpu-2"]
-	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "cpu"}, ns); err != nil {
-		t.Fatal(err)
-	}
-	ns.Spec.Replicas = ptr.To(int32(1))
-	if err := e.c.Update(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	e.update(t, ns, func() { ns.Spec.Replicas = ptr.To(int32(1)) })
 	var podGone time.Time
 	poll(t, 3*time.Minute, "cpu-2 pod gone after its job", func() error {
 		var p corev1.Pod

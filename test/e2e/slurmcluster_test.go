@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -183,6 +184,22 @@ func (e *operatorEnv) createReady(t *testing.T, sc *sunkv1.SlurmCluster) {
 	t.Logf("SlurmCluster %s Ready %s after creation", sc.Name, time.Since(start).Round(time.Second))
 }
 
+// update reads o afresh, applies mutate and writes it, again on a conflict: the operator
+// writes the object's status and finalizers meanwhile, each a new resourceVersion.
+func (e *operatorEnv) update(t *testing.T, o client.Object, mutate func()) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(o)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.c.Get(context.Background(), key, o); err != nil {
+			return err
+		}
+		mutate()
+		return e.c.Update(context.Background(), o)
+	}); err != nil {
+		t.Fatalf("updating %T %s: %v", o, key, err)
+	}
+}
+
 // sh runs a shell command in a pod's container.
 func (e *operatorEnv) sh(t *testing.T, pod, container, script string) (string, error) {
 	t.Helper()
@@ -324,10 +341,9 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 	before := ctld.Status.ContainerStatuses[0]
 	sc = e.cluster(t, "e2e")
 	oldHash := sc.Status.ConfigHash
-	sc.Spec.Partitions = append(sc.Spec.Partitions, sunkv1.PartitionSpec{Name: "added", MaxTime: "60"})
-	if err := e.c.Update(ctx, sc); err != nil {
-		t.Fatal(err)
-	}
+	e.update(t, sc, func() {
+		sc.Spec.Partitions = append(sc.Spec.Partitions, sunkv1.PartitionSpec{Name: "added", MaxTime: "60"})
+	})
 	start := time.Now()
 	poll(t, 3*time.Minute, "partition added", func() error {
 		out, err := e.sh(t, login, "login", "sinfo -h -o %P")
