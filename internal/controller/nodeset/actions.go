@@ -186,7 +186,7 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 	if p.Spec.NodeName == "" {
 		return removeFinalizer(ctx, r.Client, p) // never ran: never registered
 	}
-	if going, err := r.namespaceTerminating(ctx, p.Namespace); err != nil {
+	if going, err := kube.NamespaceTerminating(ctx, r.Client, p.Namespace); err != nil {
 		return err
 	} else if going {
 		// The whole namespace goes, slurmctld with it: there is no record left to protect,
@@ -219,14 +219,6 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 		r.event(ns, corev1.EventTypeNormal, ReasonRecordRemoved, "removed Slurm node %s: %s", m.name, why)
 	}
 	return removeFinalizer(ctx, r.Client, p)
-}
-
-func (r *Reconciler) namespaceTerminating(ctx context.Context, name string) (bool, error) {
-	ns := &corev1.Namespace{}
-	if err := r.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	return !ns.DeletionTimestamp.IsZero(), nil
 }
 
 func removeFinalizer(ctx context.Context, c client.Client, p *corev1.Pod) error {

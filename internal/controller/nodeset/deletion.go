@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -25,15 +26,7 @@ const (
 
 // addFinalizer puts FinalizerNodeSetDrain on a live NodeSet; it reports whether it wrote.
 func (r *Reconciler) addFinalizer(ctx context.Context, ns *sunkv1.NodeSet) (bool, error) {
-	if controllerutil.ContainsFinalizer(ns, wellknown.FinalizerNodeSetDrain) {
-		return false, nil
-	}
-	patch := client.MergeFromWithOptions(ns.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(ns, wellknown.FinalizerNodeSetDrain)
-	if err := r.Patch(ctx, ns, patch); err != nil {
-		return false, fmt.Errorf("adding finalizer %s: %w", wellknown.FinalizerNodeSetDrain, err)
-	}
-	return true, nil
+	return kube.AddFinalizer(ctx, r.Client, ns, wellknown.FinalizerNodeSetDrain)
 }
 
 // finalize runs a deleted NodeSet's scale-in to zero: every pod is drained (`k8s: nodeset
@@ -76,7 +69,7 @@ func (r *Reconciler) letGoAtOnce(ctx context.Context, ns *sunkv1.NodeSet) (strin
 	if ns.Annotations[wellknown.AnnotationForceDelete] == "true" {
 		return fmt.Sprintf("%s=true: the pods are deleted without waiting for their jobs", wellknown.AnnotationForceDelete), true, nil
 	}
-	if going, err := r.namespaceTerminating(ctx, ns.Namespace); err != nil {
+	if going, err := kube.NamespaceTerminating(ctx, r.Client, ns.Namespace); err != nil {
 		return "", false, err
 	} else if going {
 		return "the namespace is being deleted, slurmctld with it: no Slurm to wait on", true, nil
@@ -95,12 +88,7 @@ func (r *Reconciler) letGoAtOnce(ctx context.Context, ns *sunkv1.NodeSet) (strin
 }
 
 func (r *Reconciler) dropFinalizer(ctx context.Context, ns *sunkv1.NodeSet) error {
-	patch := client.MergeFromWithOptions(ns.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(ns, wellknown.FinalizerNodeSetDrain)
-	if err := r.Patch(ctx, ns, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing finalizer %s: %w", wellknown.FinalizerNodeSetDrain, err)
-	}
-	return nil
+	return kube.RemoveFinalizer(ctx, r.Client, ns, wellknown.FinalizerNodeSetDrain)
 }
 
 // clusterGoing says a SlurmCluster is being deleted without holding slurmctld for its

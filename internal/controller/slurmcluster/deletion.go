@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -33,15 +34,7 @@ const (
 
 // addFinalizer puts FinalizerClusterDrain on a live SlurmCluster; it reports whether it wrote.
 func (r *Reconciler) addFinalizer(ctx context.Context, sc *sunkv1.SlurmCluster) (bool, error) {
-	if controllerutil.ContainsFinalizer(sc, wellknown.FinalizerClusterDrain) {
-		return false, nil
-	}
-	patch := client.MergeFromWithOptions(sc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(sc, wellknown.FinalizerClusterDrain)
-	if err := r.Patch(ctx, sc, patch); err != nil {
-		return false, fmt.Errorf("adding finalizer %s: %w", wellknown.FinalizerClusterDrain, err)
-	}
-	return true, nil
+	return kube.AddFinalizer(ctx, r.Client, sc, wellknown.FinalizerClusterDrain)
 }
 
 // finalize holds a deleted SlurmCluster, slurmctld and all, while its NodeSets go the way a
@@ -119,23 +112,16 @@ func (r *Reconciler) letGoAtOnce(ctx context.Context, sc *sunkv1.SlurmCluster) (
 	if sc.Annotations[wellknown.AnnotationForceDelete] == "true" {
 		return fmt.Sprintf("%s=true: the daemons go now; NodeSets being deleted stop waiting for their jobs", wellknown.AnnotationForceDelete), true, nil
 	}
-	ns := &corev1.Namespace{}
-	if err := r.Get(ctx, types.NamespacedName{Name: sc.Namespace}, ns); err != nil {
-		return "", false, client.IgnoreNotFound(err)
-	}
-	if !ns.DeletionTimestamp.IsZero() {
+	if going, err := kube.NamespaceTerminating(ctx, r.Client, sc.Namespace); err != nil {
+		return "", false, err
+	} else if going {
 		return "the namespace is being deleted, every pod with it: nothing to wait for", true, nil
 	}
 	return "", false, nil
 }
 
 func (r *Reconciler) dropFinalizer(ctx context.Context, sc *sunkv1.SlurmCluster) error {
-	patch := client.MergeFromWithOptions(sc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(sc, wellknown.FinalizerClusterDrain)
-	if err := r.Patch(ctx, sc, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing finalizer %s: %w", wellknown.FinalizerClusterDrain, err)
-	}
-	return nil
+	return kube.RemoveFinalizer(ctx, r.Client, sc, wellknown.FinalizerClusterDrain)
 }
 
 // clusterOfNodeSet wakes a cluster when one of its NodeSets goes (deleteEventsOnly), which is what a
