@@ -241,7 +241,7 @@ func TestUserSeriesOnlyBehindTheFlag(t *testing.T) {
 // restCalls are the fake's calls of every read the exporter may make.
 func restCalls(f *slurmfake.Fake) map[string]int {
 	out := map[string]int{}
-	for _, m := range []string{"ListNodes", "GetNode", "ListJobs", "GetJob", "ListPartitions", "GetPartition", "Diag", "Ping"} {
+	for _, m := range []string{"ListNodes", "GetNode", "ListJobs", "ListJobStates", "GetJob", "ListPartitions", "GetPartition", "Diag", "Ping"} {
 		out[m] = f.Calls(m)
 	}
 	return out
@@ -253,7 +253,7 @@ func TestScrapesCostNoRequests(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(e)
 	e.Refresh(context.Background())
-	one := map[string]int{"ListNodes": 1, "ListJobs": 1, "ListPartitions": 1, "Diag": 1,
+	one := map[string]int{"ListNodes": 1, "ListJobs": 1, "ListJobStates": 1, "ListPartitions": 1, "Diag": 1,
 		"GetNode": 0, "GetJob": 0, "GetPartition": 0, "Ping": 0}
 	if got := restCalls(f); !equal(got, one) {
 		t.Fatalf("one refresh made %v, want %v", got, one)
@@ -268,7 +268,8 @@ func TestScrapesCostNoRequests(t *testing.T) {
 		t.Fatalf("100 scrapes after one refresh made %v, want %v", got, one)
 	}
 	e.Refresh(context.Background())
-	two := map[string]int{"ListNodes": 2, "ListJobs": 2, "ListPartitions": 2, "Diag": 2,
+	// Jobs: the second refresh reads the states only (nothing changed).
+	two := map[string]int{"ListNodes": 2, "ListJobs": 1, "ListJobStates": 2, "ListPartitions": 2, "Diag": 2,
 		"GetNode": 0, "GetJob": 0, "GetPartition": 0, "Ping": 0}
 	if got := restCalls(f); !equal(got, two) {
 		t.Fatalf("a second refresh made %v, want %v", got, two)

@@ -25,6 +25,10 @@ type InformerOptions struct {
 	// ResyncEvery forces a full list (no update_time) every so many polls, a safety net against
 	// a missed change (e.g. a wrong ServerLocation for v0.0.41). Default 300; negative disables.
 	ResyncEvery int
+	// JobFullListEvery and JobMaxFetch tune a job informer's lister (see jobLister); zero means
+	// DefaultJobFullListEvery and DefaultJobMaxFetch.
+	JobFullListEvery time.Duration
+	JobMaxFetch      int
 }
 
 // PollResult says what one poll did.
@@ -72,15 +76,11 @@ func NewNodeInformer(c Client, opts InformerOptions) *Informer[string, Node] {
 	}, func(n *Node) string { return n.Name })
 }
 
-// NewJobInformer watches jobs through c.
+// NewJobInformer watches jobs through c. Its polls cost what changed, not the whole job table
+// (see jobLister): a job's state change is seen at the next poll, a change of its other fields
+// (e.g. the pending reason) within JobFullListEvery.
 func NewJobInformer(c Client, opts InformerOptions) *Informer[uint32, Job] {
-	return newInformer(opts, func(ctx context.Context, since time.Time) ([]Job, time.Time, bool, error) {
-		l, err := c.ListJobs(ctx, since)
-		if err != nil {
-			return nil, time.Time{}, false, err
-		}
-		return l.Jobs, l.LastUpdate, l.NotModified, nil
-	}, func(j *Job) uint32 { return j.ID })
+	return newInformer(opts, newJobLister(c, opts).list, func(j *Job) uint32 { return j.ID })
 }
 
 func newInformer[K comparable, T any](opts InformerOptions, list func(context.Context, time.Time) ([]T, time.Time, bool, error), key func(*T) K) *Informer[K, T] {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,20 +19,27 @@ const jobsNoChangeJSON = `{"jobs":[],"last_backfill":{"set":true,"infinite":fals
 const oneJobJSON = `{"jobs":[{"job_id":7,"name":"j","job_state":["RUNNING"],"nodes":"n1"}],
  "last_update":{"set":true,"infinite":false,"number":1700000100},"errors":[],"warnings":[]}`
 
-// TestJobInformerNoChange: the "no change" answer changes nothing: no event, the store keeps its
-// job, and the next poll still asks incrementally (no relist).
+// jobStatesJSON is slurmrestd 24.11's GET /jobs/state answer (the job id a string).
+const jobStatesJSON = `{"jobs":[{"job_id":"7","state":["RUNNING"]}],"meta":{},"errors":[],"warnings":[]}`
+
+// TestJobInformerNoChange: unchanged states and the "no change" answer of the periodic
+// incremental list change nothing: no event, the store keeps its job, and no poll relists.
 func TestJobInformerNoChange(t *testing.T) {
 	for _, v := range []string{V0041, V0042} {
 		t.Run(v, func(t *testing.T) {
-			var polls atomic.Int32
+			var lists atomic.Int32
 			s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-				if polls.Add(1) == 1 {
+				switch {
+				case strings.HasSuffix(r.URL.Path, "/jobs/state/"):
+					jsonReply(200, jobStatesJSON)(w, r)
+				case lists.Add(1) == 1:
 					jsonReply(200, oneJobJSON)(w, r)
-					return
+				default:
+					jsonReply(200, jobsNoChangeJSON)(w, r)
 				}
-				jsonReply(200, jobsNoChangeJSON)(w, r)
 			})
-			inf := NewJobInformer(newTestClient(t, s.URL, v, nil), InformerOptions{})
+			// A full list every poll: the incremental list's "no change" is tested too.
+			inf := NewJobInformer(newTestClient(t, s.URL, v, nil), InformerOptions{JobFullListEvery: time.Nanosecond})
 			var events []string
 			inf.AddHandler(Handler[Job]{
 				OnAdd:    func(Job) { events = append(events, "add") },
@@ -54,10 +62,12 @@ func TestJobInformerNoChange(t *testing.T) {
 			if _, ok := inf.Get(7); !ok || len(inf.List()) != 1 {
 				t.Fatalf("store lost job 7: %v", inf.List())
 			}
-			reqs := s.requests()
-			for i, r := range reqs[1:] {
-				if r.URL.Query().Get("update_time") == "" {
-					t.Fatalf("request %d relisted without update_time", i+2)
+			if got := lists.Load(); got != 4 {
+				t.Fatalf("%d job lists, want 4 (one full, three incremental)", got)
+			}
+			for i, r := range s.requests() {
+				if strings.HasSuffix(r.URL.Path, "/jobs/") && i > 1 && r.URL.Query().Get("update_time") == "" {
+					t.Fatalf("request %d relisted without update_time", i+1)
 				}
 			}
 		})

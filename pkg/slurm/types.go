@@ -37,6 +37,14 @@ type Node struct {
 	LastBusy        time.Time
 }
 
+// JobState is one entry of Slurm's job state list (GET /jobs/state): the cheap way to tell which
+// jobs changed. ID is Slurm's job id string: a plain number for an ordinary job, "12_3" for an
+// array task and "12+1" for a component of a heterogeneous job (neither is that record's ID).
+type JobState struct {
+	ID    string
+	State []string
+}
+
 // BaseState is the first entry of State ("" if none).
 func (n *Node) BaseState() string {
 	if len(n.State) == 0 {

@@ -497,6 +497,12 @@ func (a *v0041) ListJobs(ctx context.Context, since time.Time) (*JobList, error)
 	return a.jobs(ctx, "GET /jobs/", 0, since)
 }
 
+func (a *v0041) ListJobStates(ctx context.Context) ([]JobState, error) {
+	return a.jobStates(ctx, func(ctx context.Context) (*http.Response, error) {
+		return a.c.SlurmV0041GetJobsState(ctx, &g.SlurmV0041GetJobsStateParams{})
+	})
+}
+
 func (a *v0041) CancelJob(ctx context.Context, id uint32) error {
 	return a.signal(ctx, id, "")
 }

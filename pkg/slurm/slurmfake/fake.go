@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -100,6 +101,14 @@ func (f *Fake) AddJob(j slurm.Job) {
 	if j.ID >= f.nextJob {
 		f.nextJob = j.ID + 1
 	}
+	f.touchJobs()
+}
+
+// PurgeJob forgets a job, as slurmctld does MinJobAge after it ended.
+func (f *Fake) PurgeJob(id uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.jobs, id)
 	f.touchJobs()
 }
 
@@ -354,6 +363,8 @@ func (f *Fake) SubmitJob(ctx context.Context, s slurm.JobSubmit) (*slurm.SubmitR
 		TRESPerNode: s.GRES, Hold: s.Hold, TimeLimit: s.TimeLimit, Reservation: s.Reservation,
 		Exclusive: s.Exclusive, Comment: s.Comment, WorkDir: s.WorkDir, StdOut: s.StdOut, SubmitTime: f.now(),
 		NodeCount: max(s.MinNodes, 1), Priority: 1,
+		// As slurmctld records them: hostlist expressions.
+		RequiredNodes: slurm.CompressHostlist(s.RequiredNodes), ExcludedNodes: slurm.CompressHostlist(s.ExcludedNodes),
 	}
 	if s.Priority != nil {
 		j.Priority = *s.Priority
@@ -397,6 +408,21 @@ func (f *Fake) ListJobs(ctx context.Context, since time.Time) (*slurm.JobList, e
 	}
 	sort.Slice(l.Jobs, func(a, b int) bool { return l.Jobs[a].ID < l.Jobs[b].ID })
 	return l, nil
+}
+
+// ListJobStates answers like slurmrestd: every job's id (a plain number here: the fake has no
+// array or heterogeneous jobs) and state list.
+func (f *Fake) ListJobStates(ctx context.Context) ([]slurm.JobState, error) {
+	if err := f.enter(ctx, "ListJobStates"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	out := make([]slurm.JobState, 0, len(f.jobs))
+	for _, j := range f.jobs {
+		out = append(out, slurm.JobState{ID: strconv.FormatUint(uint64(j.ID), 10), State: slices.Clone(j.State)})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out, nil
 }
 
 func (f *Fake) CancelJob(ctx context.Context, id uint32) error {

@@ -11,7 +11,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -531,7 +534,8 @@ func TestJobInformerNoChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = c.CancelJob(context.Background(), r.JobID) })
-			inf := slurm.NewJobInformer(c, slurm.InformerOptions{Interval: slurm.MinPollInterval})
+			// A full list due at every poll: each asks with update_time and gets "no change".
+			inf := slurm.NewJobInformer(c, slurm.InformerOptions{Interval: slurm.MinPollInterval, JobFullListEvery: time.Nanosecond})
 			var deletes []uint32
 			inf.AddHandler(slurm.Handler[slurm.Job]{OnDelete: func(j slurm.Job) { deletes = append(deletes, j.ID) }})
 			if res, err := inf.Poll(ctx); err != nil || !res.Full {
@@ -556,6 +560,67 @@ func TestJobInformerNoChange(t *testing.T) {
 			})
 			if _, ok := inf.Get(r.JobID); !ok || len(deletes) > 0 {
 				t.Fatalf("job %d lost from the store (deletes %v) after %d no-change answers", r.JobID, deletes, unchanged)
+			}
+		})
+	}
+}
+
+// countingLists counts a client's full job lists.
+type countingLists struct {
+	slurm.Client
+	lists atomic.Int32
+}
+
+func (c *countingLists) ListJobs(ctx context.Context, since time.Time) (*slurm.JobList, error) {
+	c.lists.Add(1)
+	return c.Client.ListJobs(ctx, since)
+}
+
+// TestJobStatesFollowAJob: the state list names a submitted job by its decimal id, and the job
+// informer follows it from PENDING through RUNNING to its end on state lists and reads of that
+// one job, without a second full list.
+func TestJobStatesFollowAJob(t *testing.T) {
+	env := testenv.Slurm(t)
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) {
+			c := &countingLists{Client: newClient(t, env, v)}
+			ctx := ctxT(t, time.Minute)
+			r, err := c.SubmitJob(ctx, slurm.JobSubmit{Script: "#!/bin/sh\nsleep 2\n", Hold: true, StdOut: "/dev/null"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.CancelJob(context.Background(), r.JobID) })
+			states, err := c.ListJobStates(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := strconv.FormatUint(uint64(r.JobID), 10)
+			if i := slices.IndexFunc(states, func(s slurm.JobState) bool { return s.ID == id }); i < 0 || states[i].State[0] != "PENDING" {
+				t.Fatalf("job %s not PENDING in the state list (%d entries)", id, len(states))
+			}
+			inf := slurm.NewJobInformer(c, slurm.InformerOptions{Interval: slurm.MinPollInterval, JobFullListEvery: time.Hour})
+			seen := map[string]bool{}
+			inf.AddHandler(slurm.Handler[slurm.Job]{
+				OnAdd:    func(j slurm.Job) { seen[j.BaseState()] = seen[j.BaseState()] || j.ID == r.JobID },
+				OnUpdate: func(_, j slurm.Job) { seen[j.BaseState()] = seen[j.BaseState()] || j.ID == r.JobID },
+			})
+			if _, err := inf.Poll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.UpdateJob(ctx, r.JobID, slurm.JobUpdate{Hold: ptr(false)}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 30*time.Second, func() error {
+				if _, err := inf.Poll(ctx); err != nil {
+					return err
+				}
+				if !seen["PENDING"] || !seen["RUNNING"] || !seen["COMPLETED"] {
+					return fmt.Errorf("states seen %v", seen)
+				}
+				return nil
+			})
+			if n := c.lists.Load(); n != 1 {
+				t.Fatalf("%d full job lists, want 1 (the first poll)", n)
 			}
 		})
 	}

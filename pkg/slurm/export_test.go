@@ -1,0 +1,10 @@
+package slurm
+
+import "time"
+
+// NewJobInformerAt is NewJobInformer on a clock of the test's.
+func NewJobInformerAt(c Client, opts InformerOptions, now func() time.Time) *Informer[uint32, Job] {
+	l := newJobLister(c, opts)
+	l.now = now
+	return newInformer(opts, l.list, func(j *Job) uint32 { return j.ID })
+}
