@@ -48,37 +48,6 @@ func unresolvable(format string, a ...any) *framework.Status {
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf(format, a...))
 }
 
-// PreEnqueue keeps a pod out of the scheduling queue while Slurm decides: its job is being
-// submitted, or waits to start. Such a pod would only fail its cycle (a status write, the
-// PostFilter plugins run); it is let in when the lifecycle loop activates it on its job's start
-// (or end, or refusal). Before the first Slurm lists, every pod waits: the loop activates them
-// all after. It reads only this process's maps and the pod cache.
-func (p *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *framework.Status {
-	if !p.jobs.HasSynced() || !p.nodes.HasSynced() || !p.policy.hasSynced() {
-		return unresolvable("waiting for the first list of Slurm jobs and nodes, and for the SlurmCluster")
-	}
-	p.mu.Lock()
-	inflight := p.inflight[pod.UID]
-	p.mu.Unlock()
-	if inflight {
-		return unresolvable("submitting the Slurm job")
-	}
-	job, ok := p.jobOf(pod)
-	if !ok || !isLive(job) {
-		// A pod about to ask for a job: its namespace's policy must allow it. Refused here,
-		// it costs no cycle and preempts nothing; a policy change activates it again.
-		if msg := p.refusal(pod); msg != "" {
-			go p.showRefusal(context.Background(), pod, msg)
-			return unresolvable("%s", msg)
-		}
-		p.forgetRefusal(pod.UID)
-	}
-	if ok && isLive(job) && !isRunning(job) {
-		return unresolvable("%s", pendingMessage(job))
-	}
-	return nil
-}
-
 // PreFilter parses the pod, finds its job and narrows the nodes: every node hosting a compute
 // pod before the job exists, the node hosting the job's Slurm node once it runs.
 func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
@@ -169,6 +138,18 @@ func (p *Plugin) slurmNodeFor(pod *v1.Pod, job *slurm.Job) (string, error) {
 	return nodes[i], nil
 }
 
+// excludedNodes are the Slurm nodes a job may not use: every one not in allowed.
+func (p *Plugin) excludedNodes(allowed sets.Set[string]) []string {
+	var excluded []string
+	for _, n := range p.nodes.List() {
+		if !allowed.Has(n.Name) {
+			excluded = append(excluded, n.Name)
+		}
+	}
+	sort.Strings(excluded)
+	return excluded
+}
+
 // PreFilterExtensions implements framework.PreFilterPlugin.
 func (p *Plugin) PreFilterExtensions() framework.PreFilterExtensions { return nil }
 
@@ -236,16 +217,9 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 		allowed.Insert(c.topo.onNode[node]...)
 	}
 	c.mu.Unlock()
-	var excluded []string
-	for _, n := range p.nodes.List() {
-		if !allowed.Has(n.Name) {
-			excluded = append(excluded, n.Name)
-		}
-	}
-	sort.Strings(excluded)
 	js := c.spec.Job
 	js.Comment = p.mark.comment(key)
-	js.ExcludedNodes = excluded
+	js.ExcludedNodes = p.excludedNodes(allowed)
 	p.mu.Lock()
 	for _, m := range members {
 		p.inflight[m.UID] = true
@@ -331,6 +305,12 @@ func (p *Plugin) markPod(ctx context.Context, pod *v1.Pod, id string, tolerate b
 func (p *Plugin) PostBind(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) {
 	bindLatency.Observe(time.Since(pod.CreationTimestamp.Time).Seconds())
 	if c, st := cycleOf(state); st == nil && c.job != nil {
+		p.lc.mu.Lock()
+		since, ok := p.lc.running[c.job.ID]
+		p.lc.mu.Unlock()
+		if ok {
+			phaseSeconds.WithLabelValues("bind").Observe(time.Since(since).Seconds())
+		}
 		p.lc.event(p, pod, v1.EventTypeNormal, "SlurmAllocated", "Slurm job %d runs on Slurm node %s, hosted by node %s", c.job.ID, c.slurmNode, nodeName)
 	}
 }

@@ -88,7 +88,8 @@ func (b *testBed) newPlugin(client slurm.Client, args Args) *Plugin {
 	b.t.Helper()
 	p := &Plugin{
 		h: b.h, args: args, scheduler: "sunk-scheduler", slurm: client,
-		jobs:        slurm.NewJobInformer(client, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
+		// A full list at every poll: the tests change fields other than the state too.
+		jobs:        slurm.NewJobInformer(client, slurm.InformerOptions{Interval: args.PollInterval.Duration, JobFullListEvery: time.Nanosecond}),
 		nodes:       slurm.NewNodeInformer(client, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
 		pods:        b.h.inf.Core().V1().Pods().Lister(),
 		computes:    computeSelector(args),
@@ -106,6 +107,8 @@ func (b *testBed) newPlugin(client slurm.Client, args Args) *Plugin {
 		nodeLocks:   map[string]*sync.Mutex{},
 		submitSlots: make(chan struct{}, maxSubmits),
 		cancelSlots: make(chan struct{}, maxCancels),
+
+		conditionSlots: make(chan struct{}, maxConditionWrites),
 	}
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
 		OnAdd:    func(j slurm.Job) { p.index(&j, true) },

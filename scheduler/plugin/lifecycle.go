@@ -38,11 +38,13 @@ type lifecycle struct {
 	cancelled map[uint32]time.Time // jobs this process cancelled (retried after a minute)
 	evicted   map[types.UID]time.Time
 	badSpecs  map[types.UID]string // the last annotation error reported per pod
+	running   map[uint32]time.Time // when the loop first saw each job run
 }
 
 func newLifecycle() lifecycle {
 	return lifecycle{seen: map[uint32]string{}, again: map[uint32]bool{}, cancelled: map[uint32]time.Time{},
-		evicted: map[types.UID]time.Time{}, badSpecs: map[types.UID]string{}}
+		evicted: map[types.UID]time.Time{}, badSpecs: map[types.UID]string{},
+		running: map[uint32]time.Time{}}
 }
 
 func (l *lifecycle) event(p *Plugin, pod *v1.Pod, typ, reason, format string, a ...any) {
@@ -253,6 +255,13 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 	p.lc.mu.Lock()
 	changed := p.lc.seen[j.ID] != mark
 	p.lc.seen[j.ID] = mark
+	if _, ok := p.lc.running[j.ID]; !ok && isRunning(j) {
+		now := time.Now()
+		p.lc.running[j.ID] = now
+		if !j.StartTime.IsZero() {
+			phaseSeconds.WithLabelValues("detect").Observe(max(now.Sub(j.StartTime).Seconds(), 0))
+		}
+	}
 	again := p.lc.again[j.ID]
 	delete(p.lc.again, j.ID)
 	if changed {
@@ -268,9 +277,9 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 			continue
 		}
 		wake = append(wake, m)
-		if changed && !isRunning(j) {
+		if changed && !isRunning(j) && j.StateReason != "None" {
 			p.lc.event(p, m, v1.EventTypeNormal, "SlurmPending", "%s", pendingMessage(j))
-			p.showPending(ctx, logger, m, j)
+			p.showPending(logger, m, j)
 		}
 	}
 	if changed && isRunning(j) && len(wake) > 0 {
@@ -279,12 +288,33 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 	p.activate(logger, wake)
 }
 
+// maxConditionWrites bounds the pending-reason writes in flight.
+const maxConditionWrites = 8
+
 // showPending writes Slurm's pending reason into the pod's PodScheduled condition: PreEnqueue
 // keeps the pod out of scheduling cycles while its job pends, so no cycle's failure says it.
-func (p *Plugin) showPending(ctx context.Context, logger klog.Logger, pod *v1.Pod, j *slurm.Job) {
-	if err := p.writeCondition(ctx, pod, v1.PodReasonUnschedulable, pendingMessage(j)); err != nil {
-		logger.Error(err, "showing the pending reason", "pod", klog.KObj(pod))
+// The write is made off the loop, a few at a time: one API write per pod made in the loop held
+// up every activation behind it (a burst of 300 pods took 4 s of writes before the first bind).
+// A job Slurm has not considered yet (reason None) is not reported: most start at the next
+// scheduling pass, and the write would be for nothing.
+func (p *Plugin) showPending(logger klog.Logger, pod *v1.Pod, j *slurm.Job) {
+	if j.StateReason == "" || j.StateReason == "None" {
+		return
 	}
+	msg := pendingMessage(j)
+	go func() {
+		p.conditionSlots <- struct{}{}
+		defer func() { <-p.conditionSlots }()
+		// Bound meanwhile: the binding made PodScheduled True, and a pending reason would lie.
+		if cur, err := p.pods.Pods(pod.Namespace).Get(pod.Name); err != nil || cur.UID != pod.UID || cur.Spec.NodeName != "" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := p.writeCondition(ctx, pod, v1.PodReasonUnschedulable, msg); err != nil {
+			logger.Error(err, "showing the pending reason", "pod", klog.KObj(pod))
+		}
+	}()
 }
 
 // writeCondition sets the pod's PodScheduled condition to False with this reason and message,
@@ -338,6 +368,7 @@ func (p *Plugin) reconcileEnded(ctx context.Context, logger klog.Logger, j *slur
 	p.lc.mu.Lock()
 	delete(p.lc.seen, j.ID)
 	delete(p.lc.again, j.ID)
+	delete(p.lc.running, j.ID)
 	p.lc.mu.Unlock()
 	state := j.BaseState()
 	for _, m := range members {

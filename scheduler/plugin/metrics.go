@@ -20,6 +20,13 @@ var (
 		Help:    "Time from a pod's creation to its binding by sunk-scheduler.",
 		Buckets: prometheus.ExponentialBuckets(0.05, 2, 16),
 	})
+	phaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "sunk_scheduler_phase_seconds",
+		Help: "Where a pod's time to bind goes, by phase: submit (asking Slurm for the job, until its answer), " +
+			"detect (the job's start in Slurm until sunk-scheduler sees it; Slurm's start time has a one-second resolution), " +
+			"bind (seen running until bound).",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+	}, []string{"phase"})
 	jobsSubmitted = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "sunk_scheduler_jobs_submitted_total",
 		Help: "Slurm placeholder jobs submitted.",
@@ -46,7 +53,7 @@ var (
 // registry, once per process (a test may start several schedulers).
 func registerMetrics() (*slurm.Metrics, error) {
 	registerOnce.Do(func() {
-		legacyregistry.RawMustRegister(pendingPods, bindLatency, jobsSubmitted, jobsCancelled, jobsEnded, jobsUntrusted)
+		legacyregistry.RawMustRegister(pendingPods, bindLatency, phaseSeconds, jobsSubmitted, jobsCancelled, jobsEnded, jobsUntrusted)
 		slurmMetrics, slurmMetricsE = slurm.NewMetrics(legacyregistry.Registerer())
 	})
 	return slurmMetrics, slurmMetricsE

@@ -91,6 +91,8 @@ type Plugin struct {
 	// submitSlots and cancelSlots bound the submissions and the cancellations in flight, each on
 	// its own: a burst of deleted pods (hundreds of cancels) must not hold up new pods' submissions.
 	submitSlots, cancelSlots chan struct{}
+	// conditionSlots bounds the pending-reason writes in flight (see showPending).
+	conditionSlots chan struct{}
 	// nodeLocks serialise this process's writes of each node's lock taints.
 	nodeLocks map[string]*sync.Mutex
 	lc        lifecycle
@@ -145,7 +147,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	// As many connections as submits and cancels run at once plus one for each informer's poll,
 	// within slurmrestd's share for each sunk component.
 	c, err := slurm.New(slurm.Config{URL: args.SlurmURL, APIVersion: args.APIVersion, Tokens: tokens, Metrics: m,
-		MaxConns: maxSubmits + maxCancels + 2, Cluster: metricCluster(args)})
+		MaxConns: maxSubmits + maxCancels + slurm.JobInformerConns + 2, Cluster: metricCluster(args)})
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +193,8 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 
 		submitSlots: make(chan struct{}, maxSubmits),
 		cancelSlots: make(chan struct{}, maxCancels),
+
+		conditionSlots: make(chan struct{}, maxConditionWrites),
 	}
 	_ = podInformer.Informer() // registered before the factory starts
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{

@@ -30,7 +30,9 @@ const (
 func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod) {
 	p.submitSlots <- struct{}{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	start := time.Now()
 	res, existing, err := p.submitOnce(ctx, js, key)
+	phaseSeconds.WithLabelValues("submit").Observe(time.Since(start).Seconds())
 	cancel()
 	<-p.submitSlots
 	p.mu.Lock()
