@@ -47,6 +47,8 @@ func TestBadValueCorpus(t *testing.T) {
 		"unicode look-alike":      "gpu\u0391", // Greek capital alpha
 		"line separator":          "x\u2028AuthType=auth/none",
 		"tab and key":             "x\tAuthType=auth/none",
+		"escaped comment":         "x\\# AuthType=auth/none",
+		"line continuation":       "x \\\nAuthType=auth/none",
 	}
 	nameOnly := map[string]string{
 		"comment":          "gpu#x",
@@ -122,6 +124,10 @@ func TestValidateNodeSetSpec(t *testing.T) {
 		"a second line":                 {sunkv1.NodeSetSpec{ExtraConf: "Gres=gpu:1\nNodeName=x"}, "control character"},
 		"SLURMD_CONF":                   {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "X", Value: "1"}, {Name: "SLURMD_CONF", Value: "Features=x"}}}, "spec.env[1].name"},
 		"SLURM_CONF_SERVER":             {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "SLURM_CONF_SERVER", Value: "evil:6817"}}}, "spec.env[0].name"},
+		"sunk's image variables":        {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "SUNK_READY_TIMEOUT", Value: "1"}}}, "spec.env[0].name"},
+		"other variables":               {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}}}, ""},
+		"escaped comment":               {sunkv1.NodeSetSpec{ExtraConf: `Gres=gpu:1\# Features=x`}, "backslash"},
+		"node name":                     {sunkv1.NodeSetSpec{ExtraConf: "NodeName=other"}, "not a parameter of a NodeName line"},
 	} {
 		errs := ValidateNodeSetSpec(&c.spec, field.NewPath("spec"))
 		got := errs.ToAggregate()

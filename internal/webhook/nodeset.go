@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"fmt"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,28 +35,23 @@ var nodeParamsSunkSets = map[string]string{
 	"nodeaddr": "the address is the pod's", "nodehostname": "the host name is the pod's",
 }
 
-// slurmdEnvSunkSets are environment variables of the slurmd container that sunk sets: where
-// slurmd gets its configuration and its node line.
+// slurmdEnvSunkSets are environment variables of the slurmd container that sunk sets or its
+// entrypoint reads: where slurmd gets its configuration and its node line (SLURM_CONF is the
+// config file every Slurm program reads). Names with slurmdEnvSunkPrefix are sunk's too.
 var slurmdEnvSunkSets = set("SLURM_CONF_SERVER", "SLURMD_CONF", "SLURM_CONF")
+
+// slurmdEnvSunkPrefix starts the environment variables of sunk's image (sunk-entrypoint).
+const slurmdEnvSunkPrefix = "SUNK_"
 
 // ValidateNodeSetSpec checks what CEL cannot; like ValidateSpec it reads the node line the way
 // Slurm does, so "Features =x" is Features.
 func ValidateNodeSetSpec(spec *sunkv1.NodeSetSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if spec.ExtraConf != "" {
-		p := path.Child("extraConf")
-		if e := validateParams(spec.ExtraConf, p, nodeParams, "NodeName"); len(e) > 0 {
-			errs = append(errs, e...)
-		} else if tokens, _ := confTokens(spec.ExtraConf); tokens != nil {
-			for _, t := range tokens {
-				if why := nodeParamsSunkSets[strings.ToLower(t.key)]; why != "" {
-					errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s: %s", t.key, why)))
-				}
-			}
-		}
+		errs = append(errs, validateParams(spec.ExtraConf, path.Child("extraConf"), nodeParams, nodeParamsSunkSets, "NodeName")...)
 	}
 	for i, e := range spec.Env {
-		if slurmdEnvSunkSets[strings.ToUpper(e.Name)] {
+		if name := strings.ToUpper(e.Name); slurmdEnvSunkSets[name] || strings.HasPrefix(name, slurmdEnvSunkPrefix) {
 			errs = append(errs, field.Forbidden(path.Child("env").Index(i).Child("name"), e.Name+" is set by sunk: it tells slurmd where its configuration and node line come from"))
 		}
 	}

@@ -5,6 +5,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -72,7 +73,12 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 			}
 		}
 		if part.ExtraConf != "" {
-			errs = append(errs, validateParams(part.ExtraConf, pp.Child("extraConf"), partitionParams, "PartitionName")...)
+			denied := deniedPartitionParams
+			if part.PriorityTier != nil {
+				denied = maps.Clone(denied)
+				denied["prioritytier"] = "spec.partitions[].priorityTier is set"
+			}
+			errs = append(errs, validateParams(part.ExtraConf, pp.Child("extraConf"), partitionParams, denied, "PartitionName")...)
 		}
 	}
 	if ext := spec.Accounting.External; ext != nil {
