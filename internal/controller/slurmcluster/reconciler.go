@@ -66,6 +66,7 @@ type Reconciler struct {
 const (
 	ReasonInvalidSpec        = "InvalidSpec"
 	ReasonScriptNotFound     = "ScriptNotFound"
+	ReasonInvalidScript      = "InvalidScript"
 	ReasonKeyMissing         = "KeyMissing"
 	ReasonKeyCreated         = "KeyCreated"
 	ReasonReconfigured       = "Reconfigured"
@@ -147,10 +148,10 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	// 3. Configuration: scripts resolved, files rendered into ConfigMaps.
 	in, err := r.resolveScripts(ctx, sc, n)
 	if err != nil {
-		var missing *missingScriptError
-		if errors.As(err, &missing) {
-			r.event(sc, corev1.EventTypeWarning, ReasonScriptNotFound, missing.Error())
-			st.set(sunkv1.ConditionConfigApplied, false, ReasonScriptNotFound, missing.Error())
+		var bad *scriptError
+		if errors.As(err, &bad) {
+			r.event(sc, corev1.EventTypeWarning, bad.reason, bad.msg)
+			st.set(sunkv1.ConditionConfigApplied, false, bad.reason, bad.msg)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
