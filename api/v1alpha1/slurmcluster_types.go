@@ -152,6 +152,7 @@ type ControllerSpec struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	// +kubebuilder:validation:items:MaxLength=64
 	// +optional
 	UnsafeConfKeys []string `json:"unsafeConfKeys,omitempty"`
 }

@@ -126,6 +126,8 @@ func TestValidateNodeSetSpec(t *testing.T) {
 		"SLURM_CONF_SERVER":             {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "SLURM_CONF_SERVER", Value: "evil:6817"}}}, "spec.env[0].name"},
 		"sunk's image variables":        {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "SUNK_READY_TIMEOUT", Value: "1"}}}, "spec.env[0].name"},
 		"other variables":               {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}}}, ""},
+		"variable name with a newline":  {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "A\nB", Value: "1"}}}, "spec.env[0].name"},
+		"service without #!":            {sunkv1.NodeSetSpec{Services: []sunkv1.S6Service{{Name: "x", Run: "sleep 1"}}}, "spec.services[0].run"},
 		"escaped comment":               {sunkv1.NodeSetSpec{ExtraConf: `Gres=gpu:1\# Features=x`}, "backslash"},
 		"node name":                     {sunkv1.NodeSetSpec{ExtraConf: "NodeName=other"}, "not a parameter of a NodeName line"},
 	} {

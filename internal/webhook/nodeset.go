@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -40,6 +41,9 @@ var nodeParamsSunkSets = map[string]string{
 // config file every Slurm program reads). Names with slurmdEnvSunkPrefix are sunk's too.
 var slurmdEnvSunkSets = set("SLURM_CONF_SERVER", "SLURMD_CONF", "SLURM_CONF")
 
+// maxEnvName bounds an environment variable's name (Kubernetes sets none).
+const maxEnvName = 256
+
 // slurmdEnvSunkPrefix starts the environment variables of sunk's image (sunk-entrypoint).
 const slurmdEnvSunkPrefix = "SUNK_"
 
@@ -51,9 +55,15 @@ func ValidateNodeSetSpec(spec *sunkv1.NodeSetSpec, path *field.Path) field.Error
 		errs = append(errs, validateParams(spec.ExtraConf, path.Child("extraConf"), nodeParams, nodeParamsSunkSets, "NodeName")...)
 	}
 	for i, e := range spec.Env {
-		if name := strings.ToUpper(e.Name); slurmdEnvSunkSets[name] || strings.HasPrefix(name, slurmdEnvSunkPrefix) {
-			errs = append(errs, field.Forbidden(path.Child("env").Index(i).Child("name"), e.Name+" is set by sunk: it tells slurmd where its configuration and node line come from"))
+		p := path.Child("env").Index(i).Child("name")
+		if len(e.Name) > maxEnvName {
+			errs = append(errs, field.TooLong(p, "", maxEnvName))
+		} else if msgs := validation.IsEnvVarName(e.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p, e.Name, strings.Join(msgs, "; ")))
+		} else if name := strings.ToUpper(e.Name); slurmdEnvSunkSets[name] || strings.HasPrefix(name, slurmdEnvSunkPrefix) {
+			errs = append(errs, field.Forbidden(p, e.Name+" is set by sunk: it tells slurmd where its configuration and node line come from"))
 		}
 	}
+	errs = append(errs, validateServices(spec.Services, path.Child("services"))...)
 	return errs
 }

@@ -95,6 +95,7 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 			}
 		}
 	}
+	errs = append(errs, validateServices(spec.Login.Services, path.Child("login", "services"))...)
 	e, w = validateSchedulerPolicy(spec, path.Child("schedulerPolicy"))
 	errs, warnings = append(errs, e...), append(warnings, w...)
 	e, w = validateTopology(spec, path.Child("topology"))
@@ -145,6 +146,18 @@ func validateSchedulerPolicy(spec *sunkv1.SlurmClusterSpec, path *field.Path) (f
 		}
 	}
 	return errs, warnings
+}
+
+// validateServices checks the run scripts of s6 services: s6 executes them directly, like
+// slurmd its prolog.
+func validateServices(services []sunkv1.S6Service, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, s := range services {
+		if err := ValidateScript(s.Run); err != nil {
+			errs = append(errs, field.Invalid(p.Index(i).Child("run"), "(script)", err.Error()))
+		}
+	}
+	return errs
 }
 
 // ValidateScript checks a prolog or epilog as slurmd will run it: executed directly, so it

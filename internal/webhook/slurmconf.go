@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"unicode"
@@ -79,6 +80,10 @@ var deniedSlurmConfKeys = map[string]string{
 	"jobcomptype":             "job completion plugins run programs (jobcomp/script) or send job records to a URL",
 	"jobcomploc":              "job completion plugins run programs (jobcomp/script) or send job records to a URL",
 }
+
+// DeniedSlurmConfKeys lists the slurm.conf keys that controller.extraConf may set only when
+// listed in controller.unsafeConfKeys, each with the reason (lower case, for docs and tests).
+func DeniedSlurmConfKeys() map[string]string { return maps.Clone(deniedSlurmConfKeys) }
 
 // deniedPartitionParams are the parameters of a PartitionName line that sunk writes from the
 // partition's own fields; a second copy in extraConf would make Slurm's choice, not the spec's.
