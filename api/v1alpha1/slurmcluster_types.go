@@ -146,9 +146,11 @@ type ControllerSpec struct {
 	ExtraConf string `json:"extraConf,omitempty"`
 
 	// UnsafeConfKeys lets ExtraConf set keys that sunk keeps for its own invariants (e.g.
-	// SlurmctldParameters), for an admin who takes over what they guard. Each use is
-	// reported as an admission warning (and so in the API server's audit log). Keys that
-	// only a restart applies roll slurmctld.
+	// SlurmctldParameters), for an admin who takes over what they guard. Only keys the
+	// operator allows (its --allowed-unsafe-conf-keys, the sunk chart's
+	// operator.allowedUnsafeConfKeys) may be listed. Each use is returned as an admission
+	// warning, logged by the webhook with the requesting user, and recorded as a Warning
+	// event on the SlurmCluster. Keys that only a restart applies roll slurmctld.
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:Pattern=`^[A-Za-z][A-Za-z0-9]*$`

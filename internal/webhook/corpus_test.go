@@ -79,7 +79,7 @@ func TestBadValueCorpus(t *testing.T) {
 }
 
 // TestDeniedKeys: each key sunk keeps is refused in controller.extraConf, in any case and
-// spacing, and passes only when listed in unsafeConfKeys.
+// spacing, and passes only when listed in unsafeConfKeys and allowed by the operator.
 func TestDeniedKeys(t *testing.T) {
 	for k := range deniedSlurmConfKeys {
 		for _, line := range []string{k + "=x", strings.ToUpper(k) + " = x", "MaxJobCount=5 " + k + "=x"} {
@@ -88,8 +88,14 @@ func TestDeniedKeys(t *testing.T) {
 				t.Errorf("%q accepted", line)
 			}
 			spec.Controller.UnsafeConfKeys = []string{k}
-			if errs, warnings := ValidateSpec(spec, field.NewPath("spec")); len(errs) > 0 || len(warnings) == 0 {
-				t.Errorf("%q with unsafeConfKeys [%s]: errors %v, warnings %v", line, k, errs, warnings)
+			if errs, _ := ValidateSpec(spec, field.NewPath("spec")); !namesField(errs, "spec.controller.unsafeConfKeys[0]") {
+				t.Errorf("%q with unsafeConfKeys [%s] that the operator does not allow: %v", line, k, errs)
+			}
+			for _, allowed := range []string{strings.ToUpper(k), AllowAllUnsafeConfKeys} {
+				opts := Options{AllowedUnsafeConfKeys: []string{"MinJobAge", allowed}}
+				if errs, warnings := opts.ValidateSpec(spec, field.NewPath("spec")); len(errs) > 0 || len(warnings) == 0 {
+					t.Errorf("%q with unsafeConfKeys [%s] allowed by %v: errors %v, warnings %v", line, k, opts, errs, warnings)
+				}
 			}
 		}
 	}

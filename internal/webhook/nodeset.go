@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,7 +21,7 @@ func SetupNodeSetWebhook(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.NodeSet{}).WithValidator(validator[*sunkv1.NodeSet](validateNodeSet)).Complete()
 }
 
-func validateNodeSet(ns *sunkv1.NodeSet) (admission.Warnings, error) {
+func validateNodeSet(_ context.Context, ns *sunkv1.NodeSet) (admission.Warnings, error) {
 	if errs := ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec")); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("NodeSet").GroupKind(), ns.Name, errs)
 	}

@@ -23,33 +23,35 @@ import (
 // +kubebuilder:webhook:path=/validate-sunk-dev-v1alpha1-slurmcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=sunk.dev,resources=slurmclusters,verbs=create;update,versions=v1alpha1,name=vslurmcluster.sunk.dev,admissionReviewVersions=v1
 
 // SetupSlurmClusterWebhook registers the SlurmCluster check with the manager's webhook server.
-func SetupSlurmClusterWebhook(mgr ctrl.Manager) error {
-	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.SlurmCluster{}).WithValidator(validator[*sunkv1.SlurmCluster](validateSlurmCluster)).Complete()
+func SetupSlurmClusterWebhook(mgr ctrl.Manager, opts Options) error {
+	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.SlurmCluster{}).WithValidator(validator[*sunkv1.SlurmCluster](func(ctx context.Context, sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
+		errs, warnings := opts.ValidateSpec(&sc.Spec, field.NewPath("spec"))
+		if len(errs) > 0 {
+			return warnings, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("SlurmCluster").GroupKind(), sc.Name, errs)
+		}
+		auditUnsafe(ctx, sc)
+		return warnings, nil
+	})).Complete()
 }
 
 // validator is an admission.Validator that checks created and updated objects with one
 // function; deletions always pass.
-type validator[T runtime.Object] func(T) (admission.Warnings, error)
+type validator[T runtime.Object] func(context.Context, T) (admission.Warnings, error)
 
-func (v validator[T]) ValidateCreate(_ context.Context, o T) (admission.Warnings, error) { return v(o) }
+func (v validator[T]) ValidateCreate(ctx context.Context, o T) (admission.Warnings, error) {
+	return v(ctx, o)
+}
 
-func (v validator[T]) ValidateUpdate(_ context.Context, _, o T) (admission.Warnings, error) {
-	return v(o)
+func (v validator[T]) ValidateUpdate(ctx context.Context, _, o T) (admission.Warnings, error) {
+	return v(ctx, o)
 }
 
 func (v validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, error) { return nil, nil }
 
-func validateSlurmCluster(sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
-	errs, warnings := ValidateSpec(&sc.Spec, field.NewPath("spec"))
-	if len(errs) > 0 {
-		return warnings, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("SlurmCluster").GroupKind(), sc.Name, errs)
-	}
-	return warnings, nil
-}
-
-// ValidateSpec checks what CEL cannot. The controller runs it too, so that a cluster
-// without the webhook still never hands slurmctld a broken or unsafe configuration.
-func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
+// ValidateSpec checks what CEL cannot, with the operator's Options. The controller runs it
+// too, so that a cluster without the webhook still never hands slurmctld a broken or unsafe
+// configuration.
+func (o Options) ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	var warnings admission.Warnings
 	if spec.JobSubmitLua != "" {
@@ -57,10 +59,8 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 			errs = append(errs, field.Invalid(path.Child("jobSubmitLua"), "(script)", err.Error()))
 		}
 	}
-	unsafe := map[string]bool{}
-	for _, k := range spec.Controller.UnsafeConfKeys {
-		unsafe[strings.ToLower(k)] = true
-	}
+	unsafe, e0 := o.unsafeKeys(spec.Controller.UnsafeConfKeys, path.Child("controller", "unsafeConfKeys"))
+	errs = append(errs, e0...)
 	e, w := slurmConf.validate(spec.Controller.ExtraConf, path.Child("controller", "extraConf"), unsafe)
 	errs, warnings = append(errs, e...), append(warnings, w...)
 	e, w = cgroupConf.validate(spec.CgroupConf, path.Child("cgroupConf"), nil)
@@ -106,6 +106,11 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 			"qos preemption needs accounting (spec.accounting.mode Managed or External): QOS live in slurmdbd"))
 	}
 	return errs, warnings
+}
+
+// ValidateSpec is Options{}.ValidateSpec: no SlurmCluster may take over a key sunk keeps.
+func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
+	return Options{}.ValidateSpec(spec, path)
 }
 
 // validateSchedulerPolicy checks what the CRD's schema cannot: a namespace belongs to one

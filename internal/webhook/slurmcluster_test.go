@@ -12,6 +12,9 @@ import (
 
 const goodLua = "function slurm_job_submit(j, p, u) return slurm.SUCCESS end\nfunction slurm_job_modify(j, jr, p, u) return slurm.SUCCESS end\n"
 
+// testOptions: the operator lets SlurmClusters take over SlurmctldPort only.
+var testOptions = Options{AllowedUnsafeConfKeys: []string{"SlurmctldPort"}}
+
 func TestValidateSpec(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -34,6 +37,7 @@ func TestValidateSpec(t *testing.T) {
 		{name: "denied key with spaces around =", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "SlurmUser = root"}}, wantErr: "sets SlurmUser"},
 		{name: "denied key later on a line", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "MaxJobCount=5 authtype=auth/none"}}, wantErr: "sets authtype"},
 		{name: "denied key allowed by the escape", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "SlurmctldPort=6900", UnsafeConfKeys: []string{"slurmctldport"}}}, warn: true},
+		{name: "the escape for a key the operator does not allow", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "AuthType=auth/none", UnsafeConfKeys: []string{"AuthType"}}}, wantErr: "spec.controller.unsafeConfKeys[0]: Forbidden: this operator does not let SlurmClusters take over AuthType"},
 		{name: "node lines keep their parameters", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "NodeName=static-1 CPUs=4 State=CLOUD\nSchedulerParameters=bf_continue # comment"}}},
 		{name: "escaped comment hiding a denied key", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: `MaxJobCount=5\# AuthType=auth/none`}}, wantErr: "backslash"},
 		{name: "line continuation", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "MaxJobCount=5 \\\nMinJobAge=10"}}, wantErr: "backslash"},
@@ -78,7 +82,7 @@ func TestValidateSpec(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			errs, warnings := ValidateSpec(&c.spec, field.NewPath("spec"))
+			errs, warnings := testOptions.ValidateSpec(&c.spec, field.NewPath("spec"))
 			got := errs.ToAggregate()
 			switch {
 			case c.wantErr == "" && got != nil:

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +51,9 @@ type Reconciler struct {
 	// cache holds only the objects it labels, and a prolog's ConfigMap, an admin's key
 	// Secret or the external database's password Secret are someone else's.
 	APIReader client.Reader
+	// Admission are the operator's admission settings, the webhook's own: the controller
+	// re-checks every spec with them before it renders anything.
+	Admission webhook.Options
 
 	// applied remembers the configuration each cluster's slurmctld was reconfigured with,
 	// because the cached SlurmCluster a reconcile reads may predate its own status write,
@@ -60,6 +64,9 @@ type Reconciler struct {
 	// means DefaultTopologySettle and DefaultTopologyMaxDelay.
 	TopologySettle, TopologyMaxDelay time.Duration
 	pendingTopologies                sync.Map // types.UID -> *pendingTopology
+
+	// unsafeReported is the spec.controller.unsafeConfKeys use last reported per cluster.
+	unsafeReported sync.Map // types.UID -> string
 }
 
 // Reasons of conditions and events.
@@ -67,6 +74,7 @@ const (
 	ReasonInvalidSpec        = "InvalidSpec"
 	ReasonScriptNotFound     = "ScriptNotFound"
 	ReasonInvalidScript      = "InvalidScript"
+	ReasonUnsafeConfKeys     = "UnsafeConfKeys"
 	ReasonKeyMissing         = "KeyMissing"
 	ReasonKeyCreated         = "KeyCreated"
 	ReasonReconfigured       = "Reconfigured"
@@ -132,12 +140,14 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	n := render.NamesFor(sc, r.ClusterDomain)
 
 	// 1. A spec the webhook would reject never reaches Slurm, even without the webhook.
-	if errs, _ := webhook.ValidateSpec(&sc.Spec, field.NewPath("spec")); len(errs) > 0 {
+	errs, _ := r.Admission.ValidateSpec(&sc.Spec, field.NewPath("spec"))
+	if len(errs) > 0 {
 		msg := errs.ToAggregate().Error()
 		r.event(sc, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
 		st.set(sunkv1.ConditionConfigApplied, false, ReasonInvalidSpec, msg)
 		return ctrl.Result{}, nil
 	}
+	r.reportUnsafe(sc)
 
 	// 2. Keys: generated when absent, never replaced.
 	jwtKey, err := r.ensureKeys(ctx, sc, n, st)
@@ -307,6 +317,24 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 	st.configHash = cfg.Hash
 	st.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
 	return ctrl.Result{}, nil
+}
+
+// reportUnsafe records, as a Warning event on the cluster, each new spec.controller.
+// unsafeConfKeys (keys sunk keeps that the cluster's extraConf may take over, allowed by the
+// operator's --allowed-unsafe-conf-keys): kubectl describe shows who runs outside sunk's
+// invariants, and since when.
+func (r *Reconciler) reportUnsafe(sc *sunkv1.SlurmCluster) {
+	msg := ""
+	if keys := sc.Spec.Controller.UnsafeConfKeys; len(keys) > 0 {
+		msg = fmt.Sprintf("spec.controller.extraConf may set %s, which sunk keeps for its own invariants (spec.controller.unsafeConfKeys, allowed by the operator's --allowed-unsafe-conf-keys)", strings.Join(keys, ", "))
+	}
+	if prev, _ := r.unsafeReported.Load(sc.UID); prev == msg {
+		return
+	}
+	r.unsafeReported.Store(sc.UID, msg)
+	if msg != "" {
+		r.event(sc, corev1.EventTypeWarning, ReasonUnsafeConfKeys, msg)
+	}
 }
 
 func (r *Reconciler) event(sc *sunkv1.SlurmCluster, typ, reason, msg string) {

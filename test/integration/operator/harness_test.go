@@ -92,6 +92,11 @@ func startAPI(t *testing.T) *envtest.Environment {
 
 // startOperator runs the operator's controllers and webhook against env, and creates the
 // test's namespace.
+// admissionOptions are the operator's admission settings in these tests: the admin lets
+// SlurmClusters take over SlurmctldPort (TestConfigChangeReconfiguresWithoutRestart), and no
+// other key sunk keeps.
+var admissionOptions = sunkwebhook.Options{AllowedUnsafeConfKeys: []string{"SlurmctldPort"}}
+
 func startOperator(t *testing.T, env *envtest.Environment) *harness {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -123,7 +128,7 @@ func startOperator(t *testing.T, env *envtest.Environment) *harness {
 	// The test reads with a direct client: the manager's cache may lag behind its writes.
 	h := &harness{c: direct, exec: &fakeExec{seen: map[string]string{}}, slurm: slurmfake.New()}
 	r := &slurmcluster.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Exec: h.exec,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Exec: h.exec, Admission: admissionOptions,
 		Slurm: slurmconn.New(slurmconn.Options{Reader: kube.CacheThenAPIReader{Cache: mgr.GetClient(), API: mgr.GetAPIReader()},
 			Factory: func(url string, key []byte, _ *http.Client) (slurm.Client, error) {
 				if len(key) < 32 {
@@ -144,7 +149,7 @@ func startOperator(t *testing.T, env *envtest.Environment) *harness {
 	if err := nr.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := sunkwebhook.SetupSlurmClusterWebhook(mgr); err != nil {
+	if err := sunkwebhook.SetupSlurmClusterWebhook(mgr, admissionOptions); err != nil {
 		t.Fatal(err)
 	}
 	if err := sunkwebhook.SetupNodeSetWebhook(mgr); err != nil {
