@@ -22,6 +22,8 @@ import (
 )
 
 func main() {
+	// First: this binary is also the admission's Lua sandbox, re-executed (internal/webhook).
+	sunkwebhook.ServeLuaSandbox()
 	var metricsAddr, probeAddr, clusterDomain, certDir, allowedUnsafe string
 	var leaderElect, webhooks bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
