@@ -79,6 +79,13 @@ var deniedSlurmConfKeys = map[string]string{
 	"unkillablestepprogram":   "it runs a program as root on the compute nodes",
 	"jobcomptype":             "job completion plugins run programs (jobcomp/script) or send job records to a URL",
 	"jobcomploc":              "job completion plugins run programs (jobcomp/script) or send job records to a URL",
+	"tlstype":                 "the daemons' transport security is sunk's",
+	"tlsparameters":           "the daemons' transport security is sunk's",
+	"certmgrtype":             "the daemons' certificates are sunk's",
+	"certmgrparameters":       "the daemons' certificates are sunk's",
+	"slurmctldlogfile":        "sunk's daemons log to their container's output (kubectl logs); a path here is a file written by the daemon",
+	"slurmdlogfile":           "sunk's daemons log to their container's output (kubectl logs); a path here is a file written as root",
+	"slurmschedlogfile":       "sunk's daemons log to their container's output (kubectl logs); a path here is a file written by the daemon",
 }
 
 // DeniedSlurmConfKeys lists the slurm.conf keys that controller.extraConf may set only when
