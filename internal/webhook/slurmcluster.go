@@ -26,6 +26,7 @@ import (
 func SetupSlurmClusterWebhook(mgr ctrl.Manager, opts Options) error {
 	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.SlurmCluster{}).WithValidator(validator[*sunkv1.SlurmCluster](func(ctx context.Context, sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
 		errs, warnings := opts.ValidateSpec(&sc.Spec, field.NewPath("spec"))
+		errs = append(errs, validateConfigMapScripts(ctx, mgr.GetAPIReader(), sc, field.NewPath("spec"))...)
 		if len(errs) > 0 {
 			return warnings, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("SlurmCluster").GroupKind(), sc.Name, errs)
 		}

@@ -326,6 +326,16 @@ func TestAdmissionRejectsBadSpecsNamingTheField(t *testing.T) {
 				PasswordSecretRef: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "pw"}, Key: "password"}}}
 		}, "spec.accounting.external.host"},
 	}
+	// A prolog ConfigMap that exists at admission is checked there like an inline script.
+	if err := h.c.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "bad-scripts"}, Data: map[string]string{"x.sh": "echo no shebang\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	cases["prolog from a ConfigMap without #!"] = struct {
+		mutate func(*sunkv1.SlurmCluster)
+		want   string
+	}{func(sc *sunkv1.SlurmCluster) {
+		sc.Spec.Prolog[0].ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "bad-scripts"}, Key: "x.sh"}
+	}, "spec.prolog[0].configMapKeyRef: Invalid value: \"bad-scripts/x.sh\": must start with a #! line"}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc := newCluster(h.ns, "bad")
