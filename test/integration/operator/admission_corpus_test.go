@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
@@ -238,6 +240,37 @@ func TestAdmissionCorpusEveryStringField(t *testing.T) {
 		}
 	}
 	t.Logf("%d bad values refused in %d fields", n, len(corpusFields))
+
+	// An update that brings a bad value is refused just the same, and the object keeps its
+	// spec: bad input loses nothing.
+	for _, f := range corpusFields {
+		v := badValues["newline injecting a key"]
+		var before, after any
+		// Retried on a conflict: the operator writes finalizers and status meanwhile.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if f.setNodeSet != nil {
+				ns := h.nodeSet(t, "base")
+				before = *ns.Spec.DeepCopy()
+				f.setNodeSet(ns, v)
+				return h.c.Update(ctx, ns)
+			}
+			sc := h.cluster(t, "base")
+			before = *sc.Spec.DeepCopy()
+			f.setCluster(sc, v)
+			return h.c.Update(ctx, sc)
+		})
+		if f.setNodeSet != nil {
+			after = h.nodeSet(t, "base").Spec
+		} else {
+			after = h.cluster(t, "base").Spec
+		}
+		if err == nil || !strings.Contains(err.Error(), f.path) {
+			t.Errorf("update of %s with a newline: %v", f.path, err)
+		}
+		if !equality.Semantic.DeepEqual(before, after) {
+			t.Errorf("update of %s with a newline changed the spec", f.path)
+		}
+	}
 }
 
 // corpusCluster is a SlurmCluster every field of corpusFields can be set on.
