@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -140,14 +138,9 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	n := render.NamesFor(sc, r.ClusterDomain)
 
 	// 1. A spec the webhook would reject never reaches Slurm, even without the webhook.
-	errs, _ := r.Admission.ValidateSpec(&sc.Spec, field.NewPath("spec"))
-	if len(errs) > 0 {
-		msg := errs.ToAggregate().Error()
-		r.event(sc, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
-		st.set(sunkv1.ConditionConfigApplied, false, ReasonInvalidSpec, msg)
+	if !r.validSpec(sc, st) {
 		return ctrl.Result{}, nil
 	}
-	r.reportUnsafe(sc)
 
 	// 2. Keys: generated when absent, never replaced.
 	jwtKey, err := r.ensureKeys(ctx, sc, n, st)
@@ -317,24 +310,6 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 	st.configHash = cfg.Hash
 	st.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
 	return ctrl.Result{}, nil
-}
-
-// reportUnsafe records, as a Warning event on the cluster, each new spec.controller.
-// unsafeConfKeys (keys sunk keeps that the cluster's extraConf may take over, allowed by the
-// operator's --allowed-unsafe-conf-keys): kubectl describe shows who runs outside sunk's
-// invariants, and since when.
-func (r *Reconciler) reportUnsafe(sc *sunkv1.SlurmCluster) {
-	msg := ""
-	if keys := sc.Spec.Controller.UnsafeConfKeys; len(keys) > 0 {
-		msg = fmt.Sprintf("spec.controller.extraConf may set %s, which sunk keeps for its own invariants (spec.controller.unsafeConfKeys, allowed by the operator's --allowed-unsafe-conf-keys)", strings.Join(keys, ", "))
-	}
-	if prev, _ := r.unsafeReported.Load(sc.UID); prev == msg {
-		return
-	}
-	r.unsafeReported.Store(sc.UID, msg)
-	if msg != "" {
-		r.event(sc, corev1.EventTypeWarning, ReasonUnsafeConfKeys, msg)
-	}
 }
 
 func (r *Reconciler) event(sc *sunkv1.SlurmCluster, typ, reason, msg string) {
