@@ -25,7 +25,7 @@ func main() {
 	// First: this binary is also the admission's Lua sandbox, re-executed (internal/webhook).
 	sunkwebhook.ServeLuaSandbox()
 	var metricsAddr, probeAddr, clusterDomain, certDir, allowedUnsafe string
-	var leaderElect, webhooks bool
+	var leaderElect, webhooks, slurmConfigCheck bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain, used in slurm.conf host names")
@@ -33,6 +33,7 @@ func main() {
 	flag.BoolVar(&webhooks, "enable-webhooks", true, "serve the validating admission webhook")
 	flag.StringVar(&certDir, "webhook-cert-dir", "", "directory with tls.crt and tls.key for the webhook server")
 	flag.StringVar(&allowedUnsafe, "allowed-unsafe-conf-keys", "", "comma-separated slurm.conf keys sunk keeps (AuthType, SlurmctldPort...) that SlurmClusters may take over with spec.controller.unsafeConfKeys; * allows all; empty: none")
+	flag.BoolVar(&slurmConfigCheck, "slurm-config-check", false, "have Slurm's own parser check each new configuration in a pod of the cluster's image before applying it")
 	log := cmdutil.ParseFlags()
 	admission := sunkwebhook.Options{}
 	for _, k := range strings.Split(allowedUnsafe, ",") {
@@ -70,7 +71,7 @@ func main() {
 	pool := slurmconn.New(slurmconn.Options{Reader: reader, Metrics: restMetrics})
 	cmdutil.Must((&slurmcluster.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Slurm: pool,
-		Admission: admission,
+		Admission: admission, SlurmConfigCheck: slurmConfigCheck,
 	}).SetupWithManager(mgr))
 	cmdutil.Must((&nodeset.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Slurm: pool,

@@ -52,6 +52,9 @@ type Reconciler struct {
 	// Admission are the operator's admission settings, the webhook's own: the controller
 	// re-checks every spec with them before it renders anything.
 	Admission webhook.Options
+	// SlurmConfigCheck has Slurm's own parser check each new configuration in a pod of the
+	// cluster's image before it is applied (configcheck.go).
+	SlurmConfigCheck bool
 
 	// applied remembers the configuration each cluster's slurmctld was reconfigured with,
 	// because the cached SlurmCluster a reconcile reads may predate its own status write,
@@ -167,6 +170,9 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	cfg, err := render.RenderConfig(sc, in)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if ok, wait, err := r.slurmAccepts(ctx, sc, n, cfg, st); !ok || err != nil {
+		return ctrl.Result{RequeueAfter: wait}, err
 	}
 	for _, cm := range render.ConfigMaps(n, cfg) {
 		if err := r.apply(ctx, sc, cm); err != nil {
@@ -371,10 +377,11 @@ func (r *Reconciler) notOnlyOwned() client.Reader {
 }
 
 // clusterOfPod maps slurmctld pods to their cluster: a slurmctld turning Ready is when a
-// pending reconfigure can go on. Compute pods carry the cluster label too and are ignored.
+// pending reconfigure can go on; and config check pods: their end is Slurm's verdict.
+// Compute pods carry the cluster label too and are ignored.
 func clusterOfPod(_ context.Context, o client.Object) []ctrl.Request {
 	name, ok := o.GetLabels()[wellknown.LabelCluster]
-	if !ok || o.GetLabels()[wellknown.LabelComponent] != wellknown.ComponentController {
+	if c := o.GetLabels()[wellknown.LabelComponent]; !ok || (c != wellknown.ComponentController && c != wellknown.ComponentConfigCheck) {
 		return nil
 	}
 	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}

@@ -90,14 +90,14 @@ func startAPI(t *testing.T) *envtest.Environment {
 	})
 }
 
-// startOperator runs the operator's controllers and webhook against env, and creates the
-// test's namespace.
 // admissionOptions are the operator's admission settings in these tests: the admin lets
 // SlurmClusters take over SlurmctldPort (TestConfigChangeReconfiguresWithoutRestart), and no
 // other key sunk keeps.
 var admissionOptions = sunkwebhook.Options{AllowedUnsafeConfKeys: []string{"SlurmctldPort"}}
 
-func startOperator(t *testing.T, env *envtest.Environment) *harness {
+// startOperator runs the operator's controllers and webhook against env, and creates the
+// test's namespace; options change the SlurmCluster reconciler before it starts.
+func startOperator(t *testing.T, env *envtest.Environment, options ...func(*slurmcluster.Reconciler)) *harness {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -136,6 +136,9 @@ func startOperator(t *testing.T, env *envtest.Environment) *harness {
 				}
 				return h.slurm, nil
 			}}),
+	}
+	for _, o := range options {
+		o(r)
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)

@@ -114,3 +114,49 @@ func TestSlurmCatchesWhatAdmissionPasses(t *testing.T) {
 		t.Fatalf("Slurm accepted MaxJobCount=abc: %v\n%s", err, out)
 	}
 }
+
+// TestConfigCheckPodScript: the script of the operator's config check pod
+// (render.ConfigCheckPod), run on the test bed's Slurm with its paths moved to a directory of
+// its own, passes a good rendering, fails a bad one with Slurm's message as the termination
+// message, and tells a stale candidate apart.
+func TestConfigCheckPodScript(t *testing.T) {
+	env := testenv.Slurm(t)
+	run := func(sc *sunkv1.SlurmCluster, hash string) (string, error) {
+		t.Helper()
+		n := render.NamesFor(sc, "")
+		cfg, err := render.RenderConfig(sc, render.ConfigInputs{Names: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hash == "" {
+			hash = cfg.Hash
+		}
+		dir, err := os.MkdirTemp(env.SharedDir, "configcheck-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		for name, text := range cfg.Files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in := "/shared/" + filepath.Base(dir)
+		script := render.ConfigCheckPod(sc, n, cfg).Spec.Containers[0].Command[2]
+		script = strings.NewReplacer("/candidate/*", in+"/*", "/dev/termination-log", in+"/termination-log").Replace(script)
+		_, err = env.Exec("env", "SUNK_CONFIG_HASH="+hash, "sh", "-c", script)
+		msg, _ := os.ReadFile(filepath.Join(dir, "termination-log"))
+		return string(msg), err
+	}
+	if msg, err := run(cluster(), ""); err != nil {
+		t.Fatalf("a good rendering fails the check: %v: %s", err, msg)
+	}
+	bad := cluster()
+	bad.Spec.Controller.ExtraConf = "MaxJobCount=abc"
+	if msg, err := run(bad, ""); err == nil || !strings.Contains(msg, "MaxJobCount value (abc) is not a valid number") {
+		t.Fatalf("a bad rendering: %v, termination message %q", err, msg)
+	}
+	if msg, err := run(cluster(), "0123456789abcdef"); err == nil || !strings.Contains(msg, "stale candidate") {
+		t.Fatalf("a stale candidate: %v, termination message %q", err, msg)
+	}
+}
