@@ -1,5 +1,7 @@
-// Package webhook holds sunk's admission checks: the rules CEL cannot express, above all
-// that a job_submit.lua parses (an invalid script crashes slurmctld).
+// Package webhook holds sunk's admission checks, the rules CEL cannot express: Slurm config
+// values read as Slurm's parser reads them (known keys only, none that sunk keeps), scripts,
+// and a job_submit.lua run in a sandbox process. The controllers run the same functions before
+// they render anything; docs/validation.md is the rules' description.
 package webhook
 
 import (
