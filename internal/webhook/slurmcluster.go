@@ -12,7 +12,9 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -45,8 +47,32 @@ func (v validator[T]) ValidateCreate(ctx context.Context, o T) (admission.Warnin
 	return v(ctx, o)
 }
 
-func (v validator[T]) ValidateUpdate(ctx context.Context, _, o T) (admission.Warnings, error) {
+// ValidateUpdate checks an update that changes the spec. One that leaves it as it is (the
+// operator adding or removing its finalizer, labels, annotations) or that of an object being
+// deleted passes: its spec was admitted before, and rules that have become stricter since
+// must not keep the operator from removing its finalizer. The controller still renders
+// nothing from a spec that fails them.
+func (v validator[T]) ValidateUpdate(ctx context.Context, old, o T) (admission.Warnings, error) {
+	if m, err := meta.Accessor(o); err == nil && m.GetDeletionTimestamp() != nil {
+		return nil, nil
+	}
+	if sameSpec(old, o) {
+		return nil, nil
+	}
 	return v(ctx, o)
+}
+
+// sameSpec says whether an update leaves the spec of a SlurmCluster or NodeSet as it was.
+func sameSpec(old, o runtime.Object) bool {
+	switch o := o.(type) {
+	case *sunkv1.SlurmCluster:
+		old, ok := old.(*sunkv1.SlurmCluster)
+		return ok && equality.Semantic.DeepEqual(old.Spec, o.Spec)
+	case *sunkv1.NodeSet:
+		old, ok := old.(*sunkv1.NodeSet)
+		return ok && equality.Semantic.DeepEqual(old.Spec, o.Spec)
+	}
+	return false
 }
 
 func (v validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, error) { return nil, nil }
