@@ -38,7 +38,8 @@ const (
 type NodeSetSpec struct {
 	// ClusterRef is the name of the SlurmCluster, in the NodeSet's namespace, whose
 	// slurmctld the nodes register with. Immutable.
-	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.clusterRef is immutable"
 	ClusterRef string `json:"clusterRef"`
 
@@ -69,7 +70,7 @@ type NodeSetSpec struct {
 
 	// Image overrides the SlurmCluster's image for slurmd.
 	// +optional
-	Image string `json:"image,omitempty"`
+	Image Image `json:"image,omitempty"`
 
 	// Resources of the slurmd container. Slurm's CPUs and RealMemory come from them (limit,
 	// else request), not from the host, so that Slurm never hands out more than the pod has.

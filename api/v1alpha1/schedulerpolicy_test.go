@@ -28,6 +28,7 @@ func TestPartitionsAsSlurmSeesThem(t *testing.T) {
 		{"the marked default", []PartitionSpec{{Name: "a"}, {Name: "b", Default: true}}, "b", []int32{1, 1}},
 		{"no default: the first", []PartitionSpec{{Name: "a"}, {Name: "b"}}, "a", []int32{1, 1}},
 		{"tiers from the field and from extraConf", []PartitionSpec{{Name: "a", PriorityTier: &ten}, {Name: "b", ExtraConf: "OverSubscribe=NO prioritytier=7"}}, "a", []int32{10, 7}},
+		{"a tier from extraConf with spaces around =", []PartitionSpec{{Name: "a", ExtraConf: "PriorityTier = 3 OverSubscribe=NO"}}, "a", []int32{3}},
 	} {
 		s := SlurmClusterSpec{Partitions: c.parts}
 		if got := s.DefaultPartition(); got != c.def {

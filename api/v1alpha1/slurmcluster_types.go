@@ -11,16 +11,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Image is a container image reference ("registry/repository:tag" or "...@sha256:digest"):
+// ASCII letters, digits and . _ / : @ -, so that no whitespace, control or look-alike
+// character reaches a pod spec.
+// +kubebuilder:validation:MaxLength=512
+// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._/:@-]*$`
+type Image string
+
 // SlurmClusterSpec describes one Slurm cluster's control plane: slurmctld, slurmrestd,
 // accounting, login pods and the configuration every Slurm daemon shares.
 // +kubebuilder:validation:XValidation:rule="!has(self.partitions) || self.partitions.filter(p, has(p.default) && p.default).size() <= 1",message="spec.partitions: at most one partition may be the default"
 type SlurmClusterSpec struct {
 	// Image is the Slurm image every component runs unless it names its own.
-	// +kubebuilder:validation:MinLength=1
-	Image string `json:"image"`
+	Image Image `json:"image"`
 
 	// ImagePullPolicy of every Slurm container.
 	// +kubebuilder:default=IfNotPresent
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
 	// +optional
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 
@@ -83,8 +90,10 @@ type SlurmClusterSpec struct {
 	// +optional
 	Epilog []Script `json:"epilog,omitempty"`
 
-	// JobSubmitLua is the job_submit.lua script (Slurm's job_submit/lua plugin). It is
-	// parsed on admission: a script that does not parse would crash slurmctld.
+	// JobSubmitLua is the job_submit.lua script (Slurm's job_submit/lua plugin). At
+	// admission it is parsed and its top-level code run in a sandbox (a stub slurm table, no
+	// io, os or require, one second): a script that does not parse, fails at load or lacks
+	// slurm_job_submit or slurm_job_modify would stop slurmctld.
 	// +kubebuilder:validation:MaxLength=262144
 	// +optional
 	JobSubmitLua string `json:"jobSubmitLua,omitempty"`
@@ -112,7 +121,7 @@ type SlurmClusterSpec struct {
 type ControllerSpec struct {
 	// Image overrides spec.image for slurmctld.
 	// +optional
-	Image string `json:"image,omitempty"`
+	Image Image `json:"image,omitempty"`
 
 	// Resources of the slurmctld container.
 	// +optional
@@ -137,12 +146,15 @@ type ControllerSpec struct {
 	ExtraConf string `json:"extraConf,omitempty"`
 
 	// UnsafeConfKeys lets ExtraConf set keys that sunk keeps for its own invariants (e.g.
-	// SlurmctldParameters), for an admin who takes over what they guard. Each use is
-	// reported as an admission warning (and so in the API server's audit log). Keys that
-	// only a restart applies roll slurmctld.
+	// SlurmctldParameters), for an admin who takes over what they guard. Only keys the
+	// operator allows (its --allowed-unsafe-conf-keys, the sunk chart's
+	// operator.allowedUnsafeConfKeys) may be listed. Each use is returned as an admission
+	// warning, logged by the webhook with the requesting user, and recorded as a Warning
+	// event on the SlurmCluster. Keys that only a restart applies roll slurmctld.
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	// +kubebuilder:validation:items:MaxLength=64
 	// +optional
 	UnsafeConfKeys []string `json:"unsafeConfKeys,omitempty"`
 }
@@ -155,6 +167,8 @@ type StorageSpec struct {
 	Size *resource.Quantity `json:"size,omitempty"`
 
 	// StorageClassName of the claim; empty means the cluster's default class.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
@@ -170,7 +184,7 @@ type RestAPISpec struct {
 
 	// Image overrides spec.image for slurmrestd.
 	// +optional
-	Image string `json:"image,omitempty"`
+	Image Image `json:"image,omitempty"`
 
 	// Resources of the slurmrestd container.
 	// +optional
@@ -223,7 +237,7 @@ type AccountingSpec struct {
 
 	// Image overrides spec.image for slurmdbd and the managed database.
 	// +optional
-	Image string `json:"image,omitempty"`
+	Image Image `json:"image,omitempty"`
 
 	// Resources of the slurmdbd container.
 	// +optional
@@ -285,7 +299,7 @@ type LoginSpec struct {
 
 	// Image overrides spec.image for login pods.
 	// +optional
-	Image string `json:"image,omitempty"`
+	Image Image `json:"image,omitempty"`
 
 	// Resources of the login container.
 	// +optional
@@ -456,11 +470,13 @@ type SharedVolume struct {
 	Name string `json:"name"`
 
 	// ClaimName of an existing PersistentVolumeClaim (ReadWriteMany for several nodes).
-	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	ClaimName string `json:"claimName"`
 
-	// MountPath in login and compute containers.
-	// +kubebuilder:validation:Pattern=`^/.*`
+	// MountPath in login and compute containers: an absolute path without control characters.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*$`
 	MountPath string `json:"mountPath"`
 
 	// ReadOnly mounts the claim read-only.

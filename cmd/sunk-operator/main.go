@@ -4,6 +4,7 @@ package main
 import (
 	"flag"
 	"os"
+	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -21,15 +22,25 @@ import (
 )
 
 func main() {
-	var metricsAddr, probeAddr, clusterDomain, certDir string
-	var leaderElect, webhooks bool
+	// First: this binary is also the admission's Lua sandbox, re-executed (internal/webhook).
+	sunkwebhook.ServeLuaSandbox()
+	var metricsAddr, probeAddr, clusterDomain, certDir, allowedUnsafe string
+	var leaderElect, webhooks, slurmConfigCheck bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain, used in slurm.conf host names")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that several replicas can run")
 	flag.BoolVar(&webhooks, "enable-webhooks", true, "serve the validating admission webhook")
 	flag.StringVar(&certDir, "webhook-cert-dir", "", "directory with tls.crt and tls.key for the webhook server")
+	flag.StringVar(&allowedUnsafe, "allowed-unsafe-conf-keys", "", "comma-separated slurm.conf keys sunk keeps (AuthType, SlurmctldPort...) that SlurmClusters may take over with spec.controller.unsafeConfKeys; * allows all; empty: none")
+	flag.BoolVar(&slurmConfigCheck, "slurm-config-check", false, "have Slurm's own parser check each new configuration in a pod of the cluster's image before applying it")
 	log := cmdutil.ParseFlags()
+	admission := sunkwebhook.Options{}
+	for _, k := range strings.Split(allowedUnsafe, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			admission.AllowedUnsafeConfKeys = append(admission.AllowedUnsafeConfKeys, k)
+		}
+	}
 
 	scheme := cmdutil.Scheme()
 
@@ -60,12 +71,13 @@ func main() {
 	pool := slurmconn.New(slurmconn.Options{Reader: reader, Metrics: restMetrics})
 	cmdutil.Must((&slurmcluster.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Slurm: pool,
+		Admission: admission, SlurmConfigCheck: slurmConfigCheck,
 	}).SetupWithManager(mgr))
 	cmdutil.Must((&nodeset.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Slurm: pool,
 	}).SetupWithManager(mgr))
 	if webhooks {
-		cmdutil.Must(sunkwebhook.SetupSlurmClusterWebhook(mgr))
+		cmdutil.Must(sunkwebhook.SetupSlurmClusterWebhook(mgr, admission))
 		cmdutil.Must(sunkwebhook.SetupNodeSetWebhook(mgr))
 	}
 	cmdutil.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
@@ -74,7 +86,7 @@ func main() {
 		// Ready only once the webhook serves: the API server rejects SlurmClusters until then.
 		cmdutil.Must(mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()))
 	}
-	log.Info("starting sunk-operator")
+	log.Info("starting sunk-operator", "allowedUnsafeConfKeys", admission.AllowedUnsafeConfKeys)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
 		os.Exit(1)

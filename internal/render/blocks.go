@@ -32,15 +32,15 @@ func meta(n Names, name, component string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: n.Namespace, Labels: labels(n, component)}
 }
 
-func imageOf(sc *sunkv1.SlurmCluster, override string) string {
+func imageOf(sc *sunkv1.SlurmCluster, override sunkv1.Image) string {
 	if override != "" {
-		return override
+		return string(override)
 	}
-	return sc.Spec.Image
+	return string(sc.Spec.Image)
 }
 
 // slurmContainer is a container of the Slurm image running sunk-entrypoint ROLE.
-func slurmContainer(sc *sunkv1.SlurmCluster, role, image string, res corev1.ResourceRequirements) corev1.Container {
+func slurmContainer(sc *sunkv1.SlurmCluster, role string, image sunkv1.Image, res corev1.ResourceRequirements) corev1.Container {
 	return corev1.Container{
 		Name:            role,
 		Image:           imageOf(sc, image),

@@ -62,6 +62,9 @@ type Names struct {
 	Controller, RestAPI, Accounting, Database, Login      string
 	// LoginHosts is the login pods' headless Service: it makes each login pod's hostname a DNS name.
 	LoginHosts string
+	// ConfigCheck is the ConfigMap of the candidate configuration Slurm checks, and the prefix
+	// of the check pods (ConfigCheckName).
+	ConfigCheck string
 }
 
 // NamesFor derives the object names of a SlurmCluster.
@@ -77,6 +80,7 @@ func NamesFor(sc *sunkv1.SlurmCluster, clusterDomain string) Names {
 		Config: n + "-config", Scripts: n + "-scripts", LoginServices: n + "-login-services",
 		Controller: n + "-controller", RestAPI: n + "-restapi", Accounting: n + "-accounting",
 		Database: n + "-database", Login: n + "-login", LoginHosts: n + "-login-hosts",
+		ConfigCheck: n + "-config-check",
 	}
 }
 

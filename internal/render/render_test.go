@@ -253,7 +253,7 @@ func TestSlurmTestBedHasProductionDefaults(t *testing.T) {
 }
 
 func TestStoragePassword(t *testing.T) {
-	for p, want := range map[string]string{"abc": "abc", "a b": `"a b"`, "a#b": `"a#b"`} {
+	for p, want := range map[string]string{"abc": "abc", "a b": `"a b"`, "a#b": `a\#b`, `a\b`: `a\\b`, `ab\`: `ab\\`, "a #b": `"a \#b"`} {
 		if got := quoteStoragePassword(p); got != want {
 			t.Errorf("quoteStoragePassword(%q) = %s, want %s", p, got, want)
 		}

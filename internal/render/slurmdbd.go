@@ -59,10 +59,14 @@ func CheckStoragePassword(p string) error {
 	return nil
 }
 
-// quoteStoragePassword quotes a password that holds a space or '#' (which Slurm's parser
-// would take as the end of the value or a comment); others are written as they are.
+// quoteStoragePassword writes a password the way Slurm's parser reads it back: that parser
+// strips comments before it looks at quotes (a '#' ends the line even inside quotes unless
+// written "\#"), then drops every backslash that escapes the next character ("\\" is one
+// backslash, and a lone one at the end would join the next line), and a value with a space or
+// tab must be quoted.
 func quoteStoragePassword(p string) string {
-	if strings.ContainsAny(p, " \t#") {
+	p = strings.NewReplacer(`\`, `\\`, "#", `\#`).Replace(p)
+	if strings.ContainsAny(p, " \t") {
 		return `"` + p + `"`
 	}
 	return p

@@ -47,6 +47,8 @@ func TestBadValueCorpus(t *testing.T) {
 		"unicode look-alike":      "gpu\u0391", // Greek capital alpha
 		"line separator":          "x\u2028AuthType=auth/none",
 		"tab and key":             "x\tAuthType=auth/none",
+		"escaped comment":         "x\\# AuthType=auth/none",
+		"line continuation":       "x \\\nAuthType=auth/none",
 	}
 	nameOnly := map[string]string{
 		"comment":          "gpu#x",
@@ -77,7 +79,7 @@ func TestBadValueCorpus(t *testing.T) {
 }
 
 // TestDeniedKeys: each key sunk keeps is refused in controller.extraConf, in any case and
-// spacing, and passes only when listed in unsafeConfKeys.
+// spacing, and passes only when listed in unsafeConfKeys and allowed by the operator.
 func TestDeniedKeys(t *testing.T) {
 	for k := range deniedSlurmConfKeys {
 		for _, line := range []string{k + "=x", strings.ToUpper(k) + " = x", "MaxJobCount=5 " + k + "=x"} {
@@ -86,8 +88,14 @@ func TestDeniedKeys(t *testing.T) {
 				t.Errorf("%q accepted", line)
 			}
 			spec.Controller.UnsafeConfKeys = []string{k}
-			if errs, warnings := ValidateSpec(spec, field.NewPath("spec")); len(errs) > 0 || len(warnings) == 0 {
-				t.Errorf("%q with unsafeConfKeys [%s]: errors %v, warnings %v", line, k, errs, warnings)
+			if errs, _ := ValidateSpec(spec, field.NewPath("spec")); !namesField(errs, "spec.controller.unsafeConfKeys[0]") {
+				t.Errorf("%q with unsafeConfKeys [%s] that the operator does not allow: %v", line, k, errs)
+			}
+			for _, allowed := range []string{strings.ToUpper(k), AllowAllUnsafeConfKeys} {
+				opts := Options{AllowedUnsafeConfKeys: []string{"MinJobAge", allowed}}
+				if errs, warnings := opts.ValidateSpec(spec, field.NewPath("spec")); len(errs) > 0 || len(warnings) == 0 {
+					t.Errorf("%q with unsafeConfKeys [%s] allowed by %v: errors %v, warnings %v", line, k, opts, errs, warnings)
+				}
 			}
 		}
 	}
@@ -122,6 +130,12 @@ func TestValidateNodeSetSpec(t *testing.T) {
 		"a second line":                 {sunkv1.NodeSetSpec{ExtraConf: "Gres=gpu:1\nNodeName=x"}, "control character"},
 		"SLURMD_CONF":                   {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "X", Value: "1"}, {Name: "SLURMD_CONF", Value: "Features=x"}}}, "spec.env[1].name"},
 		"SLURM_CONF_SERVER":             {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "SLURM_CONF_SERVER", Value: "evil:6817"}}}, "spec.env[0].name"},
+		"sunk's image variables":        {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "SUNK_READY_TIMEOUT", Value: "1"}}}, "spec.env[0].name"},
+		"other variables":               {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}}}, ""},
+		"variable name with a newline":  {sunkv1.NodeSetSpec{Env: []corev1.EnvVar{{Name: "A\nB", Value: "1"}}}, "spec.env[0].name"},
+		"service without #!":            {sunkv1.NodeSetSpec{Services: []sunkv1.S6Service{{Name: "x", Run: "sleep 1"}}}, "spec.services[0].run"},
+		"escaped comment":               {sunkv1.NodeSetSpec{ExtraConf: `Gres=gpu:1\# Features=x`}, "backslash"},
+		"node name":                     {sunkv1.NodeSetSpec{ExtraConf: "NodeName=other"}, "not a parameter of a NodeName line"},
 	} {
 		errs := ValidateNodeSetSpec(&c.spec, field.NewPath("spec"))
 		got := errs.ToAggregate()

@@ -23,8 +23,17 @@ var requiredLuaFunctions = []string{"slurm_job_submit", "slurm_job_modify"}
 // Lua 5.1 parser (Debian's Slurm links liblua5.1), its top-level code runs to the end within
 // a second against a stub of the `slurm` table, and it defines both functions Slurm requires.
 // The sandbox opens no io, os or package library: the script cannot reach this process's
-// files or environment, and a script that needs them at load time is refused.
-func ValidateJobSubmitLua(src string) error {
+// files or environment, and a script that needs them at load time is refused. After
+// ServeLuaSandbox the check runs in a child process with bounded memory and CPU
+// (luaprocess.go).
+func ValidateJobSubmitLua(src string) error { return validateLua(src) }
+
+// luaMaxRep bounds string.rep's result in the sandbox: one call would otherwise allocate
+// whatever the script asks for before any limit could look.
+const luaMaxRep = 1 << 20
+
+// validateLuaHere is ValidateJobSubmitLua in this process.
+func validateLuaHere(src string) error {
 	if _, err := luaparse.Parse(strings.NewReader(src), "job_submit.lua"); err != nil {
 		return fmt.Errorf("job_submit.lua does not parse: %s", strings.TrimSpace(err.Error()))
 	}
@@ -40,6 +49,17 @@ func ValidateJobSubmitLua(src string) error {
 	}
 	for _, unsafe := range []string{"dofile", "loadfile", "load", "loadstring", "require", "module"} {
 		L.SetGlobal(unsafe, lua.LNil)
+	}
+	if str, ok := L.GetGlobal(lua.StringLibName).(*lua.LTable); ok {
+		rep := str.RawGetString("rep")
+		str.RawSetString("rep", L.NewFunction(func(L *lua.LState) int {
+			if n := L.OptInt(2, 0); n > 0 && n > luaMaxRep/max(len(L.CheckString(1)), 1) {
+				L.RaiseError("string.rep: a result over %d bytes at load", luaMaxRep)
+			}
+			L.Insert(rep, 1)
+			L.Call(L.GetTop()-1, 1)
+			return 1
+		}))
 	}
 	L.SetGlobal("slurm", slurmStub(L))
 	ctx, cancel := context.WithTimeout(context.Background(), luaRunTimeout)

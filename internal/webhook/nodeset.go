@@ -1,10 +1,11 @@
 package webhook
 
 import (
-	"fmt"
+	"context"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -20,7 +21,7 @@ func SetupNodeSetWebhook(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.NodeSet{}).WithValidator(validator[*sunkv1.NodeSet](validateNodeSet)).Complete()
 }
 
-func validateNodeSet(ns *sunkv1.NodeSet) (admission.Warnings, error) {
+func validateNodeSet(_ context.Context, ns *sunkv1.NodeSet) (admission.Warnings, error) {
 	if errs := ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec")); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("NodeSet").GroupKind(), ns.Name, errs)
 	}
@@ -36,30 +37,34 @@ var nodeParamsSunkSets = map[string]string{
 	"nodeaddr": "the address is the pod's", "nodehostname": "the host name is the pod's",
 }
 
-// slurmdEnvSunkSets are environment variables of the slurmd container that sunk sets: where
-// slurmd gets its configuration and its node line.
+// slurmdEnvSunkSets are environment variables of the slurmd container that sunk sets or its
+// entrypoint reads: where slurmd gets its configuration and its node line (SLURM_CONF is the
+// config file every Slurm program reads). Names with slurmdEnvSunkPrefix are sunk's too.
 var slurmdEnvSunkSets = set("SLURM_CONF_SERVER", "SLURMD_CONF", "SLURM_CONF")
+
+// maxEnvName bounds an environment variable's name (Kubernetes sets none).
+const maxEnvName = 256
+
+// slurmdEnvSunkPrefix starts the environment variables of sunk's image (sunk-entrypoint).
+const slurmdEnvSunkPrefix = "SUNK_"
 
 // ValidateNodeSetSpec checks what CEL cannot; like ValidateSpec it reads the node line the way
 // Slurm does, so "Features =x" is Features.
 func ValidateNodeSetSpec(spec *sunkv1.NodeSetSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if spec.ExtraConf != "" {
-		p := path.Child("extraConf")
-		if e := validateParams(spec.ExtraConf, p, nodeParams, "NodeName"); len(e) > 0 {
-			errs = append(errs, e...)
-		} else if tokens, _ := confTokens(spec.ExtraConf); tokens != nil {
-			for _, t := range tokens {
-				if why := nodeParamsSunkSets[strings.ToLower(t.key)]; why != "" {
-					errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s: %s", t.key, why)))
-				}
-			}
-		}
+		errs = append(errs, validateParams(spec.ExtraConf, path.Child("extraConf"), nodeParams, nodeParamsSunkSets, "NodeName")...)
 	}
 	for i, e := range spec.Env {
-		if slurmdEnvSunkSets[strings.ToUpper(e.Name)] {
-			errs = append(errs, field.Forbidden(path.Child("env").Index(i).Child("name"), e.Name+" is set by sunk: it tells slurmd where its configuration and node line come from"))
+		p := path.Child("env").Index(i).Child("name")
+		if len(e.Name) > maxEnvName {
+			errs = append(errs, field.TooLong(p, "", maxEnvName))
+		} else if msgs := validation.IsEnvVarName(e.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p, e.Name, strings.Join(msgs, "; ")))
+		} else if name := strings.ToUpper(e.Name); slurmdEnvSunkSets[name] || strings.HasPrefix(name, slurmdEnvSunkPrefix) {
+			errs = append(errs, field.Forbidden(p, e.Name+" is set by sunk: it tells slurmd where its configuration and node line come from"))
 		}
 	}
+	errs = append(errs, validateServices(spec.Services, path.Child("services"))...)
 	return errs
 }

@@ -1,15 +1,20 @@
-// Package webhook holds sunk's admission checks: the rules CEL cannot express, above all
-// that a job_submit.lua parses (an invalid script crashes slurmctld).
+// Package webhook holds sunk's admission checks, the rules CEL cannot express: Slurm config
+// values read as Slurm's parser reads them (known keys only, none that sunk keeps), scripts,
+// and a job_submit.lua run in a sandbox process. The controllers run the same functions before
+// they render anything; docs/validation.md is the rules' description.
 package webhook
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -22,33 +27,60 @@ import (
 // +kubebuilder:webhook:path=/validate-sunk-dev-v1alpha1-slurmcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=sunk.dev,resources=slurmclusters,verbs=create;update,versions=v1alpha1,name=vslurmcluster.sunk.dev,admissionReviewVersions=v1
 
 // SetupSlurmClusterWebhook registers the SlurmCluster check with the manager's webhook server.
-func SetupSlurmClusterWebhook(mgr ctrl.Manager) error {
-	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.SlurmCluster{}).WithValidator(validator[*sunkv1.SlurmCluster](validateSlurmCluster)).Complete()
+func SetupSlurmClusterWebhook(mgr ctrl.Manager, opts Options) error {
+	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.SlurmCluster{}).WithValidator(validator[*sunkv1.SlurmCluster](func(ctx context.Context, sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
+		errs, warnings := opts.ValidateSpec(&sc.Spec, field.NewPath("spec"))
+		errs = append(errs, validateConfigMapScripts(ctx, mgr.GetAPIReader(), sc, field.NewPath("spec"))...)
+		if len(errs) > 0 {
+			return warnings, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("SlurmCluster").GroupKind(), sc.Name, errs)
+		}
+		auditUnsafe(ctx, sc)
+		return warnings, nil
+	})).Complete()
 }
 
 // validator is an admission.Validator that checks created and updated objects with one
 // function; deletions always pass.
-type validator[T runtime.Object] func(T) (admission.Warnings, error)
+type validator[T runtime.Object] func(context.Context, T) (admission.Warnings, error)
 
-func (v validator[T]) ValidateCreate(_ context.Context, o T) (admission.Warnings, error) { return v(o) }
+func (v validator[T]) ValidateCreate(ctx context.Context, o T) (admission.Warnings, error) {
+	return v(ctx, o)
+}
 
-func (v validator[T]) ValidateUpdate(_ context.Context, _, o T) (admission.Warnings, error) {
-	return v(o)
+// ValidateUpdate checks an update that changes the spec. One that leaves it as it is (the
+// operator adding or removing its finalizer, labels, annotations) or that of an object being
+// deleted passes: its spec was admitted before, and rules that have become stricter since
+// must not keep the operator from removing its finalizer. The controller still renders
+// nothing from a spec that fails them.
+func (v validator[T]) ValidateUpdate(ctx context.Context, old, o T) (admission.Warnings, error) {
+	if m, err := meta.Accessor(o); err == nil && m.GetDeletionTimestamp() != nil {
+		return nil, nil
+	}
+	if sameSpec(old, o) {
+		return nil, nil
+	}
+	return v(ctx, o)
+}
+
+// sameSpec says whether an update leaves the spec of a SlurmCluster or NodeSet as it was.
+func sameSpec(old, o runtime.Object) bool {
+	switch o := o.(type) {
+	case *sunkv1.SlurmCluster:
+		old, ok := old.(*sunkv1.SlurmCluster)
+		return ok && equality.Semantic.DeepEqual(old.Spec, o.Spec)
+	case *sunkv1.NodeSet:
+		old, ok := old.(*sunkv1.NodeSet)
+		return ok && equality.Semantic.DeepEqual(old.Spec, o.Spec)
+	}
+	return false
 }
 
 func (v validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, error) { return nil, nil }
 
-func validateSlurmCluster(sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
-	errs, warnings := ValidateSpec(&sc.Spec, field.NewPath("spec"))
-	if len(errs) > 0 {
-		return warnings, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("SlurmCluster").GroupKind(), sc.Name, errs)
-	}
-	return warnings, nil
-}
-
-// ValidateSpec checks what CEL cannot. The controller runs it too, so that a cluster
-// without the webhook still never hands slurmctld a broken or unsafe configuration.
-func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
+// ValidateSpec checks what CEL cannot, with the operator's Options. The controller runs it
+// too, so that a cluster without the webhook still never hands slurmctld a broken or unsafe
+// configuration.
+func (o Options) ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	var warnings admission.Warnings
 	if spec.JobSubmitLua != "" {
@@ -56,10 +88,8 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 			errs = append(errs, field.Invalid(path.Child("jobSubmitLua"), "(script)", err.Error()))
 		}
 	}
-	unsafe := map[string]bool{}
-	for _, k := range spec.Controller.UnsafeConfKeys {
-		unsafe[strings.ToLower(k)] = true
-	}
+	unsafe, e0 := o.unsafeKeys(spec.Controller.UnsafeConfKeys, path.Child("controller", "unsafeConfKeys"))
+	errs = append(errs, e0...)
 	e, w := slurmConf.validate(spec.Controller.ExtraConf, path.Child("controller", "extraConf"), unsafe)
 	errs, warnings = append(errs, e...), append(warnings, w...)
 	e, w = cgroupConf.validate(spec.CgroupConf, path.Child("cgroupConf"), nil)
@@ -72,7 +102,12 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 			}
 		}
 		if part.ExtraConf != "" {
-			errs = append(errs, validateParams(part.ExtraConf, pp.Child("extraConf"), partitionParams, "PartitionName")...)
+			denied := deniedPartitionParams
+			if part.PriorityTier != nil {
+				denied = maps.Clone(denied)
+				denied["prioritytier"] = "spec.partitions[].priorityTier is set"
+			}
+			errs = append(errs, validateParams(part.ExtraConf, pp.Child("extraConf"), partitionParams, denied, "PartitionName")...)
 		}
 	}
 	if ext := spec.Accounting.External; ext != nil {
@@ -89,6 +124,7 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 			}
 		}
 	}
+	errs = append(errs, validateServices(spec.Login.Services, path.Child("login", "services"))...)
 	e, w = validateSchedulerPolicy(spec, path.Child("schedulerPolicy"))
 	errs, warnings = append(errs, e...), append(warnings, w...)
 	e, w = validateTopology(spec, path.Child("topology"))
@@ -99,6 +135,11 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 			"qos preemption needs accounting (spec.accounting.mode Managed or External): QOS live in slurmdbd"))
 	}
 	return errs, warnings
+}
+
+// ValidateSpec is Options{}.ValidateSpec: no SlurmCluster may take over a key sunk keeps.
+func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
+	return Options{}.ValidateSpec(spec, path)
 }
 
 // validateSchedulerPolicy checks what the CRD's schema cannot: a namespace belongs to one
@@ -139,6 +180,18 @@ func validateSchedulerPolicy(spec *sunkv1.SlurmClusterSpec, path *field.Path) (f
 		}
 	}
 	return errs, warnings
+}
+
+// validateServices checks the run scripts of s6 services: s6 executes them directly, like
+// slurmd its prolog.
+func validateServices(services []sunkv1.S6Service, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, s := range services {
+		if err := ValidateScript(s.Run); err != nil {
+			errs = append(errs, field.Invalid(p.Index(i).Child("run"), "(script)", err.Error()))
+		}
+	}
+	return errs
 }
 
 // ValidateScript checks a prolog or epilog as slurmd will run it: executed directly, so it

@@ -12,6 +12,9 @@ import (
 
 const goodLua = "function slurm_job_submit(j, p, u) return slurm.SUCCESS end\nfunction slurm_job_modify(j, jr, p, u) return slurm.SUCCESS end\n"
 
+// testOptions: the operator lets SlurmClusters take over SlurmctldPort only.
+var testOptions = Options{AllowedUnsafeConfKeys: []string{"SlurmctldPort"}}
+
 func TestValidateSpec(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -28,13 +31,28 @@ func TestValidateSpec(t *testing.T) {
 		{name: "lua whose top level fails", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "undefined_function()\n"}, wantErr: "top-level code fails"},
 		{name: "lua that loops at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "while true do end\n"}, wantErr: "did not finish"},
 		{name: "lua may not read files at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local f = io.open('/etc/passwd')\n"}, wantErr: "top-level code fails"},
+		{name: "lua that builds a huge string in one call", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local s = string.rep('x', 2^40)\n"}, wantErr: "string.rep"},
+		{name: "lua that builds a huge string in one method call", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local s = ('xy'):rep(2^62)\n"}, wantErr: "string.rep"},
+		{name: "lua that doubles a string at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local s = string.rep('x', 2^20)\nwhile true do s = s .. s end\n"}, wantErr: "MiB at load"},
+		{name: "lua that backtracks at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local s = string.rep('a', 2^20)\nlocal x = s:find('.-.-.-.-.-b')\n"}, wantErr: "did not finish"},
+		{name: "lua with a modest string.rep at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local sep = string.rep('-', 20)\nslurm.log_info(sep)\n"}},
 		{name: "lua using slurm's table at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "slurm.log_info('loaded %d', slurm.NO_VAL + 1)\nlocal x = slurm.ESLURM_INVALID_LICENSES + 1\n"}},
 		{name: "unknown slurm.conf key", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "BogusKey=1"}}, wantErr: "BogusKey is not a slurm.conf key"},
 		{name: "denied key", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "AuthType=auth/none"}}, wantErr: "sets AuthType, which sunk keeps"},
 		{name: "denied key with spaces around =", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "SlurmUser = root"}}, wantErr: "sets SlurmUser"},
 		{name: "denied key later on a line", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "MaxJobCount=5 authtype=auth/none"}}, wantErr: "sets authtype"},
 		{name: "denied key allowed by the escape", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "SlurmctldPort=6900", UnsafeConfKeys: []string{"slurmctldport"}}}, warn: true},
+		{name: "the escape for a key the operator does not allow", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "AuthType=auth/none", UnsafeConfKeys: []string{"AuthType"}}}, wantErr: "spec.controller.unsafeConfKeys[0]: Forbidden: this operator does not let SlurmClusters take over AuthType"},
 		{name: "node lines keep their parameters", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "NodeName=static-1 CPUs=4 State=CLOUD\nSchedulerParameters=bf_continue # comment"}}},
+		{name: "escaped comment hiding a denied key", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: `MaxJobCount=5\# AuthType=auth/none`}}, wantErr: "backslash"},
+		{name: "line continuation", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "MaxJobCount=5 \\\nMinJobAge=10"}}, wantErr: "backslash"},
+		{name: "program run in slurmctld's pod", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "PrologSlurmctld=/tmp/x"}}, wantErr: "sets PrologSlurmctld, which sunk keeps"},
+		{name: "prolog past spec.prolog", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "prolog = /tmp/x"}}, wantErr: "set from spec.prolog"},
+		{name: "partition params that sunk writes", spec: sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "p", ExtraConf: "Nodes=ALL"}}}, wantErr: "spec.partitions[0].extraConf: Forbidden: Nodes"},
+		{name: "partition params that sunk writes, any case", spec: sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "p", ExtraConf: "OverSubscribe=NO maxtime =1"}}}, wantErr: "Forbidden: maxtime"},
+		{name: "partition tier twice", spec: sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "p", PriorityTier: ptr.To[int32](5), ExtraConf: "PriorityTier=7"}}}, wantErr: "Forbidden: PriorityTier"},
+		{name: "partition tier in extraConf alone", spec: sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "p", ExtraConf: "PriorityTier=7"}}}},
+		{name: "partition params of its own", spec: sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "p", ExtraConf: "OverSubscribe=NO AllowAccounts=a,b"}}}},
 		{name: "carriage return", spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "MaxJobCount=5\r"}}, wantErr: "control character"},
 		{name: "unknown cgroup.conf key", spec: sunkv1.SlurmClusterSpec{CgroupConf: "ConstrainRAMSpace=yes\nAuthType=x"}, wantErr: "AuthType is not a cgroup.conf key"},
 		{name: "partition params inject a line", spec: sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "p", ExtraConf: "OverSubscribe=NO\nAuthType=auth/none"}}}, wantErr: "spec.partitions[0].extraConf"},
@@ -69,7 +87,7 @@ func TestValidateSpec(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			errs, warnings := ValidateSpec(&c.spec, field.NewPath("spec"))
+			errs, warnings := testOptions.ValidateSpec(&c.spec, field.NewPath("spec"))
 			got := errs.ToAggregate()
 			switch {
 			case c.wantErr == "" && got != nil:

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"unicode"
@@ -55,6 +56,50 @@ var deniedSlurmConfKeys = map[string]string{
 	"accountingstorageport":          "set from spec.accounting",
 	"accountingstoragepass":          "set from spec.accounting",
 	"accountingstorageuser":          "set from spec.accounting",
+	"accountingstorageexternalhost":  "set from spec.accounting",
+	"accountingstoragebackuphost":    "set from spec.accounting",
+	"accountingstorageloc":           "set from spec.accounting",
+	"jobsubmitplugins":               "set from spec.jobSubmitLua",
+	// Programs the daemons run, as SlurmUser in slurmctld's pod (where the state and the
+	// cluster's keys are) or as root on the compute nodes: a path here runs code the image
+	// did not ship with the keys in reach. Prolog and Epilog come from spec.prolog and
+	// spec.epilog, whose scripts are checked.
+	"prolog":                  "set from spec.prolog, whose scripts are checked",
+	"epilog":                  "set from spec.epilog, whose scripts are checked",
+	"prologslurmctld":         "it runs a program in slurmctld's pod, beside the cluster's keys",
+	"epilogslurmctld":         "it runs a program in slurmctld's pod, beside the cluster's keys",
+	"mailprog":                "it runs a program in slurmctld's pod, beside the cluster's keys",
+	"resumeprogram":           "it runs a program in slurmctld's pod, beside the cluster's keys",
+	"resumefailprogram":       "it runs a program in slurmctld's pod, beside the cluster's keys",
+	"suspendprogram":          "it runs a program in slurmctld's pod, beside the cluster's keys",
+	"slurmctldprimaryonprog":  "it runs a program in slurmctld's pod, beside the cluster's keys",
+	"slurmctldprimaryoffprog": "it runs a program in slurmctld's pod, beside the cluster's keys",
+	"rebootprogram":           "it runs a program as root on the compute nodes",
+	"healthcheckprogram":      "it runs a program as root on the compute nodes",
+	"unkillablestepprogram":   "it runs a program as root on the compute nodes",
+	"jobcomptype":             "job completion plugins run programs (jobcomp/script) or send job records to a URL",
+	"jobcomploc":              "job completion plugins run programs (jobcomp/script) or send job records to a URL",
+	"tlstype":                 "the daemons' transport security is sunk's",
+	"tlsparameters":           "the daemons' transport security is sunk's",
+	"certmgrtype":             "the daemons' certificates are sunk's",
+	"certmgrparameters":       "the daemons' certificates are sunk's",
+	"slurmctldlogfile":        "sunk's daemons log to their container's output (kubectl logs); a path here is a file written by the daemon",
+	"slurmdlogfile":           "sunk's daemons log to their container's output (kubectl logs); a path here is a file written as root",
+	"slurmschedlogfile":       "sunk's daemons log to their container's output (kubectl logs); a path here is a file written by the daemon",
+}
+
+// DeniedSlurmConfKeys lists the slurm.conf keys that controller.extraConf may set only when
+// listed in controller.unsafeConfKeys, each with the reason (lower case, for docs and tests).
+func DeniedSlurmConfKeys() map[string]string { return maps.Clone(deniedSlurmConfKeys) }
+
+// deniedPartitionParams are the parameters of a PartitionName line that sunk writes from the
+// partition's own fields; a second copy in extraConf would make Slurm's choice, not the spec's.
+var deniedPartitionParams = map[string]string{
+	"partitionname": "it is spec.partitions[].name",
+	"nodes":         "the nodes come from spec.partitions[].nodeSets",
+	"default":       "it is spec.partitions[].default",
+	"maxtime":       "it is spec.partitions[].maxTime",
+	"state":         "sunk keeps the partition UP",
 }
 
 // entityKeys start a slurm.conf line that describes one thing (a node, a partition...); the
@@ -109,8 +154,9 @@ func (f confFile) validate(text string, p *field.Path, unsafe map[string]bool) (
 
 // validateParams checks the parameters appended to one rendered line (a partition's or a
 // NodeSet's extraConf): one line of Key=Value tokens, each a parameter Slurm knows for that
-// kind of line (known, from Slurm's own tables), so that nothing else can ride along.
-func validateParams(text string, p *field.Path, known map[string]bool, kind string) field.ErrorList {
+// kind of line (known, from Slurm's own tables) and none that sunk writes itself from other
+// fields (denied: key -> why), so that nothing else can ride along.
+func validateParams(text string, p *field.Path, known map[string]bool, denied map[string]string, kind string) field.ErrorList {
 	if err := lineProblem(text); err != "" {
 		return field.ErrorList{field.Invalid(p, text, err)}
 	}
@@ -118,19 +164,31 @@ func validateParams(text string, p *field.Path, known map[string]bool, kind stri
 	if err != "" {
 		return field.ErrorList{field.Invalid(p, text, err)}
 	}
+	var errs field.ErrorList
 	for _, t := range tokens {
-		if !known[strings.ToLower(t.key)] {
-			return field.ErrorList{field.Invalid(p, text, fmt.Sprintf("%s is not a parameter of a %s line in Slurm 24.11", t.key, kind))}
+		k := strings.ToLower(t.key)
+		switch {
+		case !known[k]:
+			errs = append(errs, field.Invalid(p, text, fmt.Sprintf("%s is not a parameter of a %s line in Slurm 24.11", t.key, kind)))
+		case denied[k] != "":
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s: %s", t.key, denied[k])))
 		}
 	}
-	return nil
+	return errs
 }
 
 // lineProblem rejects what no Slurm config line may hold: control characters (a carriage
-// return or NUL would be read differently by Slurm than by a person), and overlong lines.
+// return or NUL would be read differently by Slurm than by a person), non-ASCII characters
+// (look-alikes), backslashes and overlong lines. Slurm's parser reads a backslash as an
+// escape: "\#" is not a comment, so "MaxJobCount=5\# AuthType=auth/none" sets AuthType for
+// Slurm while a reader (and a check) that stops at '#' sees none, and a backslash at the end
+// of a line joins the next one to it. No value sunk accepts needs one.
 func lineProblem(line string) string {
 	if len(line) > maxConfLine {
 		return fmt.Sprintf("longer than %d bytes: Slurm reads at most that much of a line", maxConfLine)
+	}
+	if strings.Contains(line, "\\") {
+		return `contains a backslash: Slurm reads it as an escape ("\#" is not a comment) or, at the end of a line, as joining the next line`
 	}
 	for _, r := range line {
 		if r != '\t' && unicode.IsControl(r) {

@@ -24,6 +24,9 @@ const (
 	ComponentLogin      = "login"
 	// ComponentCompute: a compute pod, one slurmd, one dynamic Slurm node.
 	ComponentCompute = "compute"
+	// ComponentConfigCheck: a short-lived pod in which Slurm's own parser checks a new
+	// configuration before the operator applies it (the operator's --slurm-config-check).
+	ComponentConfigCheck = "config-check"
 )
 
 // Labels and the finalizer of compute pods (and, mirrored by the syncer, of their Kubernetes

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -50,6 +49,12 @@ type Reconciler struct {
 	// cache holds only the objects it labels, and a prolog's ConfigMap, an admin's key
 	// Secret or the external database's password Secret are someone else's.
 	APIReader client.Reader
+	// Admission are the operator's admission settings, the webhook's own: the controller
+	// re-checks every spec with them before it renders anything.
+	Admission webhook.Options
+	// SlurmConfigCheck has Slurm's own parser check each new configuration in a pod of the
+	// cluster's image before it is applied (configcheck.go).
+	SlurmConfigCheck bool
 
 	// applied remembers the configuration each cluster's slurmctld was reconfigured with,
 	// because the cached SlurmCluster a reconcile reads may predate its own status write,
@@ -60,12 +65,17 @@ type Reconciler struct {
 	// means DefaultTopologySettle and DefaultTopologyMaxDelay.
 	TopologySettle, TopologyMaxDelay time.Duration
 	pendingTopologies                sync.Map // types.UID -> *pendingTopology
+
+	// unsafeReported is the spec.controller.unsafeConfKeys use last reported per cluster.
+	unsafeReported sync.Map // types.UID -> string
 }
 
 // Reasons of conditions and events.
 const (
 	ReasonInvalidSpec        = "InvalidSpec"
 	ReasonScriptNotFound     = "ScriptNotFound"
+	ReasonInvalidScript      = "InvalidScript"
+	ReasonUnsafeConfKeys     = "UnsafeConfKeys"
 	ReasonKeyMissing         = "KeyMissing"
 	ReasonKeyCreated         = "KeyCreated"
 	ReasonReconfigured       = "Reconfigured"
@@ -131,10 +141,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	n := render.NamesFor(sc, r.ClusterDomain)
 
 	// 1. A spec the webhook would reject never reaches Slurm, even without the webhook.
-	if errs, _ := webhook.ValidateSpec(&sc.Spec, field.NewPath("spec")); len(errs) > 0 {
-		msg := errs.ToAggregate().Error()
-		r.event(sc, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
-		st.set(sunkv1.ConditionConfigApplied, false, ReasonInvalidSpec, msg)
+	if !r.validSpec(sc, st) {
 		return ctrl.Result{}, nil
 	}
 
@@ -147,10 +154,10 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	// 3. Configuration: scripts resolved, files rendered into ConfigMaps.
 	in, err := r.resolveScripts(ctx, sc, n)
 	if err != nil {
-		var missing *missingScriptError
-		if errors.As(err, &missing) {
-			r.event(sc, corev1.EventTypeWarning, ReasonScriptNotFound, missing.Error())
-			st.set(sunkv1.ConditionConfigApplied, false, ReasonScriptNotFound, missing.Error())
+		var bad *scriptError
+		if errors.As(err, &bad) {
+			r.event(sc, corev1.EventTypeWarning, bad.reason, bad.msg)
+			st.set(sunkv1.ConditionConfigApplied, false, bad.reason, bad.msg)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -163,6 +170,9 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	cfg, err := render.RenderConfig(sc, in)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if ok, wait, err := r.slurmAccepts(ctx, sc, n, cfg, st); !ok || err != nil {
+		return ctrl.Result{RequeueAfter: wait}, err
 	}
 	for _, cm := range render.ConfigMaps(n, cfg) {
 		if err := r.apply(ctx, sc, cm); err != nil {
@@ -367,10 +377,11 @@ func (r *Reconciler) notOnlyOwned() client.Reader {
 }
 
 // clusterOfPod maps slurmctld pods to their cluster: a slurmctld turning Ready is when a
-// pending reconfigure can go on. Compute pods carry the cluster label too and are ignored.
+// pending reconfigure can go on; and config check pods: their end is Slurm's verdict.
+// Compute pods carry the cluster label too and are ignored.
 func clusterOfPod(_ context.Context, o client.Object) []ctrl.Request {
 	name, ok := o.GetLabels()[wellknown.LabelCluster]
-	if !ok || o.GetLabels()[wellknown.LabelComponent] != wellknown.ComponentController {
+	if c := o.GetLabels()[wellknown.LabelComponent]; !ok || (c != wellknown.ComponentController && c != wellknown.ComponentConfigCheck) {
 		return nil
 	}
 	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}

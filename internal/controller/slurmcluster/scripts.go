@@ -10,13 +10,20 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/webhook"
 )
 
-type missingScriptError struct{ msg string }
+// scriptError is a prolog or epilog the controller cannot use: its ConfigMap or key is
+// missing (ReasonScriptNotFound), or its text fails the checks an inline script passes at
+// admission (ReasonInvalidScript). Either way nothing new is rendered, so the scripts
+// ConfigMap keeps the last good scripts.
+type scriptError struct{ reason, msg string }
 
-func (e *missingScriptError) Error() string { return e.msg }
+func (e *scriptError) Error() string { return e.msg }
 
-// resolveScripts reads the prolog and epilog scripts (inline or from ConfigMaps).
+// resolveScripts reads the prolog and epilog scripts (inline or from ConfigMaps). A script
+// from a ConfigMap passes the checks an inline one passes at admission, every time the
+// ConfigMap is read (its edits reach no webhook of sunk's): it runs as root on every node.
 func (r *Reconciler) resolveScripts(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names) (render.ConfigInputs, error) {
 	in := render.ConfigInputs{Names: n}
 	var err error
@@ -38,14 +45,17 @@ func (r *Reconciler) resolve(ctx context.Context, ns, kind string, scripts []sun
 		cm := &corev1.ConfigMap{}
 		err := r.notOnlyOwned().Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, cm)
 		if apierrors.IsNotFound(err) {
-			return nil, &missingScriptError{fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s not found", kind, i, ref.Name)}
+			return nil, &scriptError{ReasonScriptNotFound, fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s not found", kind, i, ref.Name)}
 		}
 		if err != nil {
 			return nil, err
 		}
 		text, ok := cm.Data[ref.Key]
 		if !ok {
-			return nil, &missingScriptError{fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s has no key %q", kind, i, ref.Name, ref.Key)}
+			return nil, &scriptError{ReasonScriptNotFound, fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s has no key %q", kind, i, ref.Name, ref.Key)}
+		}
+		if err := webhook.ValidateScript(text); err != nil {
+			return nil, &scriptError{ReasonInvalidScript, fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s key %q: %v (the last good scripts stay in place)", kind, i, ref.Name, ref.Key, err)}
 		}
 		out = append(out, render.ResolvedScript{Name: s.Name, Text: text})
 	}

@@ -90,9 +90,14 @@ func startAPI(t *testing.T) *envtest.Environment {
 	})
 }
 
+// admissionOptions are the operator's admission settings in these tests: the admin lets
+// SlurmClusters take over SlurmctldPort (TestConfigChangeReconfiguresWithoutRestart), and no
+// other key sunk keeps.
+var admissionOptions = sunkwebhook.Options{AllowedUnsafeConfKeys: []string{"SlurmctldPort"}}
+
 // startOperator runs the operator's controllers and webhook against env, and creates the
-// test's namespace.
-func startOperator(t *testing.T, env *envtest.Environment) *harness {
+// test's namespace; options change the SlurmCluster reconciler before it starts.
+func startOperator(t *testing.T, env *envtest.Environment, options ...func(*slurmcluster.Reconciler)) *harness {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -123,7 +128,7 @@ func startOperator(t *testing.T, env *envtest.Environment) *harness {
 	// The test reads with a direct client: the manager's cache may lag behind its writes.
 	h := &harness{c: direct, exec: &fakeExec{seen: map[string]string{}}, slurm: slurmfake.New()}
 	r := &slurmcluster.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Exec: h.exec,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Exec: h.exec, Admission: admissionOptions,
 		Slurm: slurmconn.New(slurmconn.Options{Reader: kube.CacheThenAPIReader{Cache: mgr.GetClient(), API: mgr.GetAPIReader()},
 			Factory: func(url string, key []byte, _ *http.Client) (slurm.Client, error) {
 				if len(key) < 32 {
@@ -131,6 +136,9 @@ func startOperator(t *testing.T, env *envtest.Environment) *harness {
 				}
 				return h.slurm, nil
 			}}),
+	}
+	for _, o := range options {
+		o(r)
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
@@ -144,7 +152,7 @@ func startOperator(t *testing.T, env *envtest.Environment) *harness {
 	if err := nr.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := sunkwebhook.SetupSlurmClusterWebhook(mgr); err != nil {
+	if err := sunkwebhook.SetupSlurmClusterWebhook(mgr, admissionOptions); err != nil {
 		t.Fatal(err)
 	}
 	if err := sunkwebhook.SetupNodeSetWebhook(mgr); err != nil {

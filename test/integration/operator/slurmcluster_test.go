@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -284,6 +285,8 @@ func TestConfigChangeReconfiguresWithoutRestart(t *testing.T) {
 		}
 		return nil
 	})
+	// The escape is on record: a Warning event names the keys taken over.
+	eventually(t, "UnsafeConfKeys event", func() error { return h.event("c3", slurmcluster.ReasonUnsafeConfKeys) })
 }
 
 func TestAdmissionRejectsBadSpecsNamingTheField(t *testing.T) {
@@ -309,6 +312,9 @@ func TestAdmissionRejectsBadSpecsNamingTheField(t *testing.T) {
 		"extra conf that is not Key=Value": {func(sc *sunkv1.SlurmCluster) { sc.Spec.Controller.ExtraConf = "SlurmdTimeout 30" }, "spec.controller.extraConf"},
 		"extra conf with a key sunk keeps": {func(sc *sunkv1.SlurmCluster) { sc.Spec.Controller.ExtraConf = "AuthType = auth/none" }, "spec.controller.extraConf: Forbidden"},
 		"extra conf with an unknown key":   {func(sc *sunkv1.SlurmCluster) { sc.Spec.Controller.ExtraConf = "BogusKey=1" }, "BogusKey is not a slurm.conf key"},
+		"the escape for a key the operator does not allow": {func(sc *sunkv1.SlurmCluster) {
+			sc.Spec.Controller.ExtraConf, sc.Spec.Controller.UnsafeConfKeys = "AuthType=auth/none", []string{"AuthType"}
+		}, "spec.controller.unsafeConfKeys[0]: Forbidden: this operator does not let SlurmClusters take over AuthType"},
 		"partition node set injecting a line": {func(sc *sunkv1.SlurmCluster) {
 			sc.Spec.Partitions[0].NodeSets = []string{"gpu\nAuthType=auth/none"}
 		}, "spec.partitions[0].nodeSets[0]"},
@@ -320,6 +326,16 @@ func TestAdmissionRejectsBadSpecsNamingTheField(t *testing.T) {
 				PasswordSecretRef: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "pw"}, Key: "password"}}}
 		}, "spec.accounting.external.host"},
 	}
+	// A prolog ConfigMap that exists at admission is checked there like an inline script.
+	if err := h.c.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "bad-scripts"}, Data: map[string]string{"x.sh": "echo no shebang\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	cases["prolog from a ConfigMap without #!"] = struct {
+		mutate func(*sunkv1.SlurmCluster)
+		want   string
+	}{func(sc *sunkv1.SlurmCluster) {
+		sc.Spec.Prolog[0].ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "bad-scripts"}, Key: "x.sh"}
+	}, "spec.prolog[0].configMapKeyRef: Invalid value: \"bad-scripts/x.sh\": must start with a #! line"}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc := newCluster(h.ns, "bad")
@@ -336,8 +352,13 @@ func TestAdmissionRejectsBadSpecsNamingTheField(t *testing.T) {
 	if err := h.c.Create(context.Background(), sc); err != nil {
 		t.Fatal(err)
 	}
-	sc.Spec.JobSubmitLua = "function ("
-	if err := h.c.Update(context.Background(), sc); err == nil || !strings.Contains(err.Error(), "spec.jobSubmitLua") {
+	// (Read afresh and retried on a conflict: the operator writes its finalizer and status.)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sc := h.cluster(t, "good")
+		sc.Spec.JobSubmitLua = "function ("
+		return h.c.Update(context.Background(), sc)
+	})
+	if err == nil || !strings.Contains(err.Error(), "spec.jobSubmitLua") {
 		t.Fatalf("update with a broken script: %v", err)
 	}
 }
