@@ -39,12 +39,37 @@ type lifecycle struct {
 	evicted   map[types.UID]time.Time
 	badSpecs  map[types.UID]string // the last annotation error reported per pod
 	running   map[uint32]time.Time // when the loop first saw each job run
+	listed    map[uint32]time.Time // when the job list first showed each job running
+}
+
+// sawJob records when the job list first shows one of the plugin's jobs running, and how long
+// after its start in Slurm that was (phase detect).
+func (l *lifecycle) sawJob(p *Plugin, j *slurm.Job) {
+	if !isRunning(j) {
+		return
+	}
+	l.mu.Lock()
+	_, seen := l.listed[j.ID]
+	l.mu.Unlock()
+	if seen || p.placeholderKeys(j) == nil {
+		return
+	}
+	now := time.Now()
+	l.mu.Lock()
+	l.listed[j.ID] = now
+	l.mu.Unlock()
+	if !j.StartTime.IsZero() {
+		phaseSeconds.WithLabelValues("detect").Observe(max(now.Sub(j.StartTime).Seconds(), 0))
+		if !j.SubmitTime.IsZero() {
+			phaseSeconds.WithLabelValues("pending").Observe(max(j.StartTime.Sub(j.SubmitTime).Seconds(), 0))
+		}
+	}
 }
 
 func newLifecycle() lifecycle {
 	return lifecycle{seen: map[uint32]string{}, again: map[uint32]bool{}, cancelled: map[uint32]time.Time{},
 		evicted: map[types.UID]time.Time{}, badSpecs: map[types.UID]string{},
-		running: map[uint32]time.Time{}}
+		running: map[uint32]time.Time{}, listed: map[uint32]time.Time{}}
 }
 
 func (l *lifecycle) event(p *Plugin, pod *v1.Pod, typ, reason, format string, a ...any) {
@@ -258,8 +283,8 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 	if _, ok := p.lc.running[j.ID]; !ok && isRunning(j) {
 		now := time.Now()
 		p.lc.running[j.ID] = now
-		if !j.StartTime.IsZero() {
-			phaseSeconds.WithLabelValues("detect").Observe(max(now.Sub(j.StartTime).Seconds(), 0))
+		if listed, ok := p.lc.listed[j.ID]; ok {
+			phaseSeconds.WithLabelValues("activate").Observe(now.Sub(listed).Seconds())
 		}
 	}
 	again := p.lc.again[j.ID]
@@ -369,6 +394,7 @@ func (p *Plugin) reconcileEnded(ctx context.Context, logger klog.Logger, j *slur
 	delete(p.lc.seen, j.ID)
 	delete(p.lc.again, j.ID)
 	delete(p.lc.running, j.ID)
+	delete(p.lc.listed, j.ID)
 	p.lc.mu.Unlock()
 	state := j.BaseState()
 	for _, m := range members {

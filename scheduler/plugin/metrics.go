@@ -22,9 +22,11 @@ var (
 	})
 	phaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "sunk_scheduler_phase_seconds",
-		Help: "Where a pod's time to bind goes, by phase: submit (asking Slurm for the job, until its answer), " +
-			"detect (the job's start in Slurm until sunk-scheduler sees it; Slurm's start time has a one-second resolution), " +
-			"bind (seen running until bound).",
+		Help: "Where a pod's time to bind goes, by phase (the creation and Slurm times have a one-second resolution): " +
+			"queue (the pod's creation until its job is submitted), submit (asking Slurm for the job, until its answer), " +
+			"pending (the job's submission until its start, in Slurm's times), " +
+			"detect (the job's start in Slurm until its job list shows it), " +
+			"activate (listed running until the lifecycle loop activates its pods), bind (activated until bound).",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
 	}, []string{"phase"})
 	jobsSubmitted = prometheus.NewCounter(prometheus.CounterOpts{

@@ -198,8 +198,8 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 	}
 	_ = podInformer.Informer() // registered before the factory starts
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
-		OnAdd:    func(j slurm.Job) { p.index(&j, true) },
-		OnUpdate: func(_, j slurm.Job) { p.index(&j, true) },
+		OnAdd:    func(j slurm.Job) { p.index(&j, true); p.lc.sawJob(p, &j) },
+		OnUpdate: func(_, j slurm.Job) { p.index(&j, true); p.lc.sawJob(p, &j) },
 		OnDelete: func(j slurm.Job) {
 			if isLive(&j) && p.placeholderKeys(&j) != nil {
 				// Seen with Slurm 24.11: live jobs drop out of one list and are back in the

@@ -28,6 +28,9 @@ const (
 // submit submits a job off the scheduling cycle (a Slurm round trip must not hold up other pods).
 // Until Slurm has answered, PreFilter holds the pods back, so a pod never gets two jobs.
 func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod) {
+	for _, m := range members {
+		phaseSeconds.WithLabelValues("queue").Observe(max(time.Since(m.CreationTimestamp.Time).Seconds(), 0))
+	}
 	p.submitSlots <- struct{}{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	start := time.Now()

@@ -57,9 +57,9 @@ func BenchmarkThousandPods(b *testing.B) {
 	sunk, def := results["sunk-scheduler"], results["default-scheduler"]
 	phases := phaseMeans(b)
 	fmt.Printf("bench: pods=%d sunk_pods_per_s=%.1f default_pods_per_s=%.1f ratio=%.3f p50_s=%.3f p99_s=%.3f default_p99_s=%.3f"+
-		" submit_mean_s=%.3f detect_mean_s=%.3f bind_mean_s=%.3f\n",
+		" queue_mean_s=%.3f submit_mean_s=%.3f pending_mean_s=%.3f detect_mean_s=%.3f activate_mean_s=%.3f bind_mean_s=%.3f\n",
 		n, sunk.perSec, def.perSec, sunk.perSec/def.perSec, sunk.p50.Seconds(), sunk.p99.Seconds(), def.p99.Seconds(),
-		phases["submit"], phases["detect"], phases["bind"])
+		phases["queue"], phases["submit"], phases["pending"], phases["detect"], phases["activate"], phases["bind"])
 }
 
 // phaseMeans reads sunk-scheduler's sunk_scheduler_phase_seconds from the process's registry:
