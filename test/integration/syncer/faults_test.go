@@ -6,76 +6,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/test/faultproxy"
 )
-
-// faultProxy stands between the syncer and the real slurmrestd and, while a fault is set,
-// answers every request itself the way a broken slurmrestd (or what sits in front of it) does.
-type faultProxy struct {
-	*httptest.Server
-	mu    sync.Mutex
-	fault string        // "" passes through
-	heal  chan struct{} // closed when the fault ends: releases hung requests
-}
-
-func newFaultProxy(t *testing.T, target string) *faultProxy {
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	p := &faultProxy{heal: make(chan struct{})}
-	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		fault, heal := p.fault, p.heal
-		p.mu.Unlock()
-		switch fault {
-		case "":
-			rp.ServeHTTP(w, r)
-		case "http-500":
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = w.Write([]byte(`{"errors":[{"description":"Unable to query nodes","error_number":1001,"error":"Unable to contact slurm controller (connect failure)","source":"_dump_nodes"}],"warnings":[]}`))
-		case "garbage-json":
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"nodes":[{"name":"x","state":["IDLE"`))
-		case "hang":
-			select {
-			case <-r.Context().Done():
-			case <-heal:
-				w.WriteHeader(http.StatusGatewayTimeout)
-			}
-		}
-	}))
-	t.Cleanup(p.Close)
-	return p
-}
-
-func (p *faultProxy) set(fault string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.fault != "" && fault == "" {
-		close(p.heal)
-		p.heal = make(chan struct{})
-	}
-	p.fault = fault
-}
 
 // TestSyncerFaults: while slurmrestd answers 500s, garbage JSON or nothing at all, the syncer
 // changes nothing in either world (no drain, no mirror, no record removed, no annotation
 // wiped); once it heals, what happened meanwhile is applied within a few polls.
 func TestSyncerFaults(t *testing.T) {
 	h := setup(t)
-	proxy := newFaultProxy(t, h.env.RESTURL)
+	proxy := faultproxy.New(t, h.env.RESTURL)
 	tokens, err := slurm.NewJWTSource(h.env.User, h.env.JWTKey(t), slurm.WithLifetime(time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -100,12 +44,12 @@ func TestSyncerFaults(t *testing.T) {
 		return nil
 	})
 
-	for _, fault := range []string{"http-500", "garbage-json", "hang"} {
+	for _, fault := range []string{faultproxy.HTTP500, faultproxy.GarbageJSON, faultproxy.Hang} {
 		ok := t.Run(fault, func(t *testing.T) {
 			h.t = t
 			defer func() { h.t = h.top }()
-			proxy.set(fault)
-			defer proxy.set("")
+			proxy.Set(fault)
+			defer proxy.Set(faultproxy.None)
 			eventually(t, 20*time.Second, func() error {
 				if h.s.Healthy() {
 					return errors.New("the syncer still reads Slurm as healthy")
@@ -137,7 +81,7 @@ func TestSyncerFaults(t *testing.T) {
 				}
 			}
 			healed := time.Now()
-			proxy.set("")
+			proxy.Set(faultproxy.None)
 			h.waitSlurm(n1, drainedWith("k8s: node cordoned (during "+fault+")"), "drained after healing")
 			toSlurm := time.Since(healed)
 			h.waitMirror(n2, func(m mirror) bool { return m.podReason == why }, "mirrored after healing")
