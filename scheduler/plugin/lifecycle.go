@@ -230,6 +230,7 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 			p.reconcileEnded(ctx, logger, j, []*v1.Pod{pod}, nil)
 		}
 	}
+	p.cancelDuplicates(logger, byUID)
 	return p.unlockNodes(ctx, running)
 }
 
@@ -265,8 +266,10 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 	if !isRunning(j) {
 		// A bound pod whose job no longer runs (requeued by PreemptMode=REQUEUE or by hand,
 		// suspended) has lost its allocation: it is evicted, and the job cancelled once it is gone.
+		// Only pods bound to this job: a second job of a pod (cancelDuplicates) pends while
+		// the pod runs on its first.
 		for _, m := range members {
-			if m.Spec.NodeName != "" {
+			if m.Spec.NodeName != "" && m.Annotations[wellknown.AnnotationJob] == strconv.FormatUint(uint64(j.ID), 10) {
 				if p.evict(ctx, logger, m, fmt.Sprintf("Slurm job %d no longer runs: %s (%s)", j.ID, j.BaseState(), j.StateReason), "SlurmJobStopped") {
 					jobsEnded.WithLabelValues(j.BaseState()).Inc()
 				}

@@ -35,7 +35,7 @@ var (
 	})
 	jobsCancelled = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sunk_scheduler_jobs_cancelled_total",
-		Help: "Slurm placeholder jobs cancelled by sunk-scheduler, by reason (pod-deleted, pod-finished).",
+		Help: "Slurm placeholder jobs cancelled by sunk-scheduler, by reason (pod-deleted, pod-finished, duplicate: a second live job of one pod or gang).",
 	}, []string{"reason"})
 	jobsEnded = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sunk_scheduler_jobs_ended_total",

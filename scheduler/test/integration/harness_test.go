@@ -113,6 +113,9 @@ type env struct {
 	hostOf      map[string]string // Slurm node → Kubernetes node
 	// pollInterval of the plugin's Slurm lists (default 200ms).
 	pollInterval string
+	// slurmURL is where the scheduler reaches slurmrestd (default the test bed's; a test puts
+	// a fault proxy there).
+	slurmURL string
 }
 
 func setup(t testing.TB) *env {
@@ -348,7 +351,11 @@ func (e *env) startScheduler(extraProfiles string) (stop func()) {
 	if poll == "" {
 		poll = "200ms"
 	}
-	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, e.slurm.RESTURL, e.slurm.User, e.slurm.JWTKeyFile, e.markKeyFile, clusterName, computeNS, poll, extraProfiles)
+	slurmURL := e.slurmURL
+	if slurmURL == "" {
+		slurmURL = e.slurm.RESTURL
+	}
+	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, slurmURL, e.slurm.User, e.slurm.JWTKeyFile, e.markKeyFile, clusterName, computeNS, poll, extraProfiles)
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
