@@ -39,6 +39,16 @@ certs() {
   }
   issue apiserver /CN=kube-apiserver "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,IP:$NODE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
 extendedKeyUsage=serverAuth"
+  # The front proxy's CA (kubeadm's layout): with it the apiserver publishes the requestheader
+  # settings in kube-system/extension-apiserver-authentication, which kube-scheduler,
+  # kube-controller-manager and sunk-scheduler read (without them each logged "missing content
+  # for CA bundle" over and over).
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout front-proxy-ca.key -out front-proxy-ca.crt -days 3650 -subj "/CN=sunk-testbed-front-proxy-ca" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout front-proxy-client.key -out front-proxy-client.csr -subj /CN=front-proxy-client 2>/dev/null
+  printf 'extendedKeyUsage=clientAuth\n' > front-proxy-client.ext
+  openssl x509 -req -in front-proxy-client.csr -CA front-proxy-ca.crt -CAkey front-proxy-ca.key -CAcreateserial \
+    -out front-proxy-client.crt -days 3650 -extfile front-proxy-client.ext 2>/dev/null
+  rm -f front-proxy-client.csr front-proxy-client.ext
   issue admin "/O=system:masters/CN=sunk-admin" extendedKeyUsage=clientAuth
   issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" extendedKeyUsage=clientAuth
   issue controller-manager /CN=system:kube-controller-manager extendedKeyUsage=clientAuth
@@ -80,6 +90,10 @@ start_api() {
     --authorization-mode=Node,RBAC --allow-privileged=true --kubelet-preferred-address-types=InternalIP \
     --kubelet-client-certificate="$P/apiserver-kubelet-client.crt" --kubelet-client-key="$P/apiserver-kubelet-client.key" \
     --kubelet-certificate-authority="$P/ca.crt" --cert-dir="$ENV_DIR/apiserver-certs" \
+    --requestheader-client-ca-file="$P/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$P/front-proxy-client.crt" --proxy-client-key-file="$P/front-proxy-client.key" \
     --enable-priority-and-fairness=false
   wait_for kube-apiserver 120 apiserver_ready || { tail -n 30 "$ENV_DIR/logs/kube-apiserver.stdout" >&2; return 1; }
   echo api > "$ENV_DIR/mode"
