@@ -289,14 +289,8 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 func partitions(sc *sunkv1.SlurmCluster) string {
 	var b strings.Builder
 	b.WriteString("\n# Partitions\n")
-	parts := sc.Spec.Partitions
-	if len(parts) == 0 {
-		parts = []sunkv1.PartitionSpec{{Name: "all", Default: true}}
-	}
-	hasDefault := false
-	for _, p := range parts {
-		hasDefault = hasDefault || p.Default
-	}
+	parts := sc.Spec.EffectivePartitions()
+	defaultPartition := sc.Spec.DefaultPartition()
 	seen := map[string]bool{}
 	for _, p := range parts {
 		for _, ns := range p.NodeSets {
@@ -306,7 +300,7 @@ func partitions(sc *sunkv1.SlurmCluster) string {
 			}
 		}
 	}
-	for i, p := range parts {
+	for _, p := range parts {
 		nodes := "ALL"
 		if len(p.NodeSets) > 0 {
 			var sets []string
@@ -316,9 +310,10 @@ func partitions(sc *sunkv1.SlurmCluster) string {
 			nodes = strings.Join(sets, ",")
 		}
 		// Without an explicit default the first partition is, as users expect sbatch
-		// without -p to work.
+		// without -p to work (the one place that decides: DefaultPartition, which
+		// sunk-scheduler's policy uses too).
 		def := "NO"
-		if p.Default || (!hasDefault && i == 0) {
+		if p.Name == defaultPartition {
 			def = "YES"
 		}
 		maxTime := p.MaxTime
