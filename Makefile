@@ -6,7 +6,7 @@ ENV ?= cluster
 DURATION ?= 30m
 export SUNK_CACHE
 
-.PHONY: help build generate slurm-conf-keys slurm-openapi lint test unit provision testbed-up testbed-down demo demo-down soak
+.PHONY: help build install generate slurm-conf-keys slurm-openapi lint test unit provision testbed-up testbed-down demo demo-down soak
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -15,6 +15,9 @@ build: ## compile every command into bin/
 	go build ./...
 	@if [ -d cmd ]; then go build -o bin/ ./cmd/...; fi
 	cd scheduler && go build -o ../bin/ ./cmd/sunk-scheduler
+
+install: build ## install the kubectl plugin (kubectl sunk) into $(PREFIX)/bin, default /usr/local/bin
+	install -D -m 0755 bin/kubectl-sunk $(or $(PREFIX),/usr/local)/bin/kubectl-sunk
 
 generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST client)
 	@if [ -d api ]; then $(BIN)/controller-gen object paths=./api/... && \
