@@ -162,7 +162,7 @@ func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
 	// Rolling update with a job on cpu-1.
 	job := e.sbatch(t, login, "-w cpu-1 -J busy --wrap 'sleep 45'")
 	before := e.memberPods(t, "cpu")
-	e.update(t, ns, func() { ns.Spec.Env = []corev1.EnvVar{{Name: "SUNK_E2E_REVISION", Value: "2"}} })
+	e.update(t, ns, func() { ns.Spec.Env = []corev1.EnvVar{{Name: "E2E_REVISION", Value: "2"}} })
 	replaced := map[string]time.Time{}
 	poll(t, 5*time.Minute, "every pod replaced", func() error {
 		now := e.memberPods(t, "cpu")
