@@ -113,7 +113,11 @@ func TestJobInformerFetchesStartsFirst(t *testing.T) {
 	for id := uint32(1); id <= 40; id++ {
 		f.AddJob(slurm.Job{ID: id, State: []string{"PENDING"}})
 	}
-	inf := slurm.NewJobInformer(f, slurm.InformerOptions{JobFullListEvery: time.Hour})
+	// A clock that stands still: the choice between fetching and a full list is made on timings
+	// (TestJobListerChoosesTheCheaperRead), and on a loaded machine a real clock's fake full
+	// list can time faster than a fetch.
+	now := time.Unix(1700000000, 0)
+	inf := slurm.NewJobInformerAt(f, slurm.InformerOptions{JobFullListEvery: time.Hour}, func() time.Time { return now })
 	ctx := context.Background()
 	if _, err := inf.Poll(ctx); err != nil {
 		t.Fatal(err)
