@@ -79,7 +79,8 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
 // file from a plain pod, cordon the Kubernetes node and see Slurm drain it with a `k8s:`
 // reason (the syncer), upgrade sunk (the webhook keeps its certificate) and the Slurm release
 // with a new partition time limit that reaches slurmctld while a held job waits in the queue,
-// and uninstall, leaving nothing behind.
+// send bad specs that the live webhook and Slurm's own check (operator.slurmConfigCheck) refuse
+// while a job runs on, and uninstall, leaving nothing behind.
 func TestHelmJourney(t *testing.T) {
 	h := startCharts(t)
 	ctx := context.Background()
@@ -149,6 +150,8 @@ func TestHelmJourney(t *testing.T) {
 		t.Errorf("slurmctld was restarted by the upgrade")
 	}
 
+	h.badSpecsChangeNothing(t, login)
+
 	h.uninstall(t)
 }
 
@@ -197,7 +200,7 @@ func startCharts(t *testing.T) *helmEnv {
 		_ = h.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.sunkNS}})
 	})
 	if _, err := h.helm(t, "upgrade", "--install", h.sunkRelease, "charts/sunk", "-n", h.sunkNS, "--create-namespace",
-		"--wait", "--timeout", "3m",
+		"--wait", "--timeout", "3m", "--set", "operator.slurmConfigCheck=true",
 		"--set-string", "operator.podAnnotations.sunk\\.dev/image-stamp="+strings.TrimSpace(string(stamp))); err != nil {
 		t.Fatal(err)
 	}
