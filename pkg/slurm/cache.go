@@ -36,13 +36,17 @@ type PollResult struct {
 	NotModified             bool
 	Added, Updated, Deleted int
 	Full                    bool // listed without update_time
+	// Backlog counts changes the poll saw but left for the next one (a job informer fetches
+	// at most a poll's budget of changed jobs); Run polls again without waiting for them.
+	Backlog int
 }
 
 // Informer keeps a local copy of Slurm's nodes or jobs and emits add/update/delete events.
 //
-// Each poll lists with update_time set to the previous answer's last_update. Slurm 24.11 answers
-// 304 Not Modified when nothing changed (an unchanged cluster costs one small request) and the
-// full list otherwise — update_time is a "changed since" test, not a filter — so a deletion shows
+// Each poll lists with update_time set to the previous answer's last_update. Slurm answers "no
+// change" when nothing changed (an unchanged cluster costs one small request; for jobs it is 200
+// with an empty list, never 304: the adapters read each form as NotModified) and the full list
+// otherwise — update_time is a "changed since" test, not a filter — so a deletion shows
 // up as a record missing from the next full list, and the Informer diffs full lists to find it.
 //
 // A failed poll changes nothing: the store keeps its last good contents and no event is sent
@@ -63,6 +67,8 @@ type Informer[K comparable, T any] struct {
 	polls       int
 	handlers    []Handler[T]
 	pollMu      sync.Mutex
+	// backlog, when set, says how many changes the last list left for the next.
+	backlog func() int
 }
 
 // NewNodeInformer watches nodes through c.
@@ -80,7 +86,13 @@ func NewNodeInformer(c Client, opts InformerOptions) *Informer[string, Node] {
 // (see jobLister): a job's state change is seen at the next poll, a change of its other fields
 // (e.g. the pending reason) within JobFullListEvery.
 func NewJobInformer(c Client, opts InformerOptions) *Informer[uint32, Job] {
-	return newInformer(opts, newJobLister(c, opts).list, func(j *Job) uint32 { return j.ID })
+	return newJobInformer(newJobLister(c, opts), opts)
+}
+
+func newJobInformer(l *jobLister, opts InformerOptions) *Informer[uint32, Job] {
+	i := newInformer(opts, l.list, func(j *Job) uint32 { return j.ID })
+	i.backlog = func() int { return l.backlog }
+	return i
 }
 
 func newInformer[K comparable, T any](opts InformerOptions, list func(context.Context, time.Time) ([]T, time.Time, bool, error), key func(*T) K) *Informer[K, T] {
@@ -119,15 +131,21 @@ func (i *Informer[K, T]) AddHandler(h Handler[T]) {
 }
 
 // Run polls until ctx ends and returns ctx.Err(). Poll errors are kept in LastError.
+// A poll that left a backlog is followed by the next after MinPollInterval, not Interval: a
+// burst of job starts is then read as fast as Slurm answers, not a budget per interval.
 func (i *Informer[K, T]) Run(ctx context.Context) error {
 	t := time.NewTicker(i.opts.Interval)
 	defer t.Stop()
 	for {
-		_, _ = i.Poll(ctx)
+		res, err := i.Poll(ctx)
+		next := t.C
+		if err == nil && res.Backlog > 0 {
+			next = time.After(MinPollInterval)
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-t.C:
+		case <-next:
 		}
 	}
 }
@@ -144,6 +162,9 @@ func (i *Informer[K, T]) Poll(ctx context.Context) (PollResult, error) {
 		since, res.Full = time.Time{}, true
 	}
 	objs, last, notModified, err := i.list(ctx, since)
+	if i.backlog != nil && err == nil {
+		res.Backlog = i.backlog()
+	}
 	i.mu.Lock()
 	i.polls++
 	if err != nil {

@@ -6,5 +6,5 @@ import "time"
 func NewJobInformerAt(c Client, opts InformerOptions, now func() time.Time) *Informer[uint32, Job] {
 	l := newJobLister(c, opts)
 	l.now = now
-	return newInformer(opts, l.list, func(j *Job) uint32 { return j.ID })
+	return newJobInformer(l, opts)
 }

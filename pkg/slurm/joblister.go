@@ -58,6 +58,8 @@ type jobLister struct {
 	lastFull time.Time
 	// Moving averages of what a full list and one job's fetch take, in seconds.
 	fullCost, getCost float64
+	// backlog is how many changes the last list left for the next (over jobFetchBudget).
+	backlog int
 }
 
 // ewma folds a new measurement into a moving average (the first sets it).
@@ -96,6 +98,7 @@ func (l *jobLister) list(ctx context.Context, since time.Time) ([]Job, time.Time
 	// The states are read before the records: a job that changes in between has a record newer
 	// than its state, and the next poll's state differs and fetches it again; the other order
 	// could keep an old record under a new state for ever.
+	l.backlog = 0
 	states, err := l.c.ListJobStates(ctx)
 	if err != nil {
 		return nil, time.Time{}, false, err
@@ -181,6 +184,7 @@ func (l *jobLister) list(ctx context.Context, since time.Time) ([]Job, time.Time
 				delete(next, c.key)
 			}
 		}
+		l.backlog = len(changes) - jobFetchBudget
 		changes = changes[:jobFetchBudget]
 	}
 	changed := make([]uint32, len(changes))

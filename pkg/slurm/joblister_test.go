@@ -150,3 +150,48 @@ func TestJobInformerFetchesStartsFirst(t *testing.T) {
 		t.Fatalf("second poll: %+v, %d stored, %d full lists; want the 8 left, 70 stored, 1 full list", res, len(inf.List()), f.Calls("ListJobs"))
 	}
 }
+
+// TestJobInformerRunReadsABacklogAtOnce: a burst of starts larger than a poll's fetch budget is
+// read by polls back to back, not one budget per interval (an hour here: a wait for the ticker
+// would fail the test).
+func TestJobInformerRunReadsABacklogAtOnce(t *testing.T) {
+	f := slurmfake.New()
+	for id := uint32(1); id <= 200; id++ {
+		f.AddJob(slurm.Job{ID: id, State: []string{"PENDING"}})
+	}
+	now := time.Unix(1700000000, 0)
+	inf := slurm.NewJobInformerAt(f, slurm.InformerOptions{Interval: time.Hour, JobFullListEvery: time.Hour}, func() time.Time { return now })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := inf.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id := uint32(1); id <= 100; id++ {
+		if err := f.SetJobState(id, "RUNNING"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := inf.Poll(ctx)
+	if err != nil || res.Backlog != 100-32 || res.Updated != 32 {
+		t.Fatalf("poll after 100 starts: %+v %v, want 32 fetched and a backlog of 68", res, err)
+	}
+	started := make(chan uint32, 100)
+	inf.AddHandler(slurm.Handler[slurm.Job]{OnUpdate: func(_, j slurm.Job) { started <- j.ID }})
+	go func() { _ = inf.Run(ctx) }()
+	deadline := time.After(30 * time.Second)
+	for n := 0; n < 68; n++ {
+		select {
+		case <-started:
+		case <-deadline:
+			t.Fatalf("%d of the 68 left seen within 30 s of Run with an hour's interval", n)
+		}
+	}
+	if res, err := inf.Poll(ctx); err != nil || res.Backlog != 0 {
+		t.Fatalf("after the backlog: %+v %v", res, err)
+	}
+	for id := uint32(1); id <= 100; id++ {
+		if j, _ := inf.Get(id); j.BaseState() != "RUNNING" {
+			t.Fatalf("job %d %v", id, j.State)
+		}
+	}
+}

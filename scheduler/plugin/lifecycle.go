@@ -99,6 +99,7 @@ func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-p.jobsChanged:
 		}
 		if !p.jobs.HasSynced() || !p.nodes.HasSynced() {
 			if err := errors.Join(p.jobs.LastError(), p.nodes.LastError()); err != nil {
@@ -115,6 +116,14 @@ func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 		if err := p.reconcile(ctx, logger); err != nil {
 			logger.Error(err, "lifecycle pass")
 		}
+	}
+}
+
+// wakeLifecycle asks the lifecycle loop for a pass now; a pass already asked for covers it.
+func (p *Plugin) wakeLifecycle() {
+	select {
+	case p.jobsChanged <- struct{}{}:
+	default:
 	}
 }
 

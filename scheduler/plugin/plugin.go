@@ -93,6 +93,9 @@ type Plugin struct {
 	submitSlots, cancelSlots chan struct{}
 	// conditionSlots bounds the pending-reason writes in flight (see showPending).
 	conditionSlots chan struct{}
+	// jobsChanged wakes the lifecycle loop when a job list changed something, so that a job's
+	// start reaches its pods at once instead of at the loop's next tick.
+	jobsChanged chan struct{}
 	// nodeLocks serialise this process's writes of each node's lock taints.
 	nodeLocks map[string]*sync.Mutex
 	lc        lifecycle
@@ -195,11 +198,12 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		cancelSlots: make(chan struct{}, maxCancels),
 
 		conditionSlots: make(chan struct{}, maxConditionWrites),
+		jobsChanged:    make(chan struct{}, 1),
 	}
 	_ = podInformer.Informer() // registered before the factory starts
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
-		OnAdd:    func(j slurm.Job) { p.index(&j, true); p.lc.sawJob(p, &j) },
-		OnUpdate: func(_, j slurm.Job) { p.index(&j, true); p.lc.sawJob(p, &j) },
+		OnAdd:    func(j slurm.Job) { p.index(&j, true); p.lc.sawJob(p, &j); p.wakeLifecycle() },
+		OnUpdate: func(_, j slurm.Job) { p.index(&j, true); p.lc.sawJob(p, &j); p.wakeLifecycle() },
 		OnDelete: func(j slurm.Job) {
 			if isLive(&j) && p.placeholderKeys(&j) != nil {
 				// Seen with Slurm 24.11: live jobs drop out of one list and are back in the
@@ -212,6 +216,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 				return
 			}
 			p.index(&j, false)
+			p.wakeLifecycle()
 		},
 	})
 	go p.run(ctx, podInformer.Informer().HasSynced)
