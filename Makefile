@@ -19,7 +19,7 @@ build: ## compile every command into bin/
 install: build ## install the kubectl plugin (kubectl sunk) into $(PREFIX)/bin, default /usr/local/bin
 	install -D -m 0755 bin/kubectl-sunk $(or $(PREFIX),/usr/local)/bin/kubectl-sunk
 
-generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST client)
+generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST clients and their adapters)
 	@if [ -d api ]; then $(BIN)/controller-gen object paths=./api/... && \
 	  $(BIN)/controller-gen crd webhook paths=./... output:crd:artifacts:config=config/crd/bases && \
 	  $(BIN)/controller-gen rbac:roleName=sunk-operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac && \

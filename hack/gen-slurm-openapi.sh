@@ -10,8 +10,9 @@
 #
 # The specs are used exactly as Slurm prints them: oapi-codegen v2.5.0 accepts both. v0.0.41
 # inlines every schema (7 named components, the rest are anonymous structs in Go); v0.0.42 names
-# ~100 components. pkg/slurm holds one small adapter per version, so a new data parser version is
-# one more directory here plus one adapter file.
+# ~100 components. pkg/slurm maps every version onto its own types from one template
+# (pkg/slurm/internal/adaptergen), so a new data parser version is one more directory here, a row
+# of that generator's version table and a case in slurm.New.
 source "$(dirname "$0")/lib.sh"
 VERSIONS=${SUNK_SLURM_API_VERSIONS:-"v0.0.41 v0.0.42"}
 OUT=$SUNK_ROOT/pkg/slurm/openapi

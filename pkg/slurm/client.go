@@ -1,6 +1,8 @@
 // Package slurm is sunk's only way to talk to Slurm: a client of slurmrestd built on the typed
 // clients generated from Slurm 24.11's own OpenAPI specs (pkg/slurm/openapi), a token source
-// that mints the JWTs slurmrestd expects, and an incremental polling cache.
+// that mints the JWTs slurmrestd expects, and an incremental polling cache. One adapter
+// (adapter.go) implements Client for every REST API version; only the mapping onto each
+// version's generated types is per version, rendered from one template (zz_adapter_*.go).
 //
 // The client fails closed. Every answer that is not a clean success is an error the caller can
 // tell apart with errors.Is (ErrNotFound, ErrUnauthorized, ErrUnavailable, ErrDecode) or

@@ -65,12 +65,62 @@ func stringsOf[T ~string](p *[]T) []string {
 	return out
 }
 
-// noVal reads Slurm's {set, infinite, number} struct: ok is false when unset or infinite.
-func noVal[T ~int32 | ~int64](set, infinite *bool, number *T) (int64, bool) {
-	if set == nil || !*set || (infinite != nil && *infinite) || number == nil {
+// noValStruct is Slurm's {set, infinite, number} struct as the generated clients declare it:
+// inline in v0.0.41, named per integer width (V0042Uint32NoValStruct, ...) later, always of
+// this shape. Go cannot read a type parameter's fields, but it can convert it to this struct.
+type noValStruct[N int32 | int64] interface{ ~noValFields[N] }
+
+type noValFields[N int32 | int64] = struct {
+	Infinite *bool `json:"infinite,omitempty"`
+	Number   *N    `json:"number,omitempty"`
+	Set      *bool `json:"set,omitempty"`
+}
+
+// noValue reads a {set, infinite, number} struct: ok is false when absent, unset or infinite.
+func noValue[N int32 | int64, S noValStruct[N]](p *S) (int64, bool) {
+	if p == nil {
 		return 0, false
 	}
-	return int64(*number), true
+	v := noValFields[N](*p)
+	if v.Set == nil || !*v.Set || (v.Infinite != nil && *v.Infinite) || v.Number == nil {
+		return 0, false
+	}
+	return int64(*v.Number), true
+}
+
+// setNoValue sets *dst to a {set, infinite, number} struct holding v.
+func setNoValue[N int32 | int64, S noValStruct[N]](dst **S, v N) {
+	s := S(noValFields[N]{Set: ptr(true), Number: &v})
+	*dst = &s
+}
+
+// setList sets *dst to the one-element list {v} (a state or flag list of any generated type).
+func setList[S ~[]E, E ~string](dst **S, v string) {
+	s := S{E(v)}
+	*dst = &s
+}
+
+// errorStruct is one entry of a generated answer's `errors` array, in every version.
+type errorStruct interface{ ~errorFields }
+
+type errorFields = struct {
+	Description *string `json:"description,omitempty"`
+	Error       *string `json:"error,omitempty"`
+	ErrorNumber *int32  `json:"error_number,omitempty"`
+	Source      *string `json:"source,omitempty"`
+}
+
+// details converts an answer's `errors` array.
+func details[E errorStruct](e *[]E) []ErrorDetail {
+	if e == nil || len(*e) == 0 {
+		return nil
+	}
+	out := make([]ErrorDetail, len(*e))
+	for i, d := range *e {
+		f := errorFields(d)
+		out[i] = ErrorDetail{Code: num(f.ErrorNumber), Error: str(f.Error), Description: str(f.Description), Source: str(f.Source)}
+	}
+	return out
 }
 
 func unixTime(v int64, ok bool) time.Time {
@@ -134,15 +184,16 @@ func cmpOr(v, def string) string {
 	return v
 }
 
-// only returns the record named name from the answer of a by-name lookup.
-func only[T any](l []T, endpoint, name string, nameOf func(*T) string) (*T, error) {
+// only returns the record of a lookup's answer that match accepts, or ErrNotFound saying
+// "answer has N <records>, none <which>".
+func only[T any](l []T, endpoint, records, which string, match func(*T) bool) (*T, error) {
 	for i := range l {
-		if nameOf(&l[i]) == name {
+		if match(&l[i]) {
 			return &l[i], nil
 		}
 	}
 	return nil, &SlurmError{Endpoint: endpoint, HTTPStatus: http.StatusOK, Kind: ErrNotFound,
-		Description: fmt.Sprintf("answer has %d records, none named %q", len(l), name)}
+		Description: fmt.Sprintf("answer has %d %s, none %s", len(l), records, which)}
 }
 
 // unsupported reports an operation the API version has no endpoint for.

@@ -6,7 +6,7 @@ import (
 )
 
 // The types below are sunk's own view of Slurm objects. They do not depend on the REST API
-// version; each version's adapter fills them from its generated types.
+// version; the adapter fills them from each version's generated types.
 
 // Node is a Slurm node record.
 type Node struct {
