@@ -77,7 +77,9 @@ func TestTemplates(t *testing.T) {
 			"--set", "scheduler.enabled=true", "--set", "scheduler.cluster.name=c1", "--set", "scheduler.cluster.namespace=slurm"}, checkSchedulerConfig},
 		{"sunk-monitoring", []string{"template", "sunk", "sunk", "-n", "sunk-system", "--set", "operator.webhook.enabled=false",
 			"--api-versions", "monitoring.coreos.com/v1", "--set", "metrics.serviceMonitor.labels.release=kube-prometheus-stack",
-			"--set", "syncer.exporter.interval=1m", "--set", "syncer.exporter.userSeries=true"}, checkServiceMonitors},
+			"--set", "syncer.exporter.interval=1m", "--set", "syncer.exporter.userSeries=true",
+			"--set", "metrics.dashboards.enabled=true", "--set", "metrics.dashboards.annotations.grafana_folder=Slurm"},
+			func(t *testing.T, docs []map[string]any) { checkServiceMonitors(t, docs); checkDashboards(t, docs) }},
 		{"slurm-default", []string{"template", "demo", "slurm", "-n", "slurm"}, nil},
 		{"slurm-full", []string{"template", "research", "slurm", "-n", "research", "-f", "testdata/slurm-full.values.yaml"}, nil},
 	}
@@ -287,6 +289,40 @@ func checkServiceMonitors(t *testing.T, docs []map[string]any) {
 		}
 		if matched != 1 {
 			t.Errorf("ServiceMonitor %s selects %d metrics Services, want 1", meta["name"], matched)
+		}
+	}
+}
+
+// checkDashboards: one ConfigMap per dashboard file, labelled for Grafana's sidecar, holding
+// the file unchanged under its name.
+func checkDashboards(t *testing.T, docs []map[string]any) {
+	files, err := filepath.Glob("sunk/files/dashboards/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dashboards: %v", err)
+	}
+	got := map[string]string{} // file name → content
+	for _, d := range docs {
+		md := d["metadata"].(map[string]any)
+		if d["kind"] != "ConfigMap" || md["labels"].(map[string]any)["grafana_dashboard"] == nil {
+			continue
+		}
+		if md["labels"].(map[string]any)["grafana_dashboard"] != "1" || md["annotations"].(map[string]any)["grafana_folder"] != "Slurm" {
+			t.Errorf("dashboard ConfigMap %s: labels %v, annotations %v", md["name"], md["labels"], md["annotations"])
+		}
+		for k, v := range d["data"].(map[string]any) {
+			got[k] = v.(string)
+		}
+	}
+	if len(got) != len(files) {
+		t.Errorf("%d dashboards in ConfigMaps, %d files", len(got), len(files))
+	}
+	for _, f := range files {
+		want, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[filepath.Base(f)] != strings.TrimRight(string(want), "\n") {
+			t.Errorf("the ConfigMap of %s does not hold the file unchanged", f)
 		}
 	}
 }

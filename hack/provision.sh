@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 
 HOST_PACKAGES=(etcd-server containerd runc containernetworking-plugins iptables conntrack
-  mmdebstrap busybox-static iproute2 util-linux openssl curl)
+  mmdebstrap busybox-static iproute2 util-linux openssl curl prometheus)
 TRIXIE_MIRROR=${TRIXIE_MIRROR:-http://deb.debian.org/debian}
 
 host() {
@@ -17,6 +17,11 @@ host() {
   [ "$(id -u)" = 0 ] || die "installing packages needs root"
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # Debian's prometheus package enables a service on :9090 of every interface; the tests
+  # (test/integration/prometheus) run their own on 127.0.0.1, so the service stays off.
+  if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+    systemctl disable --now prometheus.service || true
+  fi
 }
 
 # go_tools MODULE_DIR LDFLAGS PKG...: build tool binaries pinned by a checked-in tools module.
