@@ -51,6 +51,7 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 		"cgroup.conf":    mergeConf(defaultCgroupConf, sc.Spec.CgroupConf),
 		"plugstack.conf": "# SPANK plugins. Configless daemons receive this file with slurm.conf.\n",
 		"gres.conf":      gresConf,
+		gresNodeConfName: gresNodeConf,
 	}
 	if sc.Spec.JobSubmitLua != "" {
 		files["job_submit.lua"] = sc.Spec.JobSubmitLua

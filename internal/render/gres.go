@@ -18,20 +18,28 @@ const (
 	LabelGPUProduct                     = "nvidia.com/gpu.product"
 )
 
-// EnvGresConf is the compute pod's variable with its own gres.conf lines (SlurmdGresConf).
+// EnvGresConf is the compute pod's variable with its own gres.conf lines (SlurmdGresConf),
+// which sunk-entrypoint writes to GresNodeConfPath before slurmd starts.
 const EnvGresConf = "SUNK_GRES_CONF"
 
-// GresConfInclude is the one line of the cluster's gres.conf: slurmd (configless) reads it
-// from slurmctld and includes the pod's own file, which sunk-entrypoint writes from
-// SUNK_GRES_CONF before slurmd starts. It is the only per-node part of a configless
-// configuration: a dynamic node's name is not known when gres.conf is rendered, and its
-// GPUs are the pod's.
-const GresConfInclude = "Include /run/sunk/gres.conf"
+// GresNodeConfPath is the file the cluster's gres.conf includes. On a compute pod it holds
+// the pod's own GPU lines (empty without GPUs): it is the one per-node part of a configless
+// configuration, because a dynamic node's name is not known when gres.conf is rendered, and
+// its GPUs are the pod's. The config ConfigMap carries it empty for slurmctld, which reads
+// every Include of gres.conf to learn what to send to slurmd (an absolute path is not sent)
+// and waits a minute for a missing one.
+const GresNodeConfPath = ConfigDir + "/" + gresNodeConfName
 
-// gresConf is the cluster's gres.conf. Only slurmd reads it: slurmctld loads gres.conf for
-// CLOUD nodes, and sunk's are dynamic nodes in the normal state.
+const gresNodeConfName = "gres-node.conf"
+
+// gresConf is the cluster's gres.conf. Only slurmd loads its GRES from it: slurmctld does so
+// for CLOUD nodes, and sunk's are dynamic nodes in the normal state.
 const gresConf = "# The GRES of a dynamic node are its slurmd's --conf \"Gres=...\" (NodeSet); their devices\n" +
-	"# are the pod's own gres.conf, written by sunk-entrypoint (empty without GPUs).\n" + GresConfInclude + "\n"
+	"# are in the pod's own " + gresNodeConfName + ", written by sunk-entrypoint.\n" +
+	"Include " + GresNodeConfPath + "\n"
+
+// gresNodeConf is the ConfigMap's GresNodeConfPath, for slurmctld.
+const gresNodeConf = "# Empty here. A compute pod has its own, with its GPU device lines (NodeSet).\n"
 
 // gpuTypeRe is a GRES type sunk renders: a letter first (Slurm reads "gpu:8:2" as a count),
 // then lower-case letters, digits, '_', '.' and '-' (never ':' or ',', which separate GRES).
