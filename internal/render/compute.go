@@ -146,7 +146,7 @@ func MemberGPUType(ns *sunkv1.NodeSet, nodeLabels map[string]string) (string, er
 	if ns.Spec.GPUType != "" || ComputeGPUs(ns) == 0 {
 		return ns.Spec.GPUType, nil
 	}
-	product, ok := nodeLabels[LabelGPUProduct]
+	product, ok := nodeLabels[wellknown.LabelGPUProduct]
 	if !ok {
 		return "", nil
 	}

@@ -9,14 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// GPU resources and labels sunk reads: the device plugin's extended resource, and GPU Feature
-// Discovery's product label on the Kubernetes node.
-const (
-	ResourceGPU     corev1.ResourceName = "nvidia.com/gpu"
-	LabelGPUProduct                     = "nvidia.com/gpu.product"
-)
+// ResourceGPU is the resource that becomes GRES gpu.
+const ResourceGPU corev1.ResourceName = wellknown.ResourceGPU
 
 // EnvGresConf is the compute pod's variable with its own gres.conf lines (SlurmdGresConf),
 // which sunk-entrypoint writes to GresNodeConfPath before slurmd starts.

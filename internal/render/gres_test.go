@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Real GPU Feature Discovery nvidia.com/gpu.product values, to the GRES type sunk registers.
@@ -71,7 +73,7 @@ func TestSlurmdGres(t *testing.T) {
 		if c.labels {
 			labels = map[string]string{"kubernetes.io/arch": "amd64"}
 			if c.product != "" {
-				labels[LabelGPUProduct] = c.product
+				labels[wellknown.LabelGPUProduct] = c.product
 			}
 		}
 		typ, err := MemberGPUType(ns, labels)
@@ -89,7 +91,7 @@ func TestSlurmdGres(t *testing.T) {
 	// One GPU, from requests only; an unusable label is untyped with the reason.
 	ns.Spec.Resources.Limits = nil
 	ns.Spec.Resources.Requests = corev1.ResourceList{ResourceGPU: resource.MustParse("1")}
-	typ, err := MemberGPUType(ns, map[string]string{LabelGPUProduct: "4090"})
+	typ, err := MemberGPUType(ns, map[string]string{wellknown.LabelGPUProduct: "4090"})
 	if err == nil || typ != "" {
 		t.Errorf("product 4090: %q, %v; want untyped and an error", typ, err)
 	}
@@ -103,7 +105,7 @@ func TestSlurmdGres(t *testing.T) {
 	}
 	// Without GPUs: no Gres, no lines, and the label is not read.
 	ns = minimalNodeSet()
-	if typ, err := MemberGPUType(ns, map[string]string{LabelGPUProduct: "4090"}); typ != "" || err != nil {
+	if typ, err := MemberGPUType(ns, map[string]string{wellknown.LabelGPUProduct: "4090"}); typ != "" || err != nil {
 		t.Errorf("no GPUs: %q, %v", typ, err)
 	}
 	if got := SlurmdGresConf(ns, "h100"); got != "" {

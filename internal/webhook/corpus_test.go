@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // stringField is one string field of a SlurmCluster that reaches a Slurm config file.
@@ -152,7 +153,7 @@ func TestValidateNodeSetSpec(t *testing.T) {
 func TestNodeSetWarnings(t *testing.T) {
 	sized := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}}
 	gpus := *sized.DeepCopy()
-	gpus.Limits[gpuResource] = resource.MustParse("8")
+	gpus.Limits[wellknown.ResourceGPU] = resource.MustParse("8")
 	for name, c := range map[string]struct {
 		spec sunkv1.NodeSetSpec
 		want []string

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // +kubebuilder:webhook:path=/validate-sunk-dev-v1alpha1-nodeset,mutating=false,failurePolicy=fail,sideEffects=None,groups=sunk.dev,resources=nodesets,verbs=create;update,versions=v1alpha1,name=vnodeset.sunk.dev,admissionReviewVersions=v1
@@ -41,8 +42,8 @@ func nodeSetWarnings(spec *sunkv1.NodeSetSpec) admission.Warnings {
 			w = append(w, fmt.Sprintf("spec.resources sets no %s: slurmd registers all of the machine's %s, which Kubernetes may also give to other pods", r, r))
 		}
 	}
-	_, lim := res.Limits[gpuResource]
-	_, req := res.Requests[gpuResource]
+	_, lim := res.Limits[wellknown.ResourceGPU]
+	_, req := res.Requests[wellknown.ResourceGPU]
 	if lim || req {
 		for _, kv := range strings.Fields(spec.ExtraConf) {
 			if k, _, _ := strings.Cut(kv, "="); strings.EqualFold(k, "gres") {
@@ -52,9 +53,6 @@ func nodeSetWarnings(spec *sunkv1.NodeSetSpec) admission.Warnings {
 	}
 	return w
 }
-
-// gpuResource is the device plugin's resource that becomes GRES gpu.
-const gpuResource corev1.ResourceName = "nvidia.com/gpu"
 
 // nodeParamsSunkSets are node-line parameters the NodeSet controller owns: the node's name and
 // port make it the pod, and its features say which NodeSet and partitions it is in.

@@ -17,6 +17,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/wait"
 )
 
@@ -38,7 +39,7 @@ func TestGPUsWithoutGPUs(t *testing.T) {
 			render.ResourceGPU: resource.MustParse("4"),
 		}}},
 	}
-	typ, err := render.MemberGPUType(ns, map[string]string{render.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"})
+	typ, err := render.MemberGPUType(ns, map[string]string{wellknown.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"})
 	must(t, err)
 	line, gresConf := render.SlurmdConf(ns, typ), render.SlurmdGresConf(ns, typ)
 	sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "slurm"}}
