@@ -73,9 +73,18 @@ type NodeSetSpec struct {
 	Image Image `json:"image,omitempty"`
 
 	// Resources of the slurmd container. Slurm's CPUs and RealMemory come from them (limit,
-	// else request), not from the host, so that Slurm never hands out more than the pod has.
+	// else request), not from the host, so that Slurm never hands out more than the pod has;
+	// its GPUs (GRES gpu) from the nvidia.com/gpu limit.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// GPUType is the Slurm GRES type of the nodes' GPUs (for example h100), for jobs that ask
+	// for --gres=gpu:h100:N. Default: from the Kubernetes node's nvidia.com/gpu.product label
+	// (GPU Feature Discovery) in PerNode mode, none (untyped GPUs) in Replicas mode.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_.-]*$`
+	// +optional
+	GPUType string `json:"gpuType,omitempty"`
 
 	// Env is added to the slurmd container's environment.
 	// +optional

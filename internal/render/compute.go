@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -26,6 +27,10 @@ type ComputeMember struct {
 	Name string
 	// NodeName, in PerNode mode, is the Kubernetes node the pod is pinned to.
 	NodeName string
+	// GPUType is the GRES type of the node's GPUs from its product label (MemberGPUType);
+	// the NodeSet's spec.gpuType wins over it. Not part of the template hash: it is read
+	// when the pod is made.
+	GPUType string
 }
 
 // PerNodeMemberName is the member name of a NodeSet on a Kubernetes node: <nodeset>-<node>
@@ -90,9 +95,21 @@ func resourceOf(res corev1.ResourceRequirements, r corev1.ResourceName) (resourc
 
 // SlurmdConf is slurmd's --conf node line: CPUs and RealMemory from the container's
 // resources (limit, else request; omitted when neither is set, and slurmd then reports the
-// host's), the NodeSet's name and features as Features, Weight, then spec.extraConf, whose
-// keys replace sunk's.
-func SlurmdConf(ns *sunkv1.NodeSet) string {
+// host's), Gres from its nvidia.com/gpu and gpuType (GPUGres), the NodeSet's name and
+// features as Features, Weight, then spec.extraConf, whose keys replace sunk's.
+func SlurmdConf(ns *sunkv1.NodeSet, gpuType string) string {
+	line, _ := slurmdConf(ns, gpuType)
+	return line
+}
+
+// SlurmdGresConf is the pod's own gres.conf (GPUGresConf), or "" when spec.extraConf sets
+// Gres itself: then the GRES are the user's, and so are their devices.
+func SlurmdGresConf(ns *sunkv1.NodeSet, gpuType string) string {
+	_, gres := slurmdConf(ns, gpuType)
+	return gres
+}
+
+func slurmdConf(ns *sunkv1.NodeSet, gpuType string) (line, gresConf string) {
 	extra := strings.Fields(ns.Spec.ExtraConf)
 	set := map[string]bool{}
 	for _, kv := range extra {
@@ -113,20 +130,44 @@ func SlurmdConf(ns *sunkv1.NodeSet) string {
 		mib := q.Value() / (1 << 20)
 		add("RealMemory", strconv.FormatInt(max(mib-slurmdMemoryReserve(mib), 1), 10))
 	}
+	if g := GPUGres(gpuType, ComputeGPUs(ns)); g != "" && !set["gres"] {
+		add("Gres", g)
+		gresConf = GPUGresConf(gpuType, ComputeGPUs(ns))
+	}
 	parts = append(parts, "Features="+strings.Join(append([]string{ns.Name}, ns.Spec.Features...), ","))
 	add("Weight", strconv.Itoa(int(ptr.Deref(ns.Spec.Weight, 1))))
-	return strings.Join(append(parts, extra...), " ")
+	return strings.Join(append(parts, extra...), " "), gresConf
 }
 
-// computePodSpec is the part of a compute pod that is the same for every member: what
-// the template hash covers.
-func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names) corev1.PodSpec {
+// MemberGPUType is the GRES type of a member's GPUs: spec.gpuType, else the product label of
+// its Kubernetes node (nil labels: not known, as in Replicas mode), else none (untyped). A
+// label value that cannot be a type gives none and the error, for an event.
+func MemberGPUType(ns *sunkv1.NodeSet, nodeLabels map[string]string) (string, error) {
+	if ns.Spec.GPUType != "" || ComputeGPUs(ns) == 0 {
+		return ns.Spec.GPUType, nil
+	}
+	product, ok := nodeLabels[wellknown.LabelGPUProduct]
+	if !ok {
+		return "", nil
+	}
+	return GPUTypeFromProduct(product)
+}
+
+// computePodSpec is the part of a compute pod that is the same for every member but its GPU
+// type: what the template hash covers (with spec.gpuType as the type).
+func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, gpuType string) corev1.PodSpec {
 	c := slurmContainer(sc, "slurmd", ns.Spec.Image, ns.Spec.Resources)
 	c.Ports = []corev1.ContainerPort{{Name: "slurmd", ContainerPort: SlurmdPort}}
-	c.Env = append([]corev1.EnvVar{
+	line, gresConf := slurmdConf(ns, gpuType)
+	c.Env = []corev1.EnvVar{
 		{Name: "SLURM_CONF_SERVER", Value: n.ConfServer(Controllers(sc))},
-		{Name: "SLURMD_CONF", Value: SlurmdConf(ns)},
-	}, ns.Spec.Env...)
+		{Name: "SLURMD_CONF", Value: line},
+	}
+	// Only with GPUs: a NodeSet without them keeps its template hash.
+	if gresConf != "" {
+		c.Env = append(c.Env, corev1.EnvVar{Name: EnvGresConf, Value: gresConf})
+	}
+	c.Env = append(c.Env, ns.Spec.Env...)
 	// slurmd makes cgroups for job steps and runs them as their users.
 	c.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
 	scripts, scriptsMount := ScriptsVolume(n)
@@ -153,7 +194,7 @@ func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names) corev1
 // ComputeTemplateHash is the hash of everything a compute pod is made of except its name
 // and placement: when it changes, the NodeSet's pods are replaced (the protected way).
 func ComputeTemplateHash(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names) string {
-	spec, err := json.Marshal(computePodSpec(ns, sc, n))
+	spec, err := json.Marshal(computePodSpec(ns, sc, n, ns.Spec.GPUType))
 	if err != nil {
 		panic(fmt.Sprintf("render: marshalling a pod spec: %v", err)) // cannot happen for a PodSpec
 	}
@@ -166,7 +207,7 @@ func ComputeTemplateHash(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names) s
 // still checks resources and taints; in Replicas mode it goes where the NodeSet's selection
 // allows.
 func ComputePod(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, m ComputeMember) *corev1.Pod {
-	spec := computePodSpec(ns, sc, n)
+	spec := computePodSpec(ns, sc, n, cmp.Or(ns.Spec.GPUType, m.GPUType))
 	spec.Hostname = m.Name
 	if m.NodeName != "" {
 		spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{

@@ -83,18 +83,18 @@ func TestComputePodGolden(t *testing.T) {
 
 func TestSlurmdConf(t *testing.T) {
 	ns := minimalNodeSet()
-	if got, want := SlurmdConf(ns), "Features=cpu Weight=1"; got != want {
+	if got, want := SlurmdConf(ns, ""), "Features=cpu Weight=1"; got != want {
 		t.Errorf("without resources: %q, want %q", got, want)
 	}
 	ns.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
-	if got, want := SlurmdConf(ns), "CPUs=1 RealMemory=384 Features=cpu Weight=1"; got != want {
+	if got, want := SlurmdConf(ns, ""), "CPUs=1 RealMemory=384 Features=cpu Weight=1"; got != want {
 		t.Errorf("requests only: %q, want %q", got, want)
 	}
 	ns.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("64Gi")}
-	if got, want := SlurmdConf(ns), "CPUs=2 RealMemory=64512 Features=cpu Weight=1"; got != want {
+	if got, want := SlurmdConf(ns, ""), "CPUs=2 RealMemory=64512 Features=cpu Weight=1"; got != want {
 		t.Errorf("limits win: %q, want %q", got, want)
 	}
-	if got, want := SlurmdConf(fullNodeSet()), "RealMemory=60416 Features=gpu,a100,ib Weight=10 Gres=gpu:8 CPUs=14"; got != want {
+	if got, want := SlurmdConf(fullNodeSet(), ""), "RealMemory=60416 Features=gpu,a100,ib Weight=10 Gres=gpu:8 CPUs=14"; got != want {
 		t.Errorf("extraConf replaces CPUs: %q, want %q", got, want)
 	}
 }

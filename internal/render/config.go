@@ -50,7 +50,8 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 		"slurm.conf":     slurmConf(sc, in),
 		"cgroup.conf":    mergeConf(defaultCgroupConf, sc.Spec.CgroupConf),
 		"plugstack.conf": "# SPANK plugins. Configless daemons receive this file with slurm.conf.\n",
-		"gres.conf":      "# GRES of dynamic nodes come from each slurmd's --conf \"Gres=...\" (NodeSet).\n",
+		"gres.conf":      gresConf,
+		gresNodeConfName: gresNodeConf,
 	}
 	if sc.Spec.JobSubmitLua != "" {
 		files["job_submit.lua"] = sc.Spec.JobSubmitLua

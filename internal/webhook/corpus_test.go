@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // stringField is one string field of a SlurmCluster that reaches a Slurm config file.
@@ -144,6 +146,34 @@ func TestValidateNodeSetSpec(t *testing.T) {
 			t.Errorf("%s: %v", name, got)
 		case c.want != "" && (got == nil || !strings.Contains(got.Error(), c.want)):
 			t.Errorf("%s: %v, want an error containing %q", name, got, c.want)
+		}
+	}
+}
+
+func TestNodeSetWarnings(t *testing.T) {
+	sized := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}}
+	gpus := *sized.DeepCopy()
+	gpus.Limits[wellknown.ResourceGPU] = resource.MustParse("8")
+	for name, c := range map[string]struct {
+		spec sunkv1.NodeSetSpec
+		want []string
+	}{
+		"no resources":         {sunkv1.NodeSetSpec{}, []string{"no cpu", "no memory"}},
+		"memory request only":  {sunkv1.NodeSetSpec{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}, []string{"no cpu"}},
+		"sized":                {sunkv1.NodeSetSpec{Resources: sized}, nil},
+		"GPUs":                 {sunkv1.NodeSetSpec{Resources: gpus}, nil},
+		"GPUs and a Gres line": {sunkv1.NodeSetSpec{Resources: gpus, ExtraConf: "TmpDisk=1 gres=gpu:8"}, []string{"extraConf sets Gres"}},
+		"Gres without GPUs":    {sunkv1.NodeSetSpec{Resources: sized, ExtraConf: "Gres=nic:1"}, nil},
+	} {
+		got := nodeSetWarnings(&c.spec)
+		if len(got) != len(c.want) {
+			t.Errorf("%s: %q, want %d warnings", name, got, len(c.want))
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("%s: warning %q, want %q in it", name, got[i], w)
+			}
 		}
 	}
 }

@@ -2,8 +2,10 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -11,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // +kubebuilder:webhook:path=/validate-sunk-dev-v1alpha1-nodeset,mutating=false,failurePolicy=fail,sideEffects=None,groups=sunk.dev,resources=nodesets,verbs=create;update,versions=v1alpha1,name=vnodeset.sunk.dev,admissionReviewVersions=v1
@@ -25,7 +28,30 @@ func validateNodeSet(_ context.Context, ns *sunkv1.NodeSet) (admission.Warnings,
 	if errs := ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec")); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("NodeSet").GroupKind(), ns.Name, errs)
 	}
-	return nil, nil
+	return nodeSetWarnings(&ns.Spec), nil
+}
+
+// nodeSetWarnings are admitted specs that make Slurm and Kubernetes disagree on the node's size.
+func nodeSetWarnings(spec *sunkv1.NodeSetSpec) admission.Warnings {
+	var w admission.Warnings
+	res := spec.Resources
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		_, lim := res.Limits[r]
+		_, req := res.Requests[r]
+		if !lim && !req {
+			w = append(w, fmt.Sprintf("spec.resources sets no %s: slurmd registers all of the machine's %s, which Kubernetes may also give to other pods", r, r))
+		}
+	}
+	_, lim := res.Limits[wellknown.ResourceGPU]
+	_, req := res.Requests[wellknown.ResourceGPU]
+	if lim || req {
+		for _, kv := range strings.Fields(spec.ExtraConf) {
+			if k, _, _ := strings.Cut(kv, "="); strings.EqualFold(k, "gres") {
+				w = append(w, "spec.extraConf sets Gres: sunk renders no GPU device lines (File=) for it, and slurmd drops GPUs without a device file")
+			}
+		}
+	}
+	return w
 }
 
 // nodeParamsSunkSets are node-line parameters the NodeSet controller owns: the node's name and

@@ -132,3 +132,10 @@ func DrainByNodeSet(reason string) bool { return strings.HasPrefix(reason, Drain
 
 // DrainBySyncer reports a drain reason set by the syncer: sunk's, not the NodeSet controller's.
 func DrainBySyncer(reason string) bool { return DrainBySunk(reason) && !DrainByNodeSet(reason) }
+
+// GPUs as Kubernetes knows them: the NVIDIA device plugin's extended resource, and the
+// product label GPU Feature Discovery puts on a node ("NVIDIA-H100-80GB-HBM3").
+const (
+	ResourceGPU     = "nvidia.com/gpu"
+	LabelGPUProduct = "nvidia.com/gpu.product"
+)

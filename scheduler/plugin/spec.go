@@ -17,7 +17,7 @@ import (
 )
 
 // ResourceGPU is the extended resource that becomes GRES gpu.
-const ResourceGPU v1.ResourceName = "nvidia.com/gpu"
+const ResourceGPU v1.ResourceName = wellknown.ResourceGPU
 
 // A placeholder job's comment names what it holds, in a size that does not grow with the gang:
 //

@@ -96,11 +96,21 @@ func (r *Reconciler) act(ctx context.Context, w *world, a action, o *outcome, st
 }
 
 func (r *Reconciler) create(ctx context.Context, w *world, m *member, st *status) error {
-	pod := render.ComputePod(w.ns, w.sc, w.names, render.ComputeMember{Name: m.name, NodeName: m.node})
+	cm := render.ComputeMember{Name: m.name, NodeName: m.node}
+	var nodeLabels map[string]string // nil in Replicas mode: the node is not known yet
+	if n := w.nodes[m.node]; m.node != "" && n != nil {
+		nodeLabels = n.Labels
+	}
+	typ, err := render.MemberGPUType(w.ns, nodeLabels)
+	if err != nil {
+		r.event(w.ns, corev1.EventTypeWarning, ReasonGPUTypeUnusable, "pod %s gets untyped GPUs: %v", m.name, err)
+	}
+	cm.GPUType = typ
+	pod := render.ComputePod(w.ns, w.sc, w.names, cm)
 	if err := controllerutil.SetControllerReference(w.ns, pod, r.Scheme); err != nil {
 		return err
 	}
-	err := r.Create(ctx, pod)
+	err = r.Create(ctx, pod)
 	switch {
 	case err == nil:
 		r.event(w.ns, corev1.EventTypeNormal, ReasonPodCreated, "created pod %s", pod.Name)

@@ -67,6 +67,7 @@ const (
 	ReasonProgressing       = "Progressing"
 	ReasonReady             = "Ready"
 	ReasonPodCreated        = "PodCreated"
+	ReasonGPUTypeUnusable   = "GPUTypeUnusable"
 	ReasonPodDeleted        = "PodDeleted"
 	ReasonDrained           = "Drained"
 	ReasonResumed           = "Resumed"

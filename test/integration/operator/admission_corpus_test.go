@@ -155,6 +155,7 @@ var corpusFields = []crField{
 	nodeSetField("spec.clusterRef", kindName, func(ns *sunkv1.NodeSet, v string) { ns.Spec.ClusterRef = v }),
 	nodeSetField("spec.image", kindName, func(ns *sunkv1.NodeSet, v string) { ns.Spec.Image = sunkv1.Image(v) }),
 	nodeSetField("spec.features[0]", kindName, func(ns *sunkv1.NodeSet, v string) { ns.Spec.Features = []string{v} }),
+	nodeSetField("spec.gpuType", kindName, func(ns *sunkv1.NodeSet, v string) { ns.Spec.GPUType = v }),
 	nodeSetField("spec.extraConf", kindParams, func(ns *sunkv1.NodeSet, v string) { ns.Spec.ExtraConf = "TmpDisk=" + v }),
 	nodeSetField("spec.env[0].name", kindName, func(ns *sunkv1.NodeSet, v string) { ns.Spec.Env = []corev1.EnvVar{{Name: v, Value: "1"}} }),
 	nodeSetField("spec.services[0].name", kindName, func(ns *sunkv1.NodeSet, v string) {

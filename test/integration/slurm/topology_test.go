@@ -29,14 +29,17 @@ import (
 // privateSlurm is one slurmctld and its nodes, each its own process in its own mount and UTS
 // namespace, on the host's network.
 type privateSlurm struct {
-	dir   string
-	nodes []string
+	dir      string
+	nodes    []string
+	ctldPort string            // set by startPrivateSlurmConfigless
+	etc      map[string]string // a host's own /etc/slurm, else the shared dir/etc
 }
 
-func startPrivateSlurm(t *testing.T, nodes []string, plugin, topologyConf string) *privateSlurm {
+// newPrivateSlurm makes the directories and the key of a private Slurm; nothing runs yet.
+func newPrivateSlurm(t *testing.T) *privateSlurm {
 	t.Helper()
 	testenv.Slurm(t) // the root filesystem, provisioned with the test bed
-	p := &privateSlurm{dir: t.TempDir(), nodes: nodes}
+	p := &privateSlurm{dir: t.TempDir()}
 	for _, d := range []string{"etc", "spool/slurmctld", "logs", "shared", "run"} {
 		must(t, os.MkdirAll(filepath.Join(p.dir, d), 0o755))
 	}
@@ -44,6 +47,22 @@ func startPrivateSlurm(t *testing.T, nodes []string, plugin, topologyConf string
 	key := make([]byte, 1024)
 	_, _ = rand.Read(key)
 	must(t, os.WriteFile(filepath.Join(p.dir, "etc", "slurm.key"), key, 0o600))
+	t.Cleanup(func() { // runs before the daemons stop and t.TempDir goes
+		if t.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(p.dir, "logs", "*"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("--- %s (last 3000 bytes)\n%s", filepath.Base(l), b[max(0, len(b)-3000):])
+			}
+		}
+	})
+	return p
+}
+
+func startPrivateSlurm(t *testing.T, nodes []string, plugin, topologyConf string) *privateSlurm {
+	t.Helper()
+	p := newPrivateSlurm(t)
+	p.nodes = nodes
 	ports := freePorts(t, 1+len(nodes))
 	hosts := "127.0.0.1 localhost topoctld\n"
 	var nodeLines []string
@@ -104,8 +123,12 @@ TopologyPlugin=` + plugin + "\n# --\n" + extra
 }
 
 func (p *privateSlurm) chroot(host string, args ...string) *exec.Cmd {
+	etc := filepath.Join(p.dir, "etc")
+	if e, ok := p.etc[host]; ok {
+		etc = e
+	}
 	all := append([]string{"--mount", "--uts", "--propagation", "private",
-		filepath.Join(testenv.RepoRoot(), "hack", "slurm-chroot.sh"), p.dir, host, filepath.Join(p.dir, "etc"), filepath.Join(p.dir, "spool")}, args...)
+		filepath.Join(testenv.RepoRoot(), "hack", "slurm-chroot.sh"), p.dir, host, etc, filepath.Join(p.dir, "spool")}, args...)
 	return exec.Command("unshare", all...)
 }
 

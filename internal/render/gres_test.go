@@ -1,0 +1,114 @@
+package render
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// Real GPU Feature Discovery nvidia.com/gpu.product values, to the GRES type sunk registers.
+func TestGPUTypeFromProduct(t *testing.T) {
+	for product, want := range map[string]string{
+		"NVIDIA-H100-80GB-HBM3":             "h100",
+		"NVIDIA-H100-NVL":                   "h100",
+		"NVIDIA-H100-PCIe":                  "h100",
+		"NVIDIA-H200":                       "h200",
+		"NVIDIA-H200-141GB-HBM3e":           "h200",
+		"NVIDIA-B200":                       "b200",
+		"NVIDIA-A100-SXM4-80GB":             "a100",
+		"NVIDIA-A100-PCIE-40GB":             "a100",
+		"NVIDIA-L40S":                       "l40s",
+		"NVIDIA-L40":                        "nvidia_l40",           // not an L40S
+		"NVIDIA-GH200-480GB":                "nvidia_gh200_480gb",   // "h200" is not a word of it
+		"Tesla-V100-SXM2-16GB":              "tesla_v100_sxm2_16gb", // Slurm's detection: tesla_v100-sxm2-16gb
+		"Tesla-T4":                          "tesla_t4",
+		"NVIDIA-GeForce-RTX-4090":           "nvidia_geforce_rtx_4090",
+		"NVIDIA-A10G":                       "nvidia_a10g",
+		"NVIDIA-H100-80GB-HBM3-MIG-1g.10gb": "nvidia_h100_80gb_hbm3_mig_1g.10gb", // a slice is no h100
+	} {
+		got, err := GPUTypeFromProduct(product)
+		if err != nil || got != want {
+			t.Errorf("GPUTypeFromProduct(%q) = %q, %v; want %q", product, got, err, want)
+		}
+	}
+	// Kubernetes label values are [A-Za-z0-9_.-]; what they allow that a type must not be.
+	for _, product := range []string{"", "8", "3090-Ti", "-", "A" + string(make([]byte, 63))} {
+		if got, err := GPUTypeFromProduct(product); err == nil {
+			t.Errorf("GPUTypeFromProduct(%q) = %q, want an error", product, got)
+		}
+	}
+}
+
+// The node line and the pod's gres.conf, from the product label to what slurmd registers.
+func TestSlurmdGres(t *testing.T) {
+	ns := minimalNodeSet()
+	ns.Spec.Resources.Limits = corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), ResourceGPU: resource.MustParse("8")}
+	for _, c := range []struct {
+		name, product, specType string
+		labels                  bool
+		line, gres              string
+	}{
+		{"h100 from GFD", "NVIDIA-H100-80GB-HBM3", "", true,
+			"CPUs=16 RealMemory=64512 Gres=gpu:h100:8 Features=cpu Weight=1", "Name=gpu Type=h100 File=/dev/nvidia[0-7]\n"},
+		{"a100", "NVIDIA-A100-SXM4-80GB", "", true,
+			"CPUs=16 RealMemory=64512 Gres=gpu:a100:8 Features=cpu Weight=1", "Name=gpu Type=a100 File=/dev/nvidia[0-7]\n"},
+		{"l40s", "NVIDIA-L40S", "", true,
+			"CPUs=16 RealMemory=64512 Gres=gpu:l40s:8 Features=cpu Weight=1", "Name=gpu Type=l40s File=/dev/nvidia[0-7]\n"},
+		{"v100 as Slurm names it", "Tesla-V100-SXM2-16GB", "", true,
+			"CPUs=16 RealMemory=64512 Gres=gpu:tesla_v100_sxm2_16gb:8 Features=cpu Weight=1", "Name=gpu Type=tesla_v100_sxm2_16gb File=/dev/nvidia[0-7]\n"},
+		{"spec.gpuType wins", "NVIDIA-H100-80GB-HBM3", "gh100", true,
+			"CPUs=16 RealMemory=64512 Gres=gpu:gh100:8 Features=cpu Weight=1", "Name=gpu Type=gh100 File=/dev/nvidia[0-7]\n"},
+		{"no label: untyped", "", "", true,
+			"CPUs=16 RealMemory=64512 Gres=gpu:8 Features=cpu Weight=1", "Name=gpu File=/dev/nvidia[0-7]\n"},
+		{"Replicas (no node): untyped", "NVIDIA-H100-80GB-HBM3", "", false,
+			"CPUs=16 RealMemory=64512 Gres=gpu:8 Features=cpu Weight=1", "Name=gpu File=/dev/nvidia[0-7]\n"},
+	} {
+		ns := ns.DeepCopy()
+		ns.Spec.GPUType = c.specType
+		var labels map[string]string
+		if c.labels {
+			labels = map[string]string{"kubernetes.io/arch": "amd64"}
+			if c.product != "" {
+				labels[wellknown.LabelGPUProduct] = c.product
+			}
+		}
+		typ, err := MemberGPUType(ns, labels)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := SlurmdConf(ns, typ); got != c.line {
+			t.Errorf("%s: node line %q, want %q", c.name, got, c.line)
+		}
+		if got := SlurmdGresConf(ns, typ); got != c.gres {
+			t.Errorf("%s: gres.conf %q, want %q", c.name, got, c.gres)
+		}
+	}
+
+	// One GPU, from requests only; an unusable label is untyped with the reason.
+	ns.Spec.Resources.Limits = nil
+	ns.Spec.Resources.Requests = corev1.ResourceList{ResourceGPU: resource.MustParse("1")}
+	typ, err := MemberGPUType(ns, map[string]string{wellknown.LabelGPUProduct: "4090"})
+	if err == nil || typ != "" {
+		t.Errorf("product 4090: %q, %v; want untyped and an error", typ, err)
+	}
+	if got, want := SlurmdConf(ns, typ)+" | "+SlurmdGresConf(ns, typ), "Gres=gpu:1 Features=cpu Weight=1 | Name=gpu File=/dev/nvidia0\n"; got != want {
+		t.Errorf("one GPU: %q, want %q", got, want)
+	}
+	// extraConf's Gres is the user's, devices included: no gres.conf lines from sunk.
+	ns.Spec.ExtraConf = "Gres=gpu:tesla:1"
+	if got, want := SlurmdConf(ns, "h100")+" | "+SlurmdGresConf(ns, "h100"), "Features=cpu Weight=1 Gres=gpu:tesla:1 | "; got != want {
+		t.Errorf("extraConf Gres: %q, want %q", got, want)
+	}
+	// Without GPUs: no Gres, no lines, and the label is not read.
+	ns = minimalNodeSet()
+	if typ, err := MemberGPUType(ns, map[string]string{wellknown.LabelGPUProduct: "4090"}); typ != "" || err != nil {
+		t.Errorf("no GPUs: %q, %v", typ, err)
+	}
+	if got := SlurmdGresConf(ns, "h100"); got != "" {
+		t.Errorf("no GPUs: gres.conf %q", got)
+	}
+}

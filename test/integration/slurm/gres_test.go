@@ -1,0 +1,141 @@
+//go:build integration
+
+package slurm_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/wait"
+)
+
+// TestGPUsWithoutGPUs: a compute pod's node line and gres.conf, as sunk renders them for a
+// NodeSet granted four nvidia.com/gpu on a node GPU Feature Discovery labelled
+// NVIDIA-H100-80GB-HBM3, make a real slurmd 24.11 register gpu:h100:4 with the CPUs and
+// memory of the pod's limits, and a job asking for --gres=gpu:h100:2 gets two devices in
+// CUDA_VISIBLE_DEVICES. The devices are fake (character devices of the NVIDIA major on a
+// tmpfs over the node's /dev, in its own mount namespace); no driver is involved: Slurm
+// hands out device files, which is all this proves.
+//
+// It runs its own configless slurmctld (GresTypes=gpu, the cluster gres.conf sunk renders)
+// and one dynamic slurmd, on ports of their own: the shared test bed has no GRES.
+func TestGPUsWithoutGPUs(t *testing.T) {
+	ns := &sunkv1.NodeSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "slurm"},
+		Spec: sunkv1.NodeSetSpec{ClusterRef: "demo", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("2Gi"),
+			render.ResourceGPU: resource.MustParse("4"),
+		}}},
+	}
+	typ, err := render.MemberGPUType(ns, map[string]string{wellknown.LabelGPUProduct: "NVIDIA-H100-80GB-HBM3"})
+	must(t, err)
+	line, gresConf := render.SlurmdConf(ns, typ), render.SlurmdGresConf(ns, typ)
+	sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "slurm"}}
+	cfg, err := render.RenderConfig(sc, render.ConfigInputs{Names: render.NamesFor(sc, "")})
+	must(t, err)
+
+	const node = "gpu-0"
+	p := startPrivateSlurmConfigless(t, cfg.Files)
+	// The node's own /etc/slurm: the key, and what sunk-entrypoint writes from SUNK_GRES_CONF.
+	etc := filepath.Join(p.dir, "etc-"+node)
+	must(t, os.MkdirAll(etc, 0o755))
+	key, err := os.ReadFile(filepath.Join(p.dir, "etc", "slurm.key"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(etc, "slurm.key"), key, 0o600))
+	must(t, os.WriteFile(filepath.Join(etc, "gres-node.conf"), []byte(gresConf), 0o644))
+	p.etc = map[string]string{node: etc}
+	must(t, os.MkdirAll(filepath.Join(p.dir, "spool", "slurmd-"+node), 0o755))
+	devices := "mount -t tmpfs -o mode=0755 dev /dev && mknod -m 666 /dev/null c 1 3 && mknod -m 666 /dev/zero c 1 5 && " +
+		"mknod -m 666 /dev/urandom c 1 9 && for i in 0 1 2 3; do mknod -m 666 /dev/nvidia$i c 195 $i; done"
+	p.start(t, node, "sh", "-c", devices+` && exec slurmd -D -Z --conf-server 127.0.0.1:"$0" --conf "$1"`, p.ctldPort, line)
+
+	var nodeOut string
+	wait.For(t, node+" idle", 60*time.Second, 500*time.Millisecond, func() error {
+		nodeOut, _ = p.scontrol("show", "node", node)
+		if !regexp.MustCompile(`State=IDLE[+ ]`).MatchString(nodeOut) || strings.Contains(nodeOut, "DRAIN") {
+			return fmt.Errorf("%s", nodeOut)
+		}
+		return nil
+	})
+	for _, want := range []string{"Gres=gpu:h100:4", "CPUTot=2 ", "RealMemory=1920 ", "CfgTRES=cpu=2,mem=1920M,"} {
+		if !strings.Contains(nodeOut, want) {
+			t.Errorf("scontrol show node lacks %q:\n%s", want, nodeOut)
+		}
+	}
+	if out, err := p.run("sinfo", "-h", "-N", "-o", "%N %G"); err != nil || out != node+" gpu:h100:4" {
+		t.Errorf("sinfo -o '%%N %%G': %q, %v", out, err)
+	}
+
+	id, err := p.run("sbatch", "--parsable", "-o", "/shared/gpus.out", "--gres=gpu:h100:2", "--wrap", `echo "$CUDA_VISIBLE_DEVICES"`)
+	if err != nil {
+		t.Fatalf("sbatch --gres=gpu:h100:2: %s", id)
+	}
+	wait.For(t, "job "+id, 60*time.Second, 300*time.Millisecond, func() error {
+		if out, _ := p.scontrol("show", "job", id); !strings.Contains(out, "JobState=COMPLETED") {
+			return fmt.Errorf("%s", out)
+		}
+		return nil
+	})
+	out, err := os.ReadFile(filepath.Join(p.dir, "shared", "gpus.out"))
+	must(t, err)
+	if got := strings.TrimSpace(string(out)); got != "0,1" {
+		t.Errorf("CUDA_VISIBLE_DEVICES of a job with --gres=gpu:h100:2: %q, want 0,1", got)
+	}
+	if out, _ := p.run("sbatch", "--gres=gpu:a100:1", "--wrap", "true"); !strings.Contains(out, "Requested node configuration is not available") {
+		t.Errorf("sbatch --gres=gpu:a100:1 on an h100 node: %s", out)
+	}
+}
+
+// startPrivateSlurmConfigless starts a configless slurmctld for dynamic nodes with GPUs, with
+// sunk's rendered gres files; nodes are the test's to start (p.start), against p.ctldPort.
+func startPrivateSlurmConfigless(t *testing.T, files map[string]string) *privateSlurm {
+	t.Helper()
+	p := newPrivateSlurm(t)
+	ports := freePorts(t, 2)
+	p.ctldPort = fmt.Sprint(ports[0])
+	conf := fmt.Sprintf(`ClusterName=grestest
+SlurmctldHost=topoctld(127.0.0.1)
+SlurmctldPort=%d
+SlurmdPort=%d
+SlurmctldParameters=enable_configless
+SlurmUser=root
+AuthType=auth/slurm
+CredType=cred/slurm
+StateSaveLocation=/var/spool/slurmctld
+SlurmdSpoolDir=/var/spool/slurmd-%%n
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd-%%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+GresTypes=gpu
+MaxNodeCount=8
+PartitionName=all Nodes=ALL Default=YES State=UP
+`, ports[0], ports[1])
+	must(t, os.WriteFile(filepath.Join(p.dir, "hosts"), []byte("127.0.0.1 localhost topoctld\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(p.dir, "etc", "slurm.conf"), []byte(conf), 0o644))
+	for _, f := range []string{"gres.conf", "gres-node.conf"} {
+		must(t, os.WriteFile(filepath.Join(p.dir, "etc", f), []byte(files[f]), 0o644))
+	}
+	p.start(t, "topoctld", "slurmctld", "-D", "-i")
+	wait.For(t, "private slurmctld", 30*time.Second, 200*time.Millisecond, func() error {
+		_, err := p.scontrol("ping")
+		return err
+	})
+	return p
+}
