@@ -39,6 +39,9 @@ type ConfigInputs struct {
 	// Topology is the rendered topology.conf, with spec.topology set; nil renders one
 	// without nodes.
 	Topology *Topology
+	// GPUs says a NodeSet of the cluster grants its pods GPUs: only then does gres.conf
+	// include each pod's own device lines (GresNodeConfPath).
+	GPUs bool
 }
 
 // RenderConfig renders slurm.conf and its companions. It fails only on input it cannot
@@ -50,7 +53,7 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 		"slurm.conf":     slurmConf(sc, in),
 		"cgroup.conf":    mergeConf(defaultCgroupConf, sc.Spec.CgroupConf),
 		"plugstack.conf": "# SPANK plugins. Configless daemons receive this file with slurm.conf.\n",
-		"gres.conf":      gresConf,
+		"gres.conf":      gresConfFor(in.GPUs),
 		gresNodeConfName: gresNodeConf,
 	}
 	if sc.Spec.JobSubmitLua != "" {

@@ -29,8 +29,23 @@ const GresNodeConfPath = ConfigDir + "/" + gresNodeConfName
 
 const gresNodeConfName = "gres-node.conf"
 
-// gresConf is the cluster's gres.conf. Only slurmd loads its GRES from it: slurmctld does so
-// for CLOUD nodes, and sunk's are dynamic nodes in the normal state.
+// gresConfFor is the cluster's gres.conf: the Include of each pod's device lines when a NodeSet
+// of the cluster has GPUs, else no line at all. Every slurmd reads gres.conf again at a
+// reconfigure, and one whose image predates GresNodeConfPath has no such file: it would wait a
+// minute for it and stop, its node going down under its jobs. Without GPUs (which could not
+// work before the Include) nothing changes; a cluster that has them needs current images.
+// Only slurmd loads its GRES from gres.conf: slurmctld does so for CLOUD nodes, and sunk's are
+// dynamic nodes in the normal state.
+func gresConfFor(gpus bool) string {
+	if !gpus {
+		return gresConfNoGPUs
+	}
+	return gresConf
+}
+
+const gresConfNoGPUs = "# No NodeSet of this cluster has GPUs. With one, the devices of each pod are included from\n" +
+	"# its own " + gresNodeConfName + ", written by sunk-entrypoint.\n"
+
 const gresConf = "# The GRES of a dynamic node are its slurmd's --conf \"Gres=...\" (NodeSet); their devices\n" +
 	"# are in the pod's own " + gresNodeConfName + ", written by sunk-entrypoint.\n" +
 	"Include " + GresNodeConfPath + "\n"

@@ -1,11 +1,14 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -110,5 +113,25 @@ func TestSlurmdGres(t *testing.T) {
 	}
 	if got := SlurmdGresConf(ns, "h100"); got != "" {
 		t.Errorf("no GPUs: gres.conf %q", got)
+	}
+}
+
+// TestGresConfIncludesDevicesOnlyWithGPUs: a cluster without GPU NodeSets keeps a gres.conf
+// without the Include, which an slurmd of an older image could not follow (it has no
+// gres-node.conf); with one, every slurmd includes its pod's own device lines.
+func TestGresConfIncludesDevicesOnlyWithGPUs(t *testing.T) {
+	sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "n"}}
+	for _, gpus := range []bool{false, true} {
+		cfg, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), GPUs: gpus})
+		if err != nil {
+			t.Fatal(err)
+		}
+		include := "Include " + GresNodeConfPath + "\n"
+		if got := strings.Contains(cfg.Files["gres.conf"], include); got != gpus {
+			t.Errorf("GPUs %v: gres.conf %q, want the Include %v", gpus, cfg.Files["gres.conf"], gpus)
+		}
+		if cfg.Files[gresNodeConfName] == "" {
+			t.Errorf("GPUs %v: no empty %s for slurmctld", gpus, gresNodeConfName)
+		}
 	}
 }

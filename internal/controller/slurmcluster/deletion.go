@@ -18,6 +18,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/kube"
+	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -124,8 +125,9 @@ func (r *Reconciler) dropFinalizer(ctx context.Context, sc *sunkv1.SlurmCluster)
 	return kube.RemoveFinalizer(ctx, r.Client, sc, wellknown.FinalizerClusterDrain)
 }
 
-// clusterOfNodeSet wakes a cluster when one of its NodeSets goes (deleteEventsOnly), which is what a
-// deleted cluster waits for.
+// clusterOfNodeSet wakes a cluster when one of its NodeSets goes, which is what a deleted
+// cluster waits for, or comes or changes with GPUs (nodeSetGoneOrGPUsChanged), which changes
+// gres.conf.
 func clusterOfNodeSet(_ context.Context, o client.Object) []ctrl.Request {
 	ns, ok := o.(*sunkv1.NodeSet)
 	if !ok {
@@ -134,10 +136,29 @@ func clusterOfNodeSet(_ context.Context, o client.Object) []ctrl.Request {
 	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: ns.Namespace, Name: ns.Spec.ClusterRef}}}
 }
 
-// deleteEventsOnly: a NodeSet's other changes say nothing a cluster's reconcile needs.
-var deleteEventsOnly = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+// nodeSetGoneOrGPUsChanged: a NodeSet's other changes say nothing a cluster's reconcile needs.
+var nodeSetGoneOrGPUsChanged = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return hasGPUs(e.Object) },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return hasGPUs(e.ObjectOld) != hasGPUs(e.ObjectNew) },
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func hasGPUs(o client.Object) bool {
+	ns, ok := o.(*sunkv1.NodeSet)
+	return ok && render.ComputeGPUs(ns) > 0
+}
+
+// clusterHasGPUs says whether a NodeSet of the cluster (not being deleted) grants GPUs.
+func (r *Reconciler) clusterHasGPUs(ctx context.Context, sc *sunkv1.SlurmCluster) (bool, error) {
+	var list sunkv1.NodeSetList
+	if err := r.List(ctx, &list, client.InNamespace(sc.Namespace)); err != nil {
+		return false, err
+	}
+	for i := range list.Items {
+		if ns := &list.Items[i]; ns.Spec.ClusterRef == sc.Name && ns.DeletionTimestamp.IsZero() && render.ComputeGPUs(ns) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -167,6 +167,9 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		return ctrl.Result{}, err
 	}
 	in.Topology = topology
+	if in.GPUs, err = r.clusterHasGPUs(ctx, sc); err != nil {
+		return ctrl.Result{}, err
+	}
 	cfg, err := render.RenderConfig(sc, in)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -364,7 +367,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []ctrl.Request {
 				return r.clustersReferencing(ctx, o)
 			}))).
-		Watches(&sunkv1.NodeSet{}, handler.EnqueueRequestsFromMapFunc(clusterOfNodeSet), builder.WithPredicates(deleteEventsOnly)).
+		Watches(&sunkv1.NodeSet{}, handler.EnqueueRequestsFromMapFunc(clusterOfNodeSet), builder.WithPredicates(nodeSetGoneOrGPUsChanged)).
 		Complete(r)
 }
 

@@ -43,7 +43,7 @@ func TestGPUsWithoutGPUs(t *testing.T) {
 	must(t, err)
 	line, gresConf := render.SlurmdConf(ns, typ), render.SlurmdGresConf(ns, typ)
 	sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "slurm"}}
-	cfg, err := render.RenderConfig(sc, render.ConfigInputs{Names: render.NamesFor(sc, "")})
+	cfg, err := render.RenderConfig(sc, render.ConfigInputs{Names: render.NamesFor(sc, ""), GPUs: true})
 	must(t, err)
 
 	const node = "gpu-0"
