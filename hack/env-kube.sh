@@ -330,11 +330,31 @@ down_quiet() {
   for f in /sys/fs/cgroup/*/sunk /sys/fs/cgroup/sunk; do
     [ -d "$f" ] && find "$f" -depth -type d -exec rmdir {} \; 2>/dev/null
   done
+  release_dead_containers
   # Paths that kubelet, containerd and libcni hard-code outside the state directory.
   rm -f /var/lib/kubelet/device-plugins/kubelet.sock /var/lib/cni/results/sunk-*
   rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet /var/lib/cni/results /var/lib/cni \
     /run/containerd/runc/k8s.io /run/containerd/runc /run/containerd/s /run/containerd 2>/dev/null || true
   rm -rf "$ENV_DIR" "$HOSTPATH_PV"
+}
+
+# A container whose shim dies with containerd (a kill that races the task's exit, or a run
+# stopped halfway) keeps its runc state under the hard-coded /run/containerd, libcni's result of
+# its sandbox's loopback and the shim's socket; nothing deletes them later, so they are deleted
+# here: only containers whose bundle lies in this environment, only sockets nobody listens on.
+release_dead_containers() {
+  local root=/run/containerd/runc/k8s.io id s
+  if [ -d "$root" ]; then
+    for id in $(runc --root "$root" list -q 2>/dev/null); do
+      runc --root "$root" state "$id" 2>/dev/null | grep -q "\"bundle\": \"$ENV_DIR/" || continue
+      runc --root "$root" delete --force "$id" >/dev/null 2>&1 || true
+      rm -f /var/lib/cni/results/*-"$id"-*
+    done
+  fi
+  for s in /run/containerd/s/*; do
+    [ -S "$s" ] || continue
+    ss -xlH 2>/dev/null | grep -qF " $s " || rm -f "$s"
+  done
 }
 
 # kubelet and kube-proxy leave KUBE-* chains and the jumps to them behind.
