@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
 	"sunk.dev/sunk/internal/kube"
 
 	appsv1 "k8s.io/api/apps/v1"
