@@ -1,5 +1,7 @@
 //go:build e2e
 
+// Package e2e runs sunk end to end on a real kubelet with containerd: the Helm charts, a Slurm
+// cluster's pods, NodeSets, the scheduler, eviction, deletion and admission on the live cluster.
 package e2e
 
 import (

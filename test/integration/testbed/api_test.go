@@ -1,5 +1,7 @@
 //go:build integration
 
+// Package testbed checks the test environments themselves: the API server stores objects and
+// the Slurm test bed runs a batch job to completion.
 package testbed
 
 import (
