@@ -17,12 +17,9 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// Reasons of the deletion's events.
-const (
-	ReasonDeleting     = "Deleting"
-	ReasonForceDeleted = "ForceDeleted"
-	ReasonReleased     = "Released"
-)
+// The deletion's own event reason; Released and ForceDeleted are kube's, shared with the other
+// finalizer.
+const ReasonDeleting = "Deleting"
 
 // addFinalizer puts FinalizerNodeSetDrain on a live NodeSet; it reports whether it wrote.
 func (r *Reconciler) addFinalizer(ctx context.Context, ns *sunkv1.NodeSet) (bool, error) {
@@ -41,9 +38,9 @@ func (r *Reconciler) finalize(ctx context.Context, ns *sunkv1.NodeSet) (ctrl.Res
 		return ctrl.Result{}, err
 	} else if now {
 		if ns.Annotations[wellknown.AnnotationForceDelete] == "true" {
-			r.event(ns, corev1.EventTypeWarning, ReasonForceDeleted, "%s", why)
+			r.event(ns, corev1.EventTypeWarning, kube.ReasonForceDeleted, "%s", why)
 		} else {
-			r.event(ns, corev1.EventTypeNormal, ReasonReleased, "%s", why)
+			r.event(ns, corev1.EventTypeNormal, kube.ReasonReleased, "%s", why)
 		}
 		return ctrl.Result{}, r.dropFinalizer(ctx, ns)
 	}

@@ -22,12 +22,9 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// Reasons of the deletion's events.
-const (
-	ReasonDeletingNodeSets = "DeletingNodeSets"
-	ReasonForceDeleted     = "ForceDeleted"
-	ReasonReleased         = "Released"
-)
+// The deletion's own event reason; Released and ForceDeleted are kube's, shared with the other
+// finalizer.
+const ReasonDeletingNodeSets = "DeletingNodeSets"
 
 // +kubebuilder:rbac:groups=sunk.dev,resources=nodesets,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters,verbs=patch
@@ -52,9 +49,9 @@ func (r *Reconciler) finalize(ctx context.Context, sc *sunkv1.SlurmCluster) (ctr
 	if why, now, err := r.letGoAtOnce(ctx, sc); err != nil {
 		return ctrl.Result{}, err
 	} else if now {
-		typ, reason := corev1.EventTypeNormal, ReasonReleased
+		typ, reason := corev1.EventTypeNormal, kube.ReasonReleased
 		if sc.Annotations[wellknown.AnnotationForceDelete] == "true" {
-			typ, reason = corev1.EventTypeWarning, ReasonForceDeleted
+			typ, reason = corev1.EventTypeWarning, kube.ReasonForceDeleted
 		}
 		r.event(sc, typ, reason, why)
 		return ctrl.Result{}, r.dropFinalizer(ctx, sc)
@@ -72,7 +69,7 @@ func (r *Reconciler) finalize(ctx context.Context, sc *sunkv1.SlurmCluster) (ctr
 		// The NodeSet watch wakes the cluster when one goes; the requeue is a backstop.
 		return ctrl.Result{RequeueAfter: pollWhileDraining}, nil
 	}
-	r.event(sc, corev1.EventTypeNormal, ReasonReleased, "every NodeSet is gone after its jobs: releasing the SlurmCluster")
+	r.event(sc, corev1.EventTypeNormal, kube.ReasonReleased, "every NodeSet is gone after its jobs: releasing the SlurmCluster")
 	if err := r.dropFinalizer(ctx, sc); err != nil {
 		return ctrl.Result{}, err
 	}
