@@ -307,6 +307,16 @@ const (
 	ConditionNodesSynced = "NodesSynced"
 )
 
+// Condition reasons that mean the same on a SlurmCluster and a NodeSet; each controller's other
+// reasons are its own.
+const (
+	// ReasonInvalidSpec: the spec fails the admission rules (re-checked by the controller), so
+	// nothing is rendered from it.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonReady: the condition holds.
+	ReasonReady = "Ready"
+)
+
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=slurm;sc,categories=sunk

@@ -56,7 +56,7 @@ type Reconciler struct {
 // Reasons of conditions and events.
 const (
 	ReasonClusterNotFound   = "ClusterNotFound"
-	ReasonInvalidSpec       = "InvalidSpec"
+	ReasonInvalidSpec       = sunkv1.ReasonInvalidSpec
 	ReasonSlurmUnreachable  = "SlurmUnreachable"
 	ReasonReachable         = "Reachable"
 	ReasonNodeHeld          = "NodeHeldByOlderNodeSet"
@@ -65,7 +65,7 @@ const (
 	ReasonScalingIn         = "ScalingIn"
 	ReasonUpdating          = "Updating"
 	ReasonProgressing       = "Progressing"
-	ReasonReady             = "Ready"
+	ReasonReady             = sunkv1.ReasonReady
 	ReasonPodCreated        = "PodCreated"
 	ReasonGPUTypeUnusable   = "GPUTypeUnusable"
 	ReasonPodDeleted        = "PodDeleted"

@@ -66,7 +66,7 @@ type Reconciler struct {
 
 // Reasons of conditions and events.
 const (
-	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonInvalidSpec        = sunkv1.ReasonInvalidSpec
 	ReasonScriptNotFound     = "ScriptNotFound"
 	ReasonInvalidScript      = "InvalidScript"
 	ReasonUnsafeConfKeys     = "UnsafeConfKeys"
@@ -79,7 +79,7 @@ const (
 	ReasonWaitingForRestAPI  = "WaitingForRestApi"
 	ReasonRollingRestart     = "RollingRestart"
 	ReasonApplied            = "Applied"
-	ReasonReady              = "Ready"
+	ReasonReady              = sunkv1.ReasonReady
 	ReasonNotReady           = "NotReady"
 	ReasonDisabled           = "Disabled"
 	ReasonComponentsNotReady = "ComponentsNotReady"
