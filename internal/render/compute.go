@@ -130,9 +130,9 @@ func slurmdConf(ns *sunkv1.NodeSet, gpuType string) (line, gresConf string) {
 		mib := q.Value() / (1 << 20)
 		add("RealMemory", strconv.FormatInt(max(mib-slurmdMemoryReserve(mib), 1), 10))
 	}
-	if g := GPUGres(gpuType, ComputeGPUs(ns)); g != "" && !set["gres"] {
-		add("Gres", g)
-		gresConf = GPUGresConf(gpuType, ComputeGPUs(ns))
+	if gpus := ComputeGPUs(ns); gpus > 0 && !set["gres"] {
+		add("Gres", GPUGres(gpuType, gpus))
+		gresConf = GPUGresConf(gpuType, gpus)
 	}
 	parts = append(parts, "Features="+strings.Join(append([]string{ns.Name}, ns.Spec.Features...), ","))
 	add("Weight", strconv.Itoa(int(ptr.Deref(ns.Spec.Weight, 1))))

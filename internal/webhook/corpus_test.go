@@ -164,6 +164,8 @@ func TestNodeSetWarnings(t *testing.T) {
 		"GPUs":                 {sunkv1.NodeSetSpec{Resources: gpus}, nil},
 		"GPUs and a Gres line": {sunkv1.NodeSetSpec{Resources: gpus, ExtraConf: "TmpDisk=1 gres=gpu:8"}, []string{"extraConf sets Gres"}},
 		"Gres without GPUs":    {sunkv1.NodeSetSpec{Resources: sized, ExtraConf: "Gres=nic:1"}, nil},
+		// Slurm reads "Gres = gpu:8" as Gres=gpu:8, and so does the warning.
+		"GPUs and a spaced Gres line": {sunkv1.NodeSetSpec{Resources: gpus, ExtraConf: "TmpDisk=1 Gres = gpu:8"}, []string{"extraConf sets Gres"}},
 	} {
 		got := nodeSetWarnings(&c.spec)
 		if len(got) != len(c.want) {

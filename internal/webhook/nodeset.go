@@ -45,8 +45,9 @@ func nodeSetWarnings(spec *sunkv1.NodeSetSpec) admission.Warnings {
 	_, lim := res.Limits[wellknown.ResourceGPU]
 	_, req := res.Requests[wellknown.ResourceGPU]
 	if lim || req {
-		for _, kv := range strings.Fields(spec.ExtraConf) {
-			if k, _, _ := strings.Cut(kv, "="); strings.EqualFold(k, "gres") {
+		tokens, _ := confTokens(spec.ExtraConf) // admitted: ValidateNodeSetSpec read it already
+		for _, t := range tokens {
+			if strings.EqualFold(t.key, "gres") {
 				w = append(w, "spec.extraConf sets Gres: sunk renders no GPU device lines (File=) for it, and slurmd drops GPUs without a device file")
 			}
 		}

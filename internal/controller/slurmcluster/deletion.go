@@ -83,15 +83,11 @@ const pollWhileDraining = 30 * time.Second
 // deleteNodeSets deletes the cluster's NodeSets that are not being deleted yet; it returns
 // every NodeSet still there and the names of those it deleted now.
 func (r *Reconciler) deleteNodeSets(ctx context.Context, sc *sunkv1.SlurmCluster) (left, deleted []string, err error) {
-	var list sunkv1.NodeSetList
-	if err := r.List(ctx, &list, client.InNamespace(sc.Namespace)); err != nil {
+	nodeSets, err := r.nodeSetsOf(ctx, sc)
+	if err != nil {
 		return nil, nil, err
 	}
-	for i := range list.Items {
-		ns := &list.Items[i]
-		if ns.Spec.ClusterRef != sc.Name {
-			continue
-		}
+	for _, ns := range nodeSets {
 		left = append(left, ns.Name)
 		if !ns.DeletionTimestamp.IsZero() {
 			continue
@@ -148,14 +144,29 @@ func hasGPUs(o client.Object) bool {
 
 // clusterHasGPUs says whether a NodeSet of the cluster (not being deleted) grants GPUs.
 func (r *Reconciler) clusterHasGPUs(ctx context.Context, sc *sunkv1.SlurmCluster) (bool, error) {
-	var list sunkv1.NodeSetList
-	if err := r.List(ctx, &list, client.InNamespace(sc.Namespace)); err != nil {
+	nodeSets, err := r.nodeSetsOf(ctx, sc)
+	if err != nil {
 		return false, err
 	}
-	for i := range list.Items {
-		if ns := &list.Items[i]; ns.Spec.ClusterRef == sc.Name && ns.DeletionTimestamp.IsZero() && render.ComputeGPUs(ns) > 0 {
+	for _, ns := range nodeSets {
+		if ns.DeletionTimestamp.IsZero() && render.ComputeGPUs(ns) > 0 {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// nodeSetsOf lists the NodeSets whose clusterRef names the cluster.
+func (r *Reconciler) nodeSetsOf(ctx context.Context, sc *sunkv1.SlurmCluster) ([]*sunkv1.NodeSet, error) {
+	var list sunkv1.NodeSetList
+	if err := r.List(ctx, &list, client.InNamespace(sc.Namespace)); err != nil {
+		return nil, err
+	}
+	var out []*sunkv1.NodeSet
+	for i := range list.Items {
+		if ns := &list.Items[i]; ns.Spec.ClusterRef == sc.Name {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
 }
