@@ -115,7 +115,7 @@ func daemonSecurity(add ...corev1.Capability) *corev1.SecurityContext {
 }
 
 // loginSecurity is the login container's: the container runtime's default capabilities but
-// MKNOD, NET_RAW, SETFCAP and SETPCAP, which none of sshd, sackd, sssd and s6 uses. sshd
+// MKNOD, NET_RAW, SETFCAP and SETPCAP, which none of sshd, sssd and s6 uses. sshd
 // needs the rest (SYS_CHROOT for its privilege separation, NET_BIND_SERVICE for port 22,
 // AUDIT_WRITE for PAM, KILL and the user switches for sessions), and users' su and sudo need
 // privilege escalation, so it stays allowed.

@@ -31,6 +31,7 @@ const (
 	ScriptsDir      = "/etc/slurm-scripts"
 	KeysMountDir    = "/etc/sunk/keys"
 	KeysRuntimeDir  = "/run/slurm-keys"
+	SlurmRunDir     = "/run/slurm" // sackd's socket and configless cache
 	SlurmdbdConfDir = "/etc/sunk/slurmdbd"
 	SSHKeysDir      = "/etc/sunk/ssh"
 	SSSDConfDir     = "/etc/sunk/sssd"

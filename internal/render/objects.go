@@ -220,20 +220,30 @@ func loginHostsSearch(n Names) *corev1.PodDNSConfig {
 	return &corev1.PodDNSConfig{Searches: []string{n.ServiceHost(n.LoginHosts)}}
 }
 
-// LoginStatefulSet runs the login pods: sackd (configless, so sbatch and friends find the
-// controller), sshd, optional SSSD and the user's s6 services, supervised by s6. A StatefulSet,
-// not a Deployment, for the stable hostnames srun needs (LoginHostsService).
+// Containers of a login pod: users log in to LoginContainer; SackdContainer holds slurm.key.
+const (
+	LoginContainer = "login"
+	SackdContainer = "sackd"
+)
+
+// LoginStatefulSet runs the login pods. Users log in to the login container (sshd, optional
+// SSSD, the user's s6 services, supervised by s6), which holds no key: sackd, the one process of
+// the pod that signs with slurm.key, runs in a container of its own that nobody logs into, and
+// shares with it only /run/slurm, its socket and configless cache (docs/security.md). A
+// StatefulSet, not a Deployment, for the stable hostnames srun needs (LoginHostsService).
 func LoginStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.StatefulSet {
 	l := sc.Spec.Login
-	c := slurmContainer(sc, "login", l.Image, l.Resources)
-	c.Env = []corev1.EnvVar{{Name: "SLURM_CONF_SERVER", Value: n.ConfServer(Controllers(sc))}}
+	c := slurmContainer(sc, LoginContainer, l.Image, l.Resources)
 	if !SSHEnabled(sc) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "SUNK_SSHD", Value: "false"})
 	} else {
 		c.Ports = []corev1.ContainerPort{{Name: "ssh", ContainerPort: SSHPort}}
 	}
-	c.VolumeMounts = []corev1.VolumeMount{mount("keys", KeysMountDir)}
-	vols := []corev1.Volume{KeysVolume(n, false)}
+	// Read-only: root here could otherwise swap the socket or the slurm.conf every user's
+	// commands trust. Connecting to a socket needs no write access to its file system.
+	c.VolumeMounts = []corev1.VolumeMount{mount(slurmRunVolume, SlurmRunDir)}
+	vols := []corev1.Volume{KeysVolume(n, false),
+		{Name: slurmRunVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	if ref := l.SSH.AuthorizedKeysSecretRef; ref != nil {
 		vols = append(vols, secretVolume("ssh", ref.Name))
 		c.VolumeMounts = append(c.VolumeMounts, mount("ssh", SSHKeysDir))
@@ -250,7 +260,8 @@ func LoginStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Sta
 	vols, c.VolumeMounts = append(vols, sv...), append(c.VolumeMounts, sm...)
 	c.SecurityContext = loginSecurity()
 	pod := corev1.PodSpec{
-		Containers:      append([]corev1.Container{c}, l.Sidecars...),
+		// login first: the container kubectl exec picks by default.
+		Containers:      append([]corev1.Container{c, sackdContainer(sc, n)}, l.Sidecars...),
 		SecurityContext: podSecurity(),
 		// Users log in here: a token in the pod would be theirs to read. A sidecar that needs
 		// the API mounts a projected token of its own.
@@ -267,6 +278,20 @@ func LoginStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Sta
 			Template:            podTemplate(n, wellknown.ComponentLogin, S6ServicesHash(l.Services), pod),
 		},
 	}
+}
+
+// slurmRunVolume is the login pod's /run/slurm, the one directory its two containers share.
+const slurmRunVolume = "slurm-run"
+
+// sackdContainer runs sackd (sunk-entrypoint sackd) with the auth key. It needs what the other
+// daemons need, plus KILL: s6-supervise, root, stops sackd, which runs as slurm. Its processes
+// are invisible to the login container (the pod does not share its process namespace).
+func sackdContainer(sc *sunkv1.SlurmCluster, n Names) corev1.Container {
+	s := slurmContainer(sc, SackdContainer, sc.Spec.Login.Image, corev1.ResourceRequirements{})
+	s.Env = []corev1.EnvVar{{Name: "SLURM_CONF_SERVER", Value: n.ConfServer(Controllers(sc))}}
+	s.VolumeMounts = []corev1.VolumeMount{mount("keys", KeysMountDir), {Name: slurmRunVolume, MountPath: SlurmRunDir}}
+	s.SecurityContext = daemonSecurity("KILL")
+	return s
 }
 
 // SharedVolumeMounts are the volumes and mounts of the cluster's shared PVCs.

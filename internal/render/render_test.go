@@ -285,7 +285,9 @@ func TestNonComputePodsHardened(t *testing.T) {
 		"slurmrestd": append(append([]corev1.Capability{}, daemonCapabilities...), "KILL"),
 		"login": {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "NET_BIND_SERVICE",
 			"SETGID", "SETUID", "SYS_CHROOT"},
+		"sackd": append(append([]corev1.Capability{}, daemonCapabilities...), "KILL"),
 	}
+	seen := map[string]bool{}
 	for _, pod := range []corev1.PodTemplateSpec{ControllerStatefulSet(sc, n, c).Spec.Template, RestAPIDeployment(sc, n, c).Spec.Template,
 		AccountingStatefulSet(sc, n, c, "h").Spec.Template, DatabaseStatefulSet(sc, n).Spec.Template, LoginStatefulSet(sc, n, c).Spec.Template} {
 		spec := pod.Spec
@@ -296,20 +298,31 @@ func TestNonComputePodsHardened(t *testing.T) {
 		if spec.SecurityContext == nil || spec.SecurityContext.SeccompProfile == nil || spec.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 			t.Errorf("%s: pod seccomp profile is not RuntimeDefault: %+v", component, spec.SecurityContext)
 		}
-		ctr := spec.Containers[0]
-		sec := ctr.SecurityContext
-		if sec == nil || sec.Capabilities == nil || !slices.Equal(sec.Capabilities.Drop, []corev1.Capability{"ALL"}) {
-			t.Errorf("%s: container %s does not drop every capability: %+v", component, ctr.Name, sec)
-			continue
+		for _, ctr := range spec.Containers {
+			want, ours := allowed[ctr.Name]
+			if !ours {
+				continue // a sidecar of the spec's
+			}
+			seen[ctr.Name] = true
+			sec := ctr.SecurityContext
+			if sec == nil || sec.Capabilities == nil || !slices.Equal(sec.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+				t.Errorf("%s: container %s does not drop every capability: %+v", component, ctr.Name, sec)
+				continue
+			}
+			if !slices.Equal(sec.Capabilities.Add, want) {
+				t.Errorf("%s: container %s adds %v, want %v", component, ctr.Name, sec.Capabilities.Add, want)
+			}
+			if sec.Privileged != nil && *sec.Privileged {
+				t.Errorf("%s: container %s is privileged", component, ctr.Name)
+			}
+			if escalates := sec.AllowPrivilegeEscalation == nil || *sec.AllowPrivilegeEscalation; escalates != (ctr.Name == "login") {
+				t.Errorf("%s: container %s allowPrivilegeEscalation %v", component, ctr.Name, sec.AllowPrivilegeEscalation)
+			}
 		}
-		if want := allowed[ctr.Name]; !slices.Equal(sec.Capabilities.Add, want) {
-			t.Errorf("%s: container %s adds %v, want %v", component, ctr.Name, sec.Capabilities.Add, want)
-		}
-		if sec.Privileged != nil && *sec.Privileged {
-			t.Errorf("%s: container %s is privileged", component, ctr.Name)
-		}
-		if escalates := sec.AllowPrivilegeEscalation == nil || *sec.AllowPrivilegeEscalation; escalates != (ctr.Name == "login") {
-			t.Errorf("%s: container %s allowPrivilegeEscalation %v", component, ctr.Name, sec.AllowPrivilegeEscalation)
+	}
+	for name := range allowed {
+		if !seen[name] {
+			t.Errorf("no pod has the container %s", name)
 		}
 	}
 }

@@ -1,0 +1,68 @@
+package render
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+)
+
+// TestLoginContainerHoldsNoKey: in a login pod only the sackd container, which nobody logs into,
+// mounts the keys; users' container shares with it only /run/slurm, read-only, and cannot see
+// its processes (issue 21, docs/security.md).
+func TestLoginContainerHoldsNoKey(t *testing.T) {
+	for name, sc := range map[string]func() *sunkv1.SlurmCluster{"minimal": minimal, "full": full} {
+		sc := sc()
+		n := NamesFor(sc, "")
+		c, err := RenderConfig(sc, ConfigInputs{Names: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := LoginStatefulSet(sc, n, c).Spec.Template.Spec
+		if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace {
+			t.Errorf("%s: the login pod shares its process namespace: the login container would see sackd's key in /proc", name)
+		}
+		if spec.Containers[0].Name != LoginContainer {
+			t.Errorf("%s: the first container is %s, want %s (kubectl exec's default)", name, spec.Containers[0].Name, LoginContainer)
+		}
+		mounts := map[string][]corev1.VolumeMount{}
+		for _, ctr := range spec.Containers {
+			mounts[ctr.Name] = ctr.VolumeMounts
+		}
+		has := func(ctr, volume string) (corev1.VolumeMount, bool) {
+			i := slices.IndexFunc(mounts[ctr], func(m corev1.VolumeMount) bool { return m.Name == volume })
+			if i < 0 {
+				return corev1.VolumeMount{}, false
+			}
+			return mounts[ctr][i], true
+		}
+		for ctr := range mounts {
+			if _, ok := has(ctr, "keys"); ok != (ctr == SackdContainer) {
+				t.Errorf("%s: container %s mounts the keys: %v", name, ctr, ok)
+			}
+		}
+		if m, ok := has(LoginContainer, slurmRunVolume); !ok || !m.ReadOnly || m.MountPath != SlurmRunDir {
+			t.Errorf("%s: login container's %s mount: %+v (present %v), want read-only at %s", name, slurmRunVolume, m, ok, SlurmRunDir)
+		}
+		if m, ok := has(SackdContainer, slurmRunVolume); !ok || m.ReadOnly || m.MountPath != SlurmRunDir {
+			t.Errorf("%s: sackd container's %s mount: %+v (present %v), want read-write at %s", name, slurmRunVolume, m, ok, SlurmRunDir)
+		}
+		for _, v := range spec.Volumes {
+			if v.Name == slurmRunVolume && v.EmptyDir == nil {
+				t.Errorf("%s: %s is not an emptyDir: %+v", name, slurmRunVolume, v.VolumeSource)
+			}
+			if v.Name == "keys" && len(v.Projected.Sources) != 1 {
+				t.Errorf("%s: the login pod's keys volume has %d sources, want slurm.key alone", name, len(v.Projected.Sources))
+			}
+		}
+		for _, ctr := range spec.Containers {
+			for _, e := range ctr.Env {
+				if e.Name == "SLURM_SACK_KEY" {
+					t.Errorf("%s: container %s sets SLURM_SACK_KEY", name, ctr.Name)
+				}
+			}
+		}
+	}
+}
