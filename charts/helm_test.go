@@ -108,6 +108,7 @@ func TestTemplateRefusals(t *testing.T) {
 		{[]string{"template", "sunk", "sunk", "--set", "operator.leaderElection=false"}, "needs operator.leaderElection"},
 		{[]string{"template", "s", "slurm", "--set", "accounting.mode=External"}, "accounting.external is required"},
 		{[]string{"template", "s", "slurm", "--set", "sharedVolumes[0].create=false"}, "claimName is required"},
+		{[]string{"template", "s", "slurm", "--set", "login.ssh.permitRootLogin=true"}, "root logs in by key only"},
 	} {
 		if _, err := helm(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("helm %v: want an error with %q, got %v", c.args, c.want, err)

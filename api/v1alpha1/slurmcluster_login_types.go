@@ -44,15 +44,26 @@ type LoginSpec struct {
 }
 
 // SSHSpec configures sshd.
+// +kubebuilder:validation:XValidation:rule="!has(self.permitRootLogin) || !self.permitRootLogin || has(self.authorizedKeysSecretRef)",message="permitRootLogin needs authorizedKeysSecretRef: root logs in by key only"
 type SSHSpec struct {
 	// Enabled runs sshd and exposes it with a Service.
 	// +kubebuilder:default=true
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// AuthorizedKeysSecretRef names a Secret with the key authorized_keys for root.
+	// AuthorizedKeysSecretRef names a Secret with the key authorized_keys, root's authorized
+	// keys, installed only with permitRootLogin; the Secret may also hold sshd's host keys
+	// (ssh_host_ed25519_key, ssh_host_ecdsa_key, ssh_host_rsa_key). Users log in with the keys
+	// of their own ~/.ssh/authorized_keys.
 	// +optional
 	AuthorizedKeysSecretRef *corev1.LocalObjectReference `json:"authorizedKeysSecretRef,omitempty"`
+
+	// PermitRootLogin lets root log in over SSH, by key only (authorizedKeysSecretRef). Off by
+	// default: root in a login pod can have sackd sign Slurm requests as root, and a root job is
+	// root on the host of a (privileged) compute pod, so whoever holds these keys is a cluster
+	// admin (docs/security.md).
+	// +optional
+	PermitRootLogin bool `json:"permitRootLogin,omitempty"`
 
 	// ServiceType of the SSH Service.
 	// +kubebuilder:default=ClusterIP

@@ -66,3 +66,24 @@ func TestLoginContainerHoldsNoKey(t *testing.T) {
 		}
 	}
 }
+
+// TestRootLoginOptIn: sshd lets root in only when the spec says so (the image's default is no).
+func TestRootLoginOptIn(t *testing.T) {
+	permits := func(sc *sunkv1.SlurmCluster) bool {
+		n := NamesFor(sc, "")
+		c, err := RenderConfig(sc, ConfigInputs{Names: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		login := LoginStatefulSet(sc, n, c).Spec.Template.Spec.Containers[0]
+		return slices.Contains(login.Env, corev1.EnvVar{Name: "SUNK_SSH_PERMIT_ROOT_LOGIN", Value: "true"})
+	}
+	sc := full() // root's authorized keys, no opt-in
+	if permits(sc) {
+		t.Error("root may log in without spec.login.ssh.permitRootLogin")
+	}
+	sc.Spec.Login.SSH.PermitRootLogin = true
+	if !permits(sc) {
+		t.Error("spec.login.ssh.permitRootLogin does not reach the login container")
+	}
+}

@@ -238,6 +238,9 @@ func LoginStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Sta
 		c.Env = append(c.Env, corev1.EnvVar{Name: "SUNK_SSHD", Value: "false"})
 	} else {
 		c.Ports = []corev1.ContainerPort{{Name: "ssh", ContainerPort: SSHPort}}
+		if l.SSH.PermitRootLogin {
+			c.Env = append(c.Env, corev1.EnvVar{Name: "SUNK_SSH_PERMIT_ROOT_LOGIN", Value: "true"})
+		}
 	}
 	// Read-only: root here could otherwise swap the socket or the slurm.conf every user's
 	// commands trust. Connecting to a socket needs no write access to its file system.

@@ -125,6 +125,8 @@ func (o Options) ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (
 		}
 	}
 	errs = append(errs, validateServices(spec.Login.Services, path.Child("login", "services"))...)
+	e, w = validateLogin(&spec.Login, path.Child("login"))
+	errs, warnings = append(errs, e...), append(warnings, w...)
 	e, w = validateSchedulerPolicy(spec, path.Child("schedulerPolicy"))
 	errs, warnings = append(errs, e...), append(warnings, w...)
 	e, w = validateTopology(spec, path.Child("topology"))
@@ -192,6 +194,24 @@ func validateServices(services []sunkv1.S6Service, p *field.Path) field.ErrorLis
 		}
 	}
 	return errs
+}
+
+// validateLogin: a sidecar may not take the name of a login pod's own container (the pod would
+// be refused), and root's authorized keys without permitRootLogin are a warning: they stay
+// unused, which an admin upgrading from when root logged in by default should hear about.
+func validateLogin(l *sunkv1.LoginSpec, p *field.Path) (field.ErrorList, admission.Warnings) {
+	var errs field.ErrorList
+	var warnings admission.Warnings
+	for i, c := range l.Sidecars {
+		if c.Name == "login" || c.Name == "sackd" {
+			errs = append(errs, field.Invalid(p.Child("sidecars").Index(i).Child("name"), c.Name, "the name of a login pod's own container"))
+		}
+	}
+	if l.SSH.AuthorizedKeysSecretRef != nil && !l.SSH.PermitRootLogin {
+		warnings = append(warnings, fmt.Sprintf("%s: root may not log in without %s, so the Secret's authorized_keys are not installed (its host keys are)",
+			p.Child("ssh", "authorizedKeysSecretRef"), p.Child("ssh", "permitRootLogin")))
+	}
+	return errs, warnings
 }
 
 // ValidateScript checks a prolog or epilog as slurmd will run it: executed directly, so it

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -83,6 +84,12 @@ func TestValidateSpec(t *testing.T) {
 			wantErr: "spec.schedulerPolicy.tenants[0].qos"},
 		{name: "scheduler policy preempt without preemption", spec: sunkv1.SlurmClusterSpec{SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
 			{Name: "a", Namespaces: []string{"a"}, Preempt: true}}}}, warn: true},
+		{name: "sidecar named like the login pod's key holder", spec: sunkv1.SlurmClusterSpec{Login: sunkv1.LoginSpec{Sidecars: []corev1.Container{{Name: "x"}, {Name: "sackd"}}}},
+			wantErr: "spec.login.sidecars[1].name"},
+		{name: "root's keys without root login", spec: sunkv1.SlurmClusterSpec{Login: sunkv1.LoginSpec{SSH: sunkv1.SSHSpec{
+			AuthorizedKeysSecretRef: &corev1.LocalObjectReference{Name: "k"}}}}, warn: true},
+		{name: "root login opted into", spec: sunkv1.SlurmClusterSpec{Login: sunkv1.LoginSpec{SSH: sunkv1.SSHSpec{
+			AuthorizedKeysSecretRef: &corev1.LocalObjectReference{Name: "k"}, PermitRootLogin: true}}}},
 		{name: "script without shebang", spec: sunkv1.SlurmClusterSpec{Epilog: []sunkv1.Script{{Name: "a", Inline: ptr.To("#!/bin/sh\n")}, {Name: "b", Inline: ptr.To("echo")}}}, wantErr: "spec.epilog[1].inline"},
 	}
 	for _, c := range cases {
