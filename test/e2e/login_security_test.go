@@ -1,0 +1,78 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// keyFiles lists the key files under / that the caller can read; /proc and /sys are skipped
+// (a process's environment is checked on its own).
+const keyFiles = `find / \( -path /proc -o -path /sys \) -prune -o \( -name slurm.key -o -name 'jwt*.key' \) -type f -readable -print 2>/dev/null; true`
+
+// TestLoginPodHoldsNoKey: the container users log into holds no slurm.key, no JWT key and no
+// ServiceAccount token, not even for its root; sackd, in a container of its own, still signs a
+// normal user's job; and sshd refuses root by default (issue 21, docs/security.md).
+func TestLoginPodHoldsNoKey(t *testing.T) {
+	e := startOperator(t)
+	e.createReady(t, &sunkv1.SlurmCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "sec"},
+		Spec:       sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever},
+	})
+	login := e.podOf(t, "sec", wellknown.ComponentLogin).Name
+	must := func(container, script string) string {
+		t.Helper()
+		out, err := e.sh(t, login, container, script)
+		if err != nil {
+			t.Fatalf("%s: %s: %v\n%s", container, script, err, out)
+		}
+		return strings.TrimSpace(out)
+	}
+
+	// Not vacuous: the key is there, in sackd's container, for sackd's user alone.
+	if got := must("sackd", "stat -c '%U %a' /run/slurm-keys/slurm.key"); got != "slurm 600" {
+		t.Errorf("sackd's key: %q, want owner slurm, mode 600", got)
+	}
+	if got := must("login", "runuser -u nobody -- sh -c '"+strings.ReplaceAll(keyFiles, "'", `'\''`)+"'"); got != "" {
+		t.Errorf("key files a user can read in the login container:\n%s", got)
+	}
+	if got := must("login", keyFiles); got != "" {
+		t.Errorf("key files in the login container (root):\n%s", got)
+	}
+	for what, script := range map[string]string{
+		"no keys mount":                         "test ! -e /etc/sunk/keys",
+		"no ServiceAccount token":               "test ! -e /var/run/secrets/kubernetes.io/serviceaccount/token",
+		"no process with SLURM_SACK_KEY":        "! grep -ls SLURM_SACK_KEY /proc/[0-9]*/environ | grep -q .",
+		"sackd's processes are not seen":        "! pgrep -x sackd",
+		"/run/slurm is read-only":               "! touch /run/slurm/x 2>/dev/null",
+		"a user reads no token either":          "runuser -u nobody -- test ! -r /var/run/secrets/kubernetes.io/serviceaccount/token",
+		"sshd refuses root (effective setting)": "sshd -T | grep -ix 'permitrootlogin no'",
+	} {
+		if out, err := e.sh(t, login, "login", script); err != nil {
+			t.Errorf("%s: %s: %v\n%s", what, script, err, out)
+		}
+	}
+
+	// A normal user's job still runs: sackd signs for the uid the kernel reports.
+	e.createReplicas(t, "sec", "cpu", 1)
+	poll(t, 4*time.Minute, "cpu-0 idle", func() error {
+		nodes, err := e.slurmNodes(t, login)
+		if err != nil || nodes["cpu-0"] != "idle" {
+			return fmt.Errorf("sinfo: %v %v", nodes, err)
+		}
+		return nil
+	})
+	id := must("login", `cd /tmp && runuser -u nobody -- sbatch --parsable --chdir=/tmp --output=/dev/null --wrap 'test "$(id -un)" = nobody'`)
+	if state, exit, _ := e.jobEnd(t, login, id, 3*time.Minute); state != "COMPLETED" {
+		t.Fatalf("nobody's job %s: %s (exit %s), want COMPLETED", id, state, exit)
+	}
+}
