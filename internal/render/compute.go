@@ -95,7 +95,7 @@ func resourceOf(res corev1.ResourceRequirements, r corev1.ResourceName) (resourc
 
 // SlurmdConf is slurmd's --conf node line: CPUs and RealMemory from the container's
 // resources (limit, else request; omitted when neither is set, and slurmd then reports the
-// host's), Gres from its nvidia.com/gpu and gpuType (GPUGres), the NodeSet's name and
+// host's), Gres from its nvidia.com/gpu and gpuType (wellknown.GPUGres), the NodeSet's name and
 // features as Features, Weight, then spec.extraConf, whose keys replace sunk's.
 func SlurmdConf(ns *sunkv1.NodeSet, gpuType string) string {
 	line, _ := slurmdConf(ns, gpuType)
@@ -131,7 +131,7 @@ func slurmdConf(ns *sunkv1.NodeSet, gpuType string) (line, gresConf string) {
 		add("RealMemory", strconv.FormatInt(max(mib-slurmdMemoryReserve(mib), 1), 10))
 	}
 	if gpus := ComputeGPUs(ns); gpus > 0 && !set["gres"] {
-		add("Gres", GPUGres(gpuType, gpus))
+		add("Gres", wellknown.GPUGres(gpuType, gpus))
 		gresConf = GPUGresConf(gpuType, gpus)
 	}
 	parts = append(parts, "Features="+strings.Join(append([]string{ns.Name}, ns.Spec.Features...), ","))
@@ -150,7 +150,7 @@ func MemberGPUType(ns *sunkv1.NodeSet, nodeLabels map[string]string) (string, er
 	if !ok {
 		return "", nil
 	}
-	return GPUTypeFromProduct(product)
+	return wellknown.GPUTypeFromProduct(product)
 }
 
 // computePodSpec is the part of a compute pod that is the same for every member but its GPU

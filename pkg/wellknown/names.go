@@ -1,7 +1,8 @@
 // Package wellknown is the one home of the names sunk's components agree on: the labels,
-// annotations, taints and finalizers they write and read on Kubernetes objects, and the drain
-// reasons they write on Slurm nodes. The operator, the syncer and the scheduler (its own Go
-// module) import them from here; a name defined anywhere else is a bug.
+// annotations, taints and finalizers they write and read on Kubernetes objects, the drain
+// reasons they write on Slurm nodes, and the GRES names of GPUs (gpu.go). The operator, the
+// syncer and the scheduler (its own Go module) import them from here; a name defined anywhere
+// else is a bug.
 package wellknown
 
 import "strings"
