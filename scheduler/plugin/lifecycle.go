@@ -68,18 +68,6 @@ func (l *lifecycle) event(p *Plugin, pod *v1.Pod, typ, reason, format string, a 
 	p.h.EventRecorder().Eventf(pod, nil, typ, reason, "Scheduling", format, a...)
 }
 
-// badSpec reports a malformed annotation once per pod and message (the scheduler repeats it in
-// the pod's PodScheduled condition on every attempt).
-func (l *lifecycle) badSpec(p *Plugin, pod *v1.Pod, err error) {
-	l.mu.Lock()
-	repeat := l.badSpecs[pod.UID] == err.Error()
-	l.badSpecs[pod.UID] = err.Error()
-	l.mu.Unlock()
-	if !repeat {
-		l.event(p, pod, v1.EventTypeWarning, "InvalidAnnotation", "%v", err)
-	}
-}
-
 // run starts the Slurm informers once the pod informer has synced, then reconciles after each
 // job list. The SlurmCluster (the policy) is watched alongside; only new submissions wait for
 // it: pods and jobs are kept together even while it cannot be read.

@@ -3,6 +3,7 @@ package plugin
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -102,7 +103,7 @@ func (e *annotationError) Error() string {
 
 // parsePod turns a pod into the job that holds its resources. CPUs are the pod's CPU request
 // rounded up to whole CPUs (at least one), memory its memory request in MiB rounded up,
-// nvidia.com/gpu its GRES; init containers count as Kubernetes counts them.
+// nvidia.com/gpu its GRES (podGres); init containers count as Kubernetes counts them.
 func parsePod(pod *v1.Pod) (*podSpec, error) {
 	a := pod.Annotations
 	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
@@ -121,9 +122,11 @@ func parsePod(pod *v1.Pod) (*podSpec, error) {
 		Exclusive:       true,
 		StdOut:          "/dev/null", StdErr: "/dev/null",
 	}}
-	if g, ok := req[ResourceGPU]; ok && g.Value() > 0 {
-		s.Job.GRES = fmt.Sprintf("gres/gpu:%d", g.Value())
+	gres, err := podGres(pod)
+	if err != nil {
+		return nil, err
 	}
+	s.Job.GRES = gres
 	if v, ok := a[wellknown.AnnotationPriority]; ok {
 		p, err := strconv.ParseUint(v, 10, 32)
 		if err != nil {
@@ -166,6 +169,23 @@ func parsePod(pod *v1.Pod) (*podSpec, error) {
 		s.Job.Name = truncate("sunk-gang-"+pod.Namespace+"-"+name, 200)
 	}
 	return s, nil
+}
+
+// badSpec reports a malformed annotation or GPU quantity once per pod and message (the
+// scheduler repeats it in the pod's PodScheduled condition on every attempt).
+func (l *lifecycle) badSpec(p *Plugin, pod *v1.Pod, err error) {
+	l.mu.Lock()
+	repeat := l.badSpecs[pod.UID] == err.Error()
+	l.badSpecs[pod.UID] = err.Error()
+	l.mu.Unlock()
+	if repeat {
+		return
+	}
+	reason := "InvalidAnnotation"
+	if re := (*resourceError)(nil); errors.As(err, &re) {
+		reason = "InvalidResources"
+	}
+	l.event(p, pod, v1.EventTypeWarning, reason, "%v", err)
 }
 
 func parseTimeLimit(v string) (time.Duration, error) {
