@@ -58,6 +58,8 @@ TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
+# As sunk renders it: a GPU request is valid GRES, refused only for want of a node with GPUs.
+GresTypes=gpu
 MaxNodeCount=6000
 # The production defaults sunk renders (internal/render/config.go productionDefaults; a unit
 # test there keeps these lines equal), so that tests meet the scheduling latency and node
