@@ -9,22 +9,11 @@
 package prometheus_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,7 +22,7 @@ import (
 
 	"sunk.dev/sunk/internal/exporter"
 	"sunk.dev/sunk/pkg/slurm"
-	"sunk.dev/sunk/test/dashboards"
+	"sunk.dev/sunk/test/promtest"
 	"sunk.dev/sunk/test/testenv"
 	"sunk.dev/sunk/test/wait"
 )
@@ -85,7 +74,11 @@ func TestDashboardsOnRealPrometheus(t *testing.T) {
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	t.Cleanup(srv.Close)
 
-	p := startPrometheus(t, strings.TrimPrefix(srv.URL, "http://"))
+	p := promtest.Start(t, []any{map[string]any{
+		"job_name":       job,
+		"static_configs": []any{map[string]any{"targets": []string{strings.TrimPrefix(srv.URL, "http://")}}},
+	}})
+	p.WaitUp(t, job, time.Minute)
 
 	// The state the dashboards show: a job running on a node of its own, a held job pending,
 	// a job completed, and a REST request that failed (a node that does not exist).
@@ -133,11 +126,11 @@ func TestDashboardsOnRealPrometheus(t *testing.T) {
 	}
 	wait.For(t, "Prometheus has the expected values", time.Minute, time.Second, func() error {
 		for _, x := range expected {
-			s, err := p.query(x.expr)
+			s, err := p.Query(x.expr)
 			if err != nil {
 				return err
 			}
-			if len(s) != 1 || !x.ok(s[0].value) {
+			if len(s) != 1 || !x.ok(s[0].Value) {
 				return fmt.Errorf("%s = %v, want %s", x.expr, s, x.want)
 			}
 		}
@@ -146,74 +139,7 @@ func TestDashboardsOnRealPrometheus(t *testing.T) {
 
 	// Every dashboard query: Prometheus parses it, and it returns data unless it reads only
 	// metrics of components that do not run here.
-	ds, err := dashboards.Load(filepath.Join(testenv.RepoRoot(), dashboards.Dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pending := map[string]dashboards.Query{} // expanded expression → a query that has it
-	exempt := 0
-	for _, d := range ds {
-		qs, err := d.Queries()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range qs {
-			expr := dashboards.Expand(q.Expr, rateInterval)
-			if _, err := p.query(expr); err != nil {
-				t.Errorf("%s: %v", q, err)
-				continue
-			}
-			if reason := notRun(t, q.Expr); reason != "" {
-				t.Logf("no data expected (%s): %s", reason, q)
-				exempt++
-				continue
-			}
-			pending[expr] = q
-		}
-	}
-	t.Logf("%d dashboard queries to return data, %d that cannot here", len(pending), exempt)
-	wait.For(t, "every dashboard query returns data", time.Minute, time.Second, func() error {
-		var empty []string
-		for expr, q := range pending {
-			s, err := p.query(expr)
-			if err != nil {
-				return err
-			}
-			if len(s) == 0 {
-				empty = append(empty, q.String())
-				continue
-			}
-			delete(pending, expr)
-		}
-		if len(empty) > 0 {
-			return fmt.Errorf("no data for %d queries:\n%s", len(empty), strings.Join(empty, "\n"))
-		}
-		return nil
-	})
-}
-
-// notRun returns why expr cannot return data here, or "" when it must: the reason of the
-// first notRunHere prefix, when every metric it reads has one.
-func notRun(t *testing.T, expr string) string {
-	t.Helper()
-	names, err := dashboards.MetricNames(expr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reason := ""
-	for _, n := range names {
-		r := ""
-		for prefix, why := range notRunHere {
-			if strings.HasPrefix(n, prefix) {
-				r = why
-			}
-		}
-		if r == "" {
-			return ""
-		}
-		reason = r
-	}
-	return reason
+	promtest.CheckDashboards(t, p, rateInterval, notRunHere, time.Minute)
 }
 
 func eq(want float64) func(float64) bool   { return func(v float64) bool { return v == want } }
@@ -230,156 +156,4 @@ func submit(ctx context.Context, t *testing.T, c slurm.Client, js slurm.JobSubmi
 	}
 	t.Cleanup(func() { _ = c.CancelJob(context.Background(), r.JobID) })
 	return r.JobID
-}
-
-type prom struct{ url string }
-
-type sample struct {
-	labels map[string]string
-	value  float64
-}
-
-func (s sample) String() string { return fmt.Sprintf("%v %v", s.labels, s.value) }
-
-// startPrometheus runs Debian's prometheus on a free loopback port, scraping target
-// (host:port) every second, and stops it when the test ends.
-func startPrometheus(t *testing.T, target string) *prom {
-	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatalf("no prometheus binary (hack/provision.sh host installs Debian's prometheus package): %v", err)
-	}
-	dir := t.TempDir()
-	// JSON is YAML.
-	config, err := json.Marshal(map[string]any{
-		"global": map[string]any{"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
-		"scrape_configs": []any{map[string]any{
-			"job_name":       job,
-			"static_configs": []any{map[string]any{"targets": []string{target}}},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), config, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := freePort(t)
-	var out syncBuffer
-	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("prometheus output:\n%s", out.String())
-		}
-	})
-	p := &prom{url: "http://" + addr}
-	wait.For(t, "prometheus is ready and scrapes the exporter", time.Minute, 200*time.Millisecond, func() error {
-		select {
-		case err := <-exited:
-			t.Fatalf("prometheus exited: %v\n%s", err, out.String())
-		default:
-		}
-		s, err := p.query(`up{job="` + job + `"}`)
-		if err != nil {
-			return err
-		}
-		if len(s) != 1 || s[0].value != 1 {
-			return fmt.Errorf("up = %v", s)
-		}
-		return nil
-	})
-	return p
-}
-
-// freePort returns a loopback address that was free a moment ago.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// query runs an instant query; an expression Prometheus refuses is an error.
-func (p *prom) query(expr string) ([]sample, error) {
-	resp, err := http.PostForm(p.url+"/api/v1/query", url.Values{"query": {expr}})
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var r struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string          `json:"resultType"`
-			Result     json.RawMessage `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return nil, fmt.Errorf("%s: HTTP %d: %w", expr, resp.StatusCode, err)
-	}
-	if r.Status != "success" {
-		return nil, fmt.Errorf("%s: %s", expr, r.Error)
-	}
-	var series []struct {
-		Metric map[string]string `json:"metric"`
-		Value  [2]any            `json:"value"` // [time, "value"]
-	}
-	switch r.Data.ResultType {
-	case "vector":
-		if err := json.Unmarshal(r.Data.Result, &series); err != nil {
-			return nil, err
-		}
-	case "scalar":
-		// [time, "value"], as one series without labels
-		if err := json.Unmarshal([]byte(`[{"value":`+string(r.Data.Result)+`}]`), &series); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("%s: result type %s", expr, r.Data.ResultType)
-	}
-	out := make([]sample, 0, len(series))
-	for _, s := range series {
-		str, _ := s.Value[1].(string)
-		v, err := strconv.ParseFloat(str, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: value %v: %w", expr, s.Value[1], err)
-		}
-		out = append(out, sample{labels: s.Metric, value: v})
-	}
-	return out, nil
-}
-
-// syncBuffer is a bytes.Buffer for a process's output, read while the process writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
