@@ -70,6 +70,27 @@ func (m *Metrics) corrected(ns, cluster, direction, action string, since time.Ti
 	}
 }
 
+// The kinds of sunk_syncer_errors_total.
+const (
+	errKubeWrite  = "kube_write"
+	errSlurmWrite = "slurm_write"
+)
+
+// begin makes a cluster's counters exist at zero, for every kind and cause they count, when its
+// syncer starts: a counter that has never counted has no series, and a dashboard panel over it
+// would read "no data" where it means "no errors".
+func (m *Metrics) begin(ns, cluster string) {
+	if m == nil {
+		return
+	}
+	for _, kind := range []string{errKubeWrite, errSlurmWrite} {
+		m.errors.WithLabelValues(clusterLabel(ns, cluster), kind)
+	}
+	for _, cause := range []string{CauseCordoned, CauseNodeNotReady, CausePodDeleted, CausePodNotReady} {
+		m.held.WithLabelValues(clusterLabel(ns, cluster), cause)
+	}
+}
+
 func (m *Metrics) syncError(ns, cluster, kind string) {
 	if m != nil {
 		m.errors.WithLabelValues(clusterLabel(ns, cluster), kind).Inc()

@@ -170,6 +170,7 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 // Run syncs until ctx ends.
 func (s *Syncer) Run(ctx context.Context) error {
 	defer s.queue.ShutDown()
+	s.cfg.Metrics.begin(s.cfg.Namespace, s.cfg.Cluster)
 	podInf, err := s.cache.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return err
@@ -374,7 +375,7 @@ func (s *Syncer) kubeError(err error) error {
 	if apierrors.IsNotFound(err) {
 		return nil // gone meanwhile; its delete event brings the next step
 	}
-	s.cfg.Metrics.syncError(s.cfg.Namespace, s.cfg.Cluster, "kube_write")
+	s.cfg.Metrics.syncError(s.cfg.Namespace, s.cfg.Cluster, errKubeWrite)
 	return err
 }
 

@@ -83,7 +83,7 @@ func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node
 		return err
 	case err != nil:
 		s.budget.release(sn.Name)
-		s.cfg.Metrics.syncError(s.cfg.Namespace, s.cfg.Cluster, "slurm_write")
+		s.cfg.Metrics.syncError(s.cfg.Namespace, s.cfg.Cluster, errSlurmWrite)
 		s.event(pod, corev1.EventTypeWarning, "SlurmUpdateFailed", what, "%s of Slurm node %s failed: %v", what, sn.Name, err)
 		return fmt.Errorf("%s Slurm node %s: %w", what, sn.Name, err)
 	}
@@ -126,7 +126,7 @@ func (s *Syncer) removeOrphan(ctx context.Context, sn *slurm.Node) error {
 		return err
 	}
 	if err := s.cfg.Slurm.DeleteNode(ctx, sn.Name); err != nil && !errors.Is(err, slurm.ErrNotFound) {
-		s.cfg.Metrics.syncError(s.cfg.Namespace, s.cfg.Cluster, "slurm_write")
+		s.cfg.Metrics.syncError(s.cfg.Namespace, s.cfg.Cluster, errSlurmWrite)
 		return fmt.Errorf("removing Slurm node %s without a pod: %w", sn.Name, err)
 	}
 	s.forgetOrphan(sn.Name)
