@@ -210,6 +210,42 @@ func startCharts(t *testing.T) *helmEnv {
 	return h
 }
 
+// installSlurm installs the slurm chart as release in the test's namespace with values (YAML)
+// and waits until its SlurmCluster is Ready and nodes are idle in Slurm; it returns the
+// login pod's name.
+func (h *helmEnv) installSlurm(t *testing.T, release, values string, nodes ...string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), release+".values.yaml")
+	if err := os.WriteFile(f, []byte(values), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, time.Minute, "slurm chart installed", func() error {
+		_, err := h.helm(t, "upgrade", "--install", release, "charts/slurm", "-n", h.ns, "-f", f)
+		return err
+	})
+	poll(t, 6*time.Minute, "SlurmCluster Ready", func() error {
+		c := meta.FindStatusCondition(h.cluster(t, release).Status.Conditions, sunkv1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Ready = %+v", c)
+		}
+		return nil
+	})
+	login := h.podOf(t, release, wellknown.ComponentLogin).Name
+	poll(t, 3*time.Minute, strings.Join(nodes, ", ")+" idle", func() error {
+		got, err := h.slurmNodes(t, login)
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if got[n] != "idle" {
+				return fmt.Errorf("sinfo: %v", got)
+			}
+		}
+		return nil
+	})
+	return login
+}
+
 func (h *helmEnv) mustSh(t *testing.T, pod, script string) string {
 	t.Helper()
 	out, err := h.sh(t, pod, "login", script)

@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,13 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Names the scheduler's plugin uses (scheduler/plugin: another module, not imported here).
@@ -45,10 +39,9 @@ func TestScheduler(t *testing.T) {
 	const release = "sched"
 	h.slurmRelease = release
 
-	values := filepath.Join(t.TempDir(), "values.yaml")
 	// The test's namespace may use partition urgent and preempt with it (sunk-scheduler's
 	// policy; without it the pod would be refused).
-	if err := os.WriteFile(values, []byte(fmt.Sprintf(`image: {pullPolicy: Never}
+	login := h.installSlurm(t, release, fmt.Sprintf(`image: {pullPolicy: Never}
 preemption: {type: partition_prio, mode: CANCEL}
 partitions:
   - {name: batch, default: true, priorityTier: 1}
@@ -57,28 +50,7 @@ schedulerPolicy:
   tenants:
     - {name: e2e, namespaces: [%s], partitions: [urgent], preempt: true}
 nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
-`, h.ns)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	poll(t, time.Minute, "slurm chart installed", func() error {
-		_, err := h.helm(t, "upgrade", "--install", release, "charts/slurm", "-n", h.ns, "-f", values)
-		return err
-	})
-	poll(t, 6*time.Minute, "SlurmCluster Ready", func() error {
-		c := meta.FindStatusCondition(h.cluster(t, release).Status.Conditions, sunkv1.ConditionReady)
-		if c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("Ready = %+v", c)
-		}
-		return nil
-	})
-	login := h.podOf(t, release, wellknown.ComponentLogin).Name
-	poll(t, 3*time.Minute, "compute-0 idle", func() error {
-		nodes, err := h.slurmNodes(t, login)
-		if err != nil || nodes["compute-0"] != "idle" {
-			return fmt.Errorf("sinfo: %v %v", nodes, err)
-		}
-		return nil
-	})
+`, h.ns), "compute-0")
 	if out := h.mustSh(t, login, "scontrol show config | grep -E '^Preempt(Type|Mode)'"); !strings.Contains(out, "preempt/partition_prio") || !strings.Contains(out, "CANCEL") {
 		t.Fatalf("slurmctld's preemption: %q", out)
 	}

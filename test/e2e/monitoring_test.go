@@ -1,0 +1,223 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+
+	"sunk.dev/sunk/test/promtest"
+	"sunk.dev/sunk/test/testenv"
+)
+
+var serviceMonitors = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
+
+// TestMonitoring scrapes a live cluster the way a Prometheus Operator would: the sunk chart
+// renders its ServiceMonitors (operator, syncer with the Slurm exporter, scheduler on
+// kube-scheduler's authenticated port) because the monitoring.coreos.com API exists; the test
+// turns exactly those monitors into a real Prometheus's configuration (promtest.ScrapeConfigs,
+// with the targets from the Services' EndpointSlices) and scrapes the pods, with the token of a ServiceAccount bound
+// to the chart's metrics-reader ClusterRole. While `sbatch -N3` runs, Prometheus counts three
+// allocated nodes; the job is counted completed; a held job pending with its reason; a drained
+// node as drained with its reason; and every PromQL expression of the shipped dashboards
+// returns data, the syncer's, the controllers' and the scheduler's included.
+func TestMonitoring(t *testing.T) {
+	installServiceMonitorCRD(t)
+	h := startCharts(t)
+	ctx := context.Background()
+	const release = "mon"
+	h.slurmRelease = release
+	login := h.installSlurm(t, release, `image: {pullPolicy: Never}
+partitions: [{name: main, default: true}]
+nodeSets: [{name: compute, mode: Replicas, replicas: 3}]
+`, "compute-0", "compute-1", "compute-2")
+
+	// The scheduler needs the cluster's JWT key Secret; the short intervals make the test
+	// quick (the defaults are 30 s).
+	t.Logf("Slurm cluster of 3 compute pods ready")
+	if _, err := h.helm(t, "upgrade", h.sunkRelease, "charts/sunk", "-n", h.sunkNS, "--reuse-values", "--wait", "--timeout", "3m",
+		"--set", "scheduler.enabled=true", "--set", "scheduler.cluster.name="+release, "--set", "scheduler.cluster.namespace="+h.ns,
+		"--set", "metrics.serviceMonitor.interval=2s", "--set", "metrics.serviceMonitor.scrapeTimeout=2s",
+		"--set", "syncer.exporter.interval=2s", "--set", "syncer.exporter.userSeries=true"); err != nil {
+		t.Fatal(err)
+	}
+
+	dyn, err := dynamic.NewForConfig(h.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	monitors, err := dyn.Resource(serviceMonitors).Namespace(h.sunkNS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := h.metricsReaderToken(t)
+	var configs []any
+	var jobs []string
+	for i := range monitors.Items {
+		sc, err := promtest.ScrapeConfigs(&monitors.Items[i], tokenFile, promtest.KubeDiscover(ctx, h.Clientset))
+		if err != nil {
+			t.Fatal(err)
+		}
+		configs = append(configs, sc...)
+		jobs = append(jobs, monitors.Items[i].GetName()+"-metrics")
+	}
+	want := []string{h.sunkRelease + "-operator-metrics", h.sunkRelease + "-scheduler-metrics", h.sunkRelease + "-syncer-metrics"}
+	if strings.Join(jobs, " ") != strings.Join(want, " ") {
+		t.Fatalf("the chart's ServiceMonitors scrape %v, want %v", jobs, want)
+	}
+	p := promtest.Start(t, configs)
+	for _, job := range jobs {
+		p.WaitUp(t, job, 2*time.Minute)
+	}
+	t.Logf("Prometheus scrapes every target of %v", jobs)
+
+	cluster := fmt.Sprintf(`cluster="%s/%s"`, h.ns, release)
+	job := h.sbatch(t, login, "-N3 --exclusive -J mon --wrap 'sleep 25'")
+	h.promHas(t, p, fmt.Sprintf(`slurm_nodes{%s,state="allocated"}`, cluster), 3, "sbatch -N3 runs on three nodes")
+	if state, exit, _ := h.jobEnd(t, login, job, 2*time.Minute); state != "COMPLETED" || exit != "0:0" {
+		t.Fatalf("job %s: %s %s", job, state, exit)
+	}
+	h.promHas(t, p, fmt.Sprintf(`sum(slurm_jobs{%s,state="completed"})`, cluster), 1, "the job counted completed")
+
+	held := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable --hold -J mon-held --wrap true"))
+	t.Cleanup(func() { _, _ = h.sh(t, login, "login", "scancel "+held) })
+	h.promHas(t, p, fmt.Sprintf(`sum(slurm_jobs_pending{%s,reason=~"JobHeld.*"})`, cluster), 1, "the held job counted pending, with its reason")
+
+	h.mustSh(t, login, "scontrol update nodename=compute-2 state=drain reason=e2e-monitoring")
+	t.Cleanup(func() { _, _ = h.sh(t, login, "login", "scontrol update nodename=compute-2 state=resume") })
+	h.promHas(t, p, fmt.Sprintf(`slurm_node_info{%s,node="compute-2",state="drained",reason="e2e-monitoring"}`, cluster), 1,
+		"the drained node counted as drained, with its reason")
+
+	// Two pods through sunk-scheduler give the scheduler's panels their series: one whose job
+	// is cancelled in Slurm (evicted: a job ended), one deleted while its job runs (the
+	// scheduler cancels the job).
+	ended := h.schedulerPod(t, "mon-ended")
+	h.mustSh(t, login, "scancel "+ended.Annotations[taintSlurmJob])
+	poll(t, 2*time.Minute, "the pod of a cancelled job evicted", func() error {
+		_, err := h.Clientset.CoreV1().Pods(h.ns).Get(ctx, ended.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("pod %s still there: %v", ended.Name, err)
+	})
+	deleted := h.schedulerPod(t, "mon-deleted")
+	if err := h.Clientset.CoreV1().Pods(h.ns).Delete(ctx, deleted.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A job runs while the dashboards are read: the running-CPU panels have data only then.
+	running := h.sbatch(t, login, "-N1 -J mon-run --wrap 'sleep 600'")
+	t.Cleanup(func() { _, _ = h.sh(t, login, "login", "scancel "+running) })
+	promtest.CheckDashboards(t, p, "10s", nil, 2*time.Minute)
+}
+
+// schedulerPod creates a pod for sunk-scheduler and returns it once it is bound.
+func (h *helmEnv) schedulerPod(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	pod := busyboxPod(name, "sleep 3600")
+	pod.Spec.SchedulerName = "sunk-scheduler"
+	pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
+	}
+	if _, err := h.Clientset.CoreV1().Pods(h.ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return waitPod(t, h.Clientset, h.ns, name, 3*time.Minute, func(p *corev1.Pod) (bool, error) {
+		return p.Spec.NodeName != "" && p.Annotations[taintSlurmJob] != "", nil
+	})
+}
+
+// promHas waits until expr has one series of value want.
+func (h *helmEnv) promHas(t *testing.T, p *promtest.Server, expr string, want float64, what string) {
+	t.Helper()
+	poll(t, time.Minute, what, func() error {
+		s, err := p.Query(expr)
+		if err != nil {
+			return err
+		}
+		if len(s) != 1 || s[0].Value != want {
+			return fmt.Errorf("%s = %v, want one series of %v", expr, s, want)
+		}
+		return nil
+	})
+}
+
+// metricsReaderToken is a token file for a ServiceAccount bound to the chart's metrics-reader
+// ClusterRole, which kube-scheduler asks the API server about on every scrape of /metrics.
+func (h *helmEnv) metricsReaderToken(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus", Namespace: h.ns}}
+	if _, err := h.Clientset.CoreV1().ServiceAccounts(h.ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: h.ns + "-prometheus"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: h.sunkRelease + "-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: h.ns}},
+	}
+	if _, err := h.Clientset.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = h.Clientset.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+	tr, err := h.Clientset.CoreV1().ServiceAccounts(h.ns).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(f, []byte(tr.Status.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// installServiceMonitorCRD installs the Prometheus Operator's ServiceMonitor kind (its schema
+// left open: the test bed runs no Prometheus Operator to validate it) and removes it after the
+// test's releases are gone (the first cleanup registered runs last).
+func installServiceMonitorCRD(t *testing.T) {
+	t.Helper()
+	cl := testenv.Cluster(t)
+	dyn, err := dynamic.NewForConfig(cl.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "servicemonitors.monitoring.coreos.com"},
+		"spec": map[string]any{
+			"group": "monitoring.coreos.com", "scope": "Namespaced",
+			"names": map[string]any{"kind": "ServiceMonitor", "listKind": "ServiceMonitorList", "plural": "servicemonitors", "singular": "servicemonitor"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}}
+	ctx := context.Background()
+	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = crds.Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{}) })
+	poll(t, time.Minute, "ServiceMonitor served", func() error {
+		_, err := dyn.Resource(serviceMonitors).Namespace("default").List(ctx, metav1.ListOptions{})
+		return err
+	})
+}
