@@ -79,6 +79,11 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 		return nil, unresolvable("Slurm refused the job: %s", refused)
 	}
 	job, ok := p.jobOf(pod)
+	if ok && neverRan(job) {
+		// Refused by slurmctld (which keeps a FAILED record of some refusals) or cancelled
+		// while it pended: no job of this pod, which is submitted again.
+		ok = false
+	}
 	if !ok || !isLive(job) {
 		// Outside its namespace's policy: no job, and unresolvable, so that DefaultPreemption
 		// does not run for it either (PreEnqueue refuses such pods first).
@@ -95,6 +100,9 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 	c.job = job
 	switch {
 	case isRunning(job):
+		if !p.claimForBinding(job.ID) {
+			return nil, unresolvable("Slurm job %d is being cancelled", job.ID)
+		}
 		node, err := p.slurmNodeFor(pod, job)
 		if err != nil {
 			return nil, unresolvable("Slurm job %d: %v", job.ID, err)

@@ -184,6 +184,9 @@ func isLive(j *slurm.Job) bool {
 	return false
 }
 
+// neverRan: the job ended without ever being given nodes.
+func neverRan(j *slurm.Job) bool { return !isLive(j) && j.Nodes == "" }
+
 func isRunning(j *slurm.Job) bool {
 	return j.BaseState() == "RUNNING" && !j.HasState("CONFIGURING") && j.Nodes != ""
 }

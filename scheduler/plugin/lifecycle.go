@@ -28,6 +28,7 @@ type lifecycle struct {
 	seen      map[uint32]string    // job → the state+reason last acted on
 	again     map[uint32]bool      // jobs whose pods are activated once more on the next pass
 	cancelled map[uint32]time.Time // jobs this process cancelled (retried after a minute)
+	binding   map[uint32]time.Time // jobs a scheduling cycle chose to bind a pod to (claimForBinding)
 	evicted   map[types.UID]time.Time
 	badSpecs  map[types.UID]string // the last annotation error reported per pod
 	running   map[uint32]time.Time // when the loop first saw each job run
@@ -60,6 +61,7 @@ func (l *lifecycle) sawJob(p *Plugin, j *slurm.Job) {
 
 func newLifecycle() lifecycle {
 	return lifecycle{seen: map[uint32]string{}, again: map[uint32]bool{}, cancelled: map[uint32]time.Time{},
+		binding: map[uint32]time.Time{},
 		evicted: map[types.UID]time.Time{}, badSpecs: map[types.UID]string{},
 		running: map[uint32]time.Time{}, listed: map[uint32]time.Time{}}
 }
@@ -338,10 +340,17 @@ func (p *Plugin) reconcileEnded(ctx context.Context, logger klog.Logger, j *slur
 	delete(p.lc.again, j.ID)
 	delete(p.lc.running, j.ID)
 	delete(p.lc.listed, j.ID)
+	delete(p.lc.binding, j.ID)
 	p.lc.mu.Unlock()
 	state := j.BaseState()
 	for _, m := range members {
 		if m == nil || !alive(m) {
+			continue
+		}
+		// A pod that never had this job's allocation loses nothing: its next scheduling
+		// attempt submits again (PreFilter), where an eviction would delete a plain pod for
+		// a refusal it can do nothing about.
+		if m.Spec.NodeName == "" && neverRan(j) {
 			continue
 		}
 		// A job of an older attempt of this pod (it has a newer live one) is not its job.
