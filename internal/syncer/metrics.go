@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -108,9 +109,13 @@ func (m *Metrics) setReadable(ns, cluster string, ok bool) {
 	m.readable.WithLabelValues(clusterLabel(ns, cluster)).Set(v)
 }
 
+// drainHeld counts a held drain by its cause without the person's words: "node cordoned
+// (reason)" counts as "node cordoned", since a label per free-text reason would make a series
+// per reason ever written.
 func (m *Metrics) drainHeld(ns, cluster, cause string) {
 	if m != nil {
-		m.held.WithLabelValues(clusterLabel(ns, cluster), cause).Inc()
+		base, _, _ := strings.Cut(cause, " (")
+		m.held.WithLabelValues(clusterLabel(ns, cluster), base).Inc()
 	}
 }
 
