@@ -136,7 +136,10 @@ func (e *operatorEnv) deleteNamespace(t *testing.T) {
 		t.Errorf("deleting namespace %s: %v", e.ns, err)
 		return
 	}
-	poll(t, 3*time.Minute, "namespace "+e.ns+" deleted", func() error {
+	// Five minutes: the namespace controller, finding pods still terminating, waits out their
+	// grace period (slurmctld's is 120 s) before it looks again, and backs off on the
+	// finalizers of NodeSets and SlurmClusters; three minutes were once too few under load.
+	poll(t, 5*time.Minute, "namespace "+e.ns+" deleted", func() error {
 		err := e.c.Get(ctx, types.NamespacedName{Name: e.ns}, &corev1.Namespace{})
 		if err == nil {
 			return fmt.Errorf("still terminating")
