@@ -203,9 +203,20 @@ func (i *Informer[K, T]) Poll(ctx context.Context) (PollResult, error) {
 			delete(i.items, k)
 		}
 	}
-	i.since, i.synced = last, true
+	// HasSynced turns true only after the handlers have seen the first list: a reader that
+	// trusts it (the scheduler's "this pod has no job yet, submit one") must find the jobs in
+	// its handlers' index, or it acts on an empty one.
+	i.since = last
+	first := !i.synced
 	handlers := i.handlers
 	i.mu.Unlock()
+	if first {
+		defer func() {
+			i.mu.Lock()
+			i.synced = true
+			i.mu.Unlock()
+		}()
+	}
 
 	res.Added, res.Updated, res.Deleted = len(adds), len(upds), len(dels)
 	for _, h := range handlers {

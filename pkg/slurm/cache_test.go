@@ -142,3 +142,23 @@ func TestFakeContract(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// HasSynced turns true only once the handlers have seen the first list: the scheduler decides
+// "this pod has no job, submit one" on HasSynced and its handlers' index, and submitted a
+// second job for a pod whose job the index did not hold yet.
+func TestInformerSyncedAfterHandlers(t *testing.T) {
+	f := slurmfake.New()
+	f.AddNode(slurm.Node{Name: "a"})
+	inf := slurm.NewNodeInformer(f, slurm.InformerOptions{})
+	var syncedDuringAdd []bool
+	inf.AddHandler(slurm.Handler[slurm.Node]{OnAdd: func(slurm.Node) { syncedDuringAdd = append(syncedDuringAdd, inf.HasSynced()) }})
+	if _, err := inf.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(syncedDuringAdd) != 1 || syncedDuringAdd[0] {
+		t.Fatalf("HasSynced during the first list's OnAdd: %v, want [false]", syncedDuringAdd)
+	}
+	if !inf.HasSynced() {
+		t.Fatal("not synced after the first poll")
+	}
+}
