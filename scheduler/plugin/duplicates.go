@@ -28,7 +28,7 @@ const bindingHold = time.Minute
 func (p *Plugin) claimForBinding(id uint32) bool {
 	p.lc.mu.Lock()
 	defer p.lc.mu.Unlock()
-	if at, ok := p.lc.cancelled[id]; ok && time.Since(at) < time.Minute {
+	if p.lc.cancelling(id) {
 		return false
 	}
 	p.lc.binding[id] = time.Now()
@@ -99,11 +99,9 @@ func (p *Plugin) markDuplicates(live []uint32, bound map[uint32]bool) (keep uint
 		if id == keep {
 			continue
 		}
-		if at, done := p.lc.cancelled[id]; done && time.Since(at) < time.Minute {
-			continue
+		if p.lc.markCancelling(id) {
+			cancel = append(cancel, id)
 		}
-		p.lc.cancelled[id] = time.Now()
-		cancel = append(cancel, id)
 	}
 	return keep, cancel
 }

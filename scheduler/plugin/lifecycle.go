@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -243,12 +242,9 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 			continue
 		}
 		p.lc.mu.Lock()
-		at, done := p.lc.cancelled[j.ID]
-		if !done || time.Since(at) >= time.Minute {
-			p.lc.cancelled[j.ID] = time.Now()
-		}
+		send := p.lc.markCancelling(j.ID)
 		p.lc.mu.Unlock()
-		if done && time.Since(at) < time.Minute {
+		if !send {
 			return
 		}
 		go p.cancel(logger, j.ID, reason, members)
@@ -305,30 +301,6 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 		logger.V(1).Info("Slurm job runs; activating its pods", "job", j.ID, "nodes", j.Nodes, "pods", len(wake))
 	}
 	p.activate(logger, wake)
-}
-
-// cancel cancels a job off the loop (a Slurm round trip per job must not delay the others); a
-// failure is retried by a later pass.
-func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []*v1.Pod) {
-	p.cancelSlots <- struct{}{}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	err := p.slurm.CancelJob(ctx, id)
-	cancel()
-	<-p.cancelSlots
-	if err != nil && !slurmGone(err) {
-		logger.Error(err, "cancelling Slurm job", "job", id)
-		p.lc.mu.Lock()
-		delete(p.lc.cancelled, id)
-		p.lc.mu.Unlock()
-		return
-	}
-	jobsCancelled.WithLabelValues(reason).Inc()
-	logger.Info("cancelled Slurm job", "job", id, "reason", reason)
-	for _, o := range members {
-		if o != nil && alive(o) {
-			p.lc.event(p, o, v1.EventTypeNormal, "SlurmJobCancelled", "cancelled Slurm job %d: a pod of it was %s", id, strings.TrimPrefix(reason, "pod-"))
-		}
-	}
 }
 
 // reconcileEnded evicts the pods of a job that ended while they live: preempted, cancelled by
