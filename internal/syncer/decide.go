@@ -27,6 +27,16 @@ const (
 	CausePodNotReady  = "pod not Ready"
 )
 
+// causeKinds are the causes without a person's words: what the drain metrics count by.
+var causeKinds = []string{CauseCordoned, CauseNodeNotReady, CausePodDeleted, CausePodNotReady}
+
+// causeKind is a cause without the cordon's reason that Causes appends: "node cordoned
+// (kernel upgrade)" is of kind "node cordoned".
+func causeKind(cause string) string {
+	kind, _, _ := strings.Cut(cause, " (")
+	return kind
+}
+
 // DefaultNotReadyGrace is Config.NotReadyGrace's default: long enough that a probe that
 // fails a few times in a row (a busy node, a kubelet restart) does not drain the node, short
 // next to how long a broken node would otherwise keep getting jobs.

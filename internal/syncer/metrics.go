@@ -1,7 +1,6 @@
 package syncer
 
 import (
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -87,8 +86,8 @@ func (m *Metrics) begin(ns, cluster string) {
 	for _, kind := range []string{errKubeWrite, errSlurmWrite} {
 		m.errors.WithLabelValues(clusterLabel(ns, cluster), kind)
 	}
-	for _, cause := range []string{CauseCordoned, CauseNodeNotReady, CausePodDeleted, CausePodNotReady} {
-		m.held.WithLabelValues(clusterLabel(ns, cluster), cause)
+	for _, kind := range causeKinds {
+		m.held.WithLabelValues(clusterLabel(ns, cluster), kind)
 	}
 }
 
@@ -109,13 +108,11 @@ func (m *Metrics) setReadable(ns, cluster string, ok bool) {
 	m.readable.WithLabelValues(clusterLabel(ns, cluster)).Set(v)
 }
 
-// drainHeld counts a held drain by its cause without the person's words: "node cordoned
-// (reason)" counts as "node cordoned", since a label per free-text reason would make a series
-// per reason ever written.
+// drainHeld counts a held drain by the kind of its cause: a label per free-text cordon reason
+// would make a series per reason ever written.
 func (m *Metrics) drainHeld(ns, cluster, cause string) {
 	if m != nil {
-		base, _, _ := strings.Cut(cause, " (")
-		m.held.WithLabelValues(clusterLabel(ns, cluster), base).Inc()
+		m.held.WithLabelValues(clusterLabel(ns, cluster), causeKind(cause)).Inc()
 	}
 }
 
