@@ -35,13 +35,7 @@ func TestDeletingANodeSetWaitsForItsJobs(t *testing.T) {
 	})
 	login := e.podOf(t, "del", wellknown.ComponentLogin).Name
 	cpu, tmp := e.createReplicas(t, "del", "cpu", 2), e.createReplicas(t, "del", "tmp", 1)
-	poll(t, 4*time.Minute, "cpu-0, cpu-1 and tmp-0 idle", func() error {
-		nodes, err := e.slurmNodes(t, login)
-		if err != nil || nodes["cpu-0"] != "idle" || nodes["cpu-1"] != "idle" || nodes["tmp-0"] != "idle" {
-			return fmt.Errorf("sinfo: %v %v", nodes, err)
-		}
-		return nil
-	})
+	e.waitIdle(t, login, 4*time.Minute, "cpu-0, cpu-1 and tmp-0 idle", "cpu-0", "cpu-1", "tmp-0")
 	if err := e.c.Get(ctx, client.ObjectKeyFromObject(cpu), cpu); err != nil {
 		t.Fatal(err)
 	}
@@ -144,13 +138,7 @@ func TestDeletingASlurmClusterWaitsForItsJobs(t *testing.T) {
 	e.createReady(t, newCluster())
 	login := e.podOf(t, "gone", wellknown.ComponentLogin).Name
 	ns := e.createReplicas(t, "gone", "work", 1)
-	poll(t, 4*time.Minute, "work-0 idle", func() error {
-		nodes, err := e.slurmNodes(t, login)
-		if err != nil || nodes["work-0"] != "idle" {
-			return fmt.Errorf("sinfo: %v %v", nodes, err)
-		}
-		return nil
-	})
+	e.waitIdle(t, login, 4*time.Minute, "work-0 idle", "work-0")
 	key := &corev1.Secret{}
 	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "gone-auth-key"}, key); err != nil {
 		t.Fatal(err)

@@ -35,13 +35,7 @@ func TestKubectlDrainWaitsForTheJob(t *testing.T) {
 	})
 	login := e.podOf(t, "evc", wellknown.ComponentLogin).Name
 	e.createReplicas(t, "evc", "cpu", 2)
-	poll(t, 4*time.Minute, "cpu-0 and cpu-1 idle", func() error {
-		nodes, err := e.slurmNodes(t, login)
-		if err != nil || nodes["cpu-0"] != "idle" || nodes["cpu-1"] != "idle" {
-			return fmt.Errorf("sinfo: %v %v", nodes, err)
-		}
-		return nil
-	})
+	e.waitIdle(t, login, 4*time.Minute, "cpu-0 and cpu-1 idle", "cpu-0", "cpu-1")
 	pdb := &policyv1.PodDisruptionBudget{}
 	poll(t, time.Minute, "the NodeSet's disruption budget", func() error {
 		return e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "cpu-slurm-jobs"}, pdb)
@@ -104,11 +98,5 @@ func TestKubectlDrainWaitsForTheJob(t *testing.T) {
 		idleGone.Round(time.Second), drainEnd.Sub(start).Round(time.Second))
 
 	e.cordon(t, false, "")
-	poll(t, 4*time.Minute, "cpu-0 and cpu-1 idle again after the uncordon", func() error {
-		nodes, err := e.slurmNodes(t, login)
-		if err != nil || nodes["cpu-0"] != "idle" || nodes["cpu-1"] != "idle" {
-			return fmt.Errorf("sinfo: %v %v", nodes, err)
-		}
-		return nil
-	})
+	e.waitIdle(t, login, 4*time.Minute, "cpu-0 and cpu-1 idle again after the uncordon", "cpu-0", "cpu-1")
 }

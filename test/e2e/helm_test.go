@@ -60,15 +60,19 @@ func script(t *testing.T, path string, args ...string) {
 	}
 }
 
-// slurmValues are the slurm chart's values of the journey: one compute node, and the main
+// slurmValuesYAML are the slurm chart's values of the journey: one compute node, and the main
 // partition's time limit, which the upgrade changes.
-func slurmValues(t *testing.T, maxTime string) string {
-	f := filepath.Join(t.TempDir(), "values.yaml")
-	v := fmt.Sprintf(`image: {pullPolicy: Never}
+func slurmValuesYAML(maxTime string) string {
+	return fmt.Sprintf(`image: {pullPolicy: Never}
 partitions: [{name: main, default: true, maxTime: %q}]
 nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
 `, maxTime)
-	if err := os.WriteFile(f, []byte(v), 0o644); err != nil {
+}
+
+// slurmValues writes slurmValuesYAML to a file for `helm -f`.
+func slurmValues(t *testing.T, maxTime string) string {
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(f, []byte(slurmValuesYAML(maxTime)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -86,28 +90,7 @@ func TestHelmJourney(t *testing.T) {
 	ctx := context.Background()
 
 	// Install the Slurm cluster. The webhook Service may take a moment to reach the operator.
-	values := slurmValues(t, "INFINITE")
-	poll(t, time.Minute, "slurm chart installed", func() error {
-		_, err := h.helm(t, "upgrade", "--install", "journey", "charts/slurm", "-n", h.ns, "-f", values)
-		return err
-	})
-	start := time.Now()
-	poll(t, 6*time.Minute, "SlurmCluster Ready", func() error {
-		c := meta.FindStatusCondition(h.cluster(t, "journey").Status.Conditions, sunkv1.ConditionReady)
-		if c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("Ready = %+v", c)
-		}
-		return nil
-	})
-	login := h.podOf(t, "journey", wellknown.ComponentLogin).Name
-	poll(t, 3*time.Minute, "compute-0 idle", func() error {
-		nodes, err := h.slurmNodes(t, login)
-		if err != nil || nodes["compute-0"] != "idle" {
-			return fmt.Errorf("sinfo: %v %v", nodes, err)
-		}
-		return nil
-	})
-	t.Logf("Slurm cluster ready %s after helm install", time.Since(start).Round(time.Second))
+	login := h.installSlurm(t, "journey", slurmValuesYAML("INFINITE"), "compute-0")
 
 	// A job writes to the shared volume; a plain pod mounting the same claim reads it.
 	id := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable -o /shared/journey-%j.out --wrap 'echo written by job $SLURM_JOB_ID on $(hostname) > /shared/journey.txt'"))
@@ -223,6 +206,7 @@ func (h *helmEnv) installSlurm(t *testing.T, release, values string, nodes ...st
 		_, err := h.helm(t, "upgrade", "--install", release, "charts/slurm", "-n", h.ns, "-f", f)
 		return err
 	})
+	start := time.Now()
 	poll(t, 6*time.Minute, "SlurmCluster Ready", func() error {
 		c := meta.FindStatusCondition(h.cluster(t, release).Status.Conditions, sunkv1.ConditionReady)
 		if c == nil || c.Status != metav1.ConditionTrue {
@@ -231,18 +215,8 @@ func (h *helmEnv) installSlurm(t *testing.T, release, values string, nodes ...st
 		return nil
 	})
 	login := h.podOf(t, release, wellknown.ComponentLogin).Name
-	poll(t, 3*time.Minute, strings.Join(nodes, ", ")+" idle", func() error {
-		got, err := h.slurmNodes(t, login)
-		if err != nil {
-			return err
-		}
-		for _, n := range nodes {
-			if got[n] != "idle" {
-				return fmt.Errorf("sinfo: %v", got)
-			}
-		}
-		return nil
-	})
+	h.waitIdle(t, login, 3*time.Minute, strings.Join(nodes, ", ")+" idle", nodes...)
+	t.Logf("Slurm cluster %s ready %s after helm install", release, time.Since(start).Round(time.Second))
 	return login
 }
 
@@ -292,13 +266,7 @@ func (h *helmEnv) cordonDrains(t *testing.T, login string) {
 	if err := setUnschedulable(false); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, time.Minute, "compute-0 idle after the uncordon", func() error {
-		nodes, err := h.slurmNodes(t, login)
-		if err != nil || nodes["compute-0"] != "idle" {
-			return fmt.Errorf("sinfo: %v %v", nodes, err)
-		}
-		return nil
-	})
+	h.waitIdle(t, login, time.Minute, "compute-0 idle after the uncordon", "compute-0")
 }
 
 // upgradeKeepsWebhookCert upgrades the sunk release and expects the webhook's certificate to

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -64,13 +63,7 @@ func TestLoginPodHoldsNoKey(t *testing.T) {
 
 	// A normal user's job still runs: sackd signs for the uid the kernel reports.
 	e.createReplicas(t, "sec", "cpu", 1)
-	poll(t, 4*time.Minute, "cpu-0 idle", func() error {
-		nodes, err := e.slurmNodes(t, login)
-		if err != nil || nodes["cpu-0"] != "idle" {
-			return fmt.Errorf("sinfo: %v %v", nodes, err)
-		}
-		return nil
-	})
+	e.waitIdle(t, login, 4*time.Minute, "cpu-0 idle", "cpu-0")
 	id := must("login", `cd /tmp && runuser -u nobody -- sbatch --parsable --chdir=/tmp --output=/dev/null --wrap 'test "$(id -un)" = nobody'`)
 	if state, exit, _ := e.jobEnd(t, login, id, 3*time.Minute); state != "COMPLETED" {
 		t.Fatalf("nobody's job %s: %s (exit %s), want COMPLETED", id, state, exit)

@@ -68,6 +68,24 @@ func (e *operatorEnv) slurmNodes(t *testing.T, login string) (map[string]string,
 	return nodes, nil
 }
 
+// waitIdle waits until sinfo in the login pod shows every one of nodes idle; what names the
+// wait in a failure ("cpu-0 idle", "… again after the uncordon").
+func (e *operatorEnv) waitIdle(t *testing.T, login string, timeout time.Duration, what string, nodes ...string) {
+	t.Helper()
+	poll(t, timeout, what, func() error {
+		got, err := e.slurmNodes(t, login)
+		if err != nil {
+			return fmt.Errorf("sinfo: %v", err)
+		}
+		for _, n := range nodes {
+			if got[n] != "idle" {
+				return fmt.Errorf("sinfo: %v", got)
+			}
+		}
+		return nil
+	})
+}
+
 // jobEnd waits until a job finished and returns its state, exit code and end time.
 func (e *operatorEnv) jobEnd(t *testing.T, login, id string, timeout time.Duration) (state, exit string, end time.Time) {
 	t.Helper()
