@@ -38,9 +38,9 @@ go test -tags integration,e2e -count=1 -p 1 -timeout 40m ${SUNK_TEST_ARGS:-} ./.
 # A short soak (docs/soak.md) on the demo's cluster: churn, scale 3→40→3 and a SIGKILL of every
 # component, judged by the same bounds as the full run. It installs the demo's releases and
 # removes them again unless they were there before. SUNK_SOAK_DURATION=0 skips it.
-if [ "${SUNK_SOAK_DURATION:-8m}" != 0 ]; then
-  log "soak: DURATION=${SUNK_SOAK_DURATION:-8m}"
+if [ "${SUNK_SOAK_DURATION:-5m}" != 0 ]; then
+  log "soak: DURATION=${SUNK_SOAK_DURATION:-5m}"
   go vet -tags soak ./test/soak
-  DURATION=${SUNK_SOAK_DURATION:-8m} SUNK_SOAK_CLEANUP=1 test/soak/run.sh
+  DURATION=${SUNK_SOAK_DURATION:-5m} SUNK_SOAK_CLEANUP=1 test/soak/run.sh
 fi
 log "all tests passed"

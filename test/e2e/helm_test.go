@@ -177,8 +177,7 @@ func startCharts(t *testing.T) *helmEnv {
 		}
 		// Idempotent: after a passing run there is nothing left to remove.
 		_, _ = h.helm(t, "uninstall", h.slurmRelease, "-n", h.ns, "--ignore-not-found")
-		_ = h.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})
-		h.waitGone(t, h.ns)
+		h.removeNamespace(t, h.ns)
 		_, _ = h.helm(t, "uninstall", h.sunkRelease, "-n", h.sunkNS, "--ignore-not-found", "--wait")
 		_ = h.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.sunkNS}})
 	})
@@ -300,18 +299,6 @@ func (h *helmEnv) upgradeKeepsWebhookCert(t *testing.T) {
 	}
 }
 
-// waitGone waits until a namespace no longer exists.
-func (h *helmEnv) waitGone(t *testing.T, ns string) {
-	t.Helper()
-	poll(t, 3*time.Minute, "namespace "+ns+" deleted", func() error {
-		err := h.c.Get(context.Background(), types.NamespacedName{Name: ns}, &corev1.Namespace{})
-		if err == nil {
-			return fmt.Errorf("still there")
-		}
-		return client.IgnoreNotFound(err)
-	})
-}
-
 // uninstall removes the Slurm release and its namespace (docs/user-guide.md), then sunk's, and checks that nothing
 // is left: no pods, no volumes of the claims, no cluster-scoped RBAC or webhook. The CRDs stay
 // (Helm never deletes a chart's crds/: deleting them would delete every SlurmCluster).
@@ -331,15 +318,12 @@ func (h *helmEnv) uninstall(t *testing.T) {
 	if len(ours) < 2 { // the shared volume and slurmctld's state
 		t.Errorf("volumes of %s before uninstalling: %v, want the shared and the state volume", h.ns, ours)
 	}
-	// Without --wait: the SlurmCluster holds slurmctld while its NodeSet drains (finalizers),
-	// and the namespace's deletion releases them and the compute pods at once.
+	// Without --wait: the SlurmCluster holds slurmctld while its NodeSet drains (finalizers);
+	// removeNamespace waits for all of it.
 	if _, err := h.helm(t, "uninstall", h.slurmRelease, "-n", h.ns); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
-		t.Fatal(err)
-	}
-	h.waitGone(t, h.ns)
+	h.removeNamespace(t, h.ns)
 	poll(t, 2*time.Minute, "volumes deleted", func() error {
 		for _, name := range ours {
 			err := h.c.Get(ctx, types.NamespacedName{Name: name}, &corev1.PersistentVolume{})
@@ -355,10 +339,7 @@ func (h *helmEnv) uninstall(t *testing.T) {
 	if _, err := h.helm(t, "uninstall", h.sunkRelease, "-n", h.sunkNS, "--wait", "--timeout", "2m"); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.sunkNS}}); err != nil {
-		t.Fatal(err)
-	}
-	h.waitGone(t, h.sunkNS)
+	h.removeNamespace(t, h.sunkNS)
 	release := client.MatchingLabels{"app.kubernetes.io/instance": h.sunkRelease}
 	var roles rbacv1.ClusterRoleList
 	var bindings rbacv1.ClusterRoleBindingList

@@ -126,6 +126,10 @@ func (r *Reconciler) create(ctx context.Context, w *world, m *member, st *status
 			st.conflicts = append(st.conflicts, fmt.Sprintf("pod %s exists and belongs to another owner", pod.Name))
 		}
 		return nil
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// The namespace is being deleted and the NodeSet goes with it: retrying the create
+		// every few seconds until then only fills the log with errors.
+		return nil
 	}
 	return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 }
