@@ -254,7 +254,7 @@ type ControllerPing struct {
 	Hostname   string
 	Responding bool
 	Primary    bool
-	Mode       string
+	Mode       string // "primary", "backup1", ...; "" from v0.0.45, which no longer reports it
 	Latency    time.Duration
 }
 
