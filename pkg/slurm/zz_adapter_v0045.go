@@ -272,9 +272,6 @@ func (v *v0045) readJobs(resp *http.Response) (*decoded[[]Job], error) {
 		if x, ok := noValue(j.Priority); ok {
 			job.Priority = uint32(x)
 		}
-		for _, s := range stringsOf(j.Shared) {
-			job.Exclusive = job.Exclusive || s == "none"
-		}
 		if ec := j.ExitCode; ec != nil {
 			if x, ok := noValue(ec.ReturnCode); ok {
 				job.ExitCode = int(x)
