@@ -6,7 +6,7 @@ ENV ?= cluster
 DURATION ?= 30m
 export SUNK_CACHE
 
-.PHONY: help build install generate slurm-conf-keys slurm-openapi lint test unit provision testbed-up testbed-down demo demo-down soak
+.PHONY: help build install generate slurm-conf-keys slurm-openapi lint test test-slurm-26.05 unit provision testbed-up testbed-down demo demo-down soak
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -59,6 +59,12 @@ testbed-up: ## start an environment: ENV=api|cluster|slurm (default cluster)
 testbed-down: ## stop every environment, leaving nothing behind
 	hack/env-kube.sh down
 	hack/env-slurm.sh down
+	SUNK_SLURM_VERSION=26.05 hack/env-slurm.sh down
+
+test-slurm-26.05: ## pkg/slurm's integration tests against Slurm 26.05 (its own test bed beside 24.11's; about 2 min warm)
+	SUNK_SLURM_VERSION=26.05 hack/provision.sh rootfs
+	SUNK_SLURM_VERSION=26.05 hack/env-slurm.sh up
+	SUNK_SLURM_VERSION=26.05 go test -tags integration -count=1 ./test/integration/slurm/
 
 demo: ## the local cluster with real Slurm and Kubernetes, and a first job
 	hack/demo.sh up

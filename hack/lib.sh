@@ -13,6 +13,23 @@ HOSTPATH_PV=/tmp/hostpath_pv     # hard-wired in kube-controller-manager's hostP
 export PATH=$SUNK_BIN:/usr/local/go/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin
 export GOFLAGS=-buildvcs=false
 
+# The Slurm release of the test bed (hack/env-slurm.sh) and its root filesystem: 24.11 from Debian
+# trixie (the default) or 26.05 from Debian sid. Each release has its own root filesystem, state
+# directory, bridge, subnet, controller and REST ports and lock, so that both test beds run at
+# once. 24.11 keeps the names it had before there were two (rootfs/slurm, state/slurm,
+# sunk-slurm0, 10.77.0.x, 6820). Names of network devices stay within 15 characters.
+SUNK_SLURM_VERSION=${SUNK_SLURM_VERSION:-24.11}
+case $SUNK_SLURM_VERSION in
+  24.11) SLURM_SUITE=trixie SLURM_SUFFIX= SLURM_BRIDGE=sunk-slurm0 SLURM_NET=10.77.0 SLURM_NETNS=sunk-slurm-n
+    SLURM_VETH=sunk-sn SLURM_CTLD_PORT=6817 SLURM_REST_PORT=6820 ;;
+  26.05) SLURM_SUITE=sid SLURM_SUFFIX=-26.05 SLURM_BRIDGE=sunk-slurm26 SLURM_NET=10.77.1 SLURM_NETNS=sunk-slurm26-n
+    SLURM_VETH=sunk-s26n SLURM_CTLD_PORT=6827 SLURM_REST_PORT=6821 ;;
+  *) printf '[sunk] error: SUNK_SLURM_VERSION=%s: supported are 24.11 and 26.05\n' "$SUNK_SLURM_VERSION" >&2; exit 1 ;;
+esac
+SLURM_ROOTFS=$SUNK_CACHE/rootfs/slurm$SLURM_SUFFIX     # hack/provision.sh rootfs
+SLURM_STATE=$SUNK_STATE/slurm$SLURM_SUFFIX              # hack/env-slurm.sh
+export SUNK_SLURM_VERSION
+
 log() { printf '\033[1m[sunk]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[31m[sunk] error:\033[0m %s\n' "$*" >&2; exit 1; }
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # slurm-chroot.sh ENV_DIR HOSTNAME ETC_DIR SPOOL_DIR CMD...: exec CMD inside the cached Slurm root
-# filesystem. Meant to run under `unshare --mount --uts --propagation private`: every mount made
+# filesystem of $SUNK_SLURM_VERSION (hack/lib.sh). Meant to run under `unshare --mount --uts --propagation private`: every mount made
 # here lives in that private namespace and vanishes with the daemon, and the cached root
 # filesystem itself is never written to.
-set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 env_dir=$1 host=$2 etc=$3 spool=$4; shift 4
-R=${SUNK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sunk}/rootfs/slurm
+R=$SLURM_ROOTFS
 hostname "$host"
 mount -t proc proc "$R/proc"
 mount --rbind /sys "$R/sys"

@@ -1,5 +1,6 @@
 // Package slurm is sunk's only way to talk to Slurm: a client of slurmrestd built on the typed
-// clients generated from Slurm 24.11's own OpenAPI specs (pkg/slurm/openapi), a token source
+// clients generated from Slurm's own OpenAPI specs (pkg/slurm/openapi: 24.11's v0.0.41 and v0.0.42,
+// 26.05's v0.0.43–v0.0.45; Connect picks the newest a slurmrestd serves), a token source
 // that mints the JWTs slurmrestd expects, and an incremental polling cache. One adapter
 // (adapter.go) implements Client for every REST API version; only the mapping onto each
 // version's generated types is per version, rendered from one template (zz_adapter_*.go).
@@ -63,17 +64,39 @@ type Client interface {
 	DeleteReservation(ctx context.Context, name string) error
 }
 
-// API versions New knows.
+// API versions New knows. Slurm 24.11 serves v0.0.40–v0.0.42, Slurm 26.05 v0.0.42–v0.0.45:
+// v0.0.42 is the one both speak.
 const (
 	V0041 = "v0.0.41"
 	V0042 = "v0.0.42"
+	V0043 = "v0.0.43"
+	V0044 = "v0.0.44"
+	V0045 = "v0.0.45"
 )
+
+// versions are the API versions New knows, oldest first, each with its constructor.
+var versions = []struct {
+	name string
+	new  func(*core) (Client, error)
+}{
+	{V0041, newV0041}, {V0042, newV0042}, {V0043, newV0043}, {V0044, newV0044}, {V0045, newV0045},
+}
+
+// Versions lists the API versions New knows, oldest first.
+func Versions() []string {
+	out := make([]string, len(versions))
+	for i, v := range versions {
+		out[i] = v.name
+	}
+	return out
+}
 
 // Config configures New.
 type Config struct {
 	// URL of slurmrestd, e.g. http://slurmrestd:6820 (no version path).
 	URL string
-	// APIVersion is V0041 (default) or V0042.
+	// APIVersion is one of Versions(); New defaults to V0041. Connect, given none, asks
+	// slurmrestd which it serves and takes the newest.
 	APIVersion string
 	// Tokens supplies the user name and token sent with each request (required).
 	Tokens TokenSource
@@ -95,6 +118,21 @@ type Config struct {
 
 // New returns a Client for the configured API version.
 func New(cfg Config) (Client, error) {
+	base, err := newCore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	want := cmpOr(cfg.APIVersion, V0041)
+	for _, v := range versions {
+		if v.name == want {
+			return v.new(base)
+		}
+	}
+	return nil, fmt.Errorf("slurm: unknown API version %q (known: %s)", cfg.APIVersion, strings.Join(Versions(), ", "))
+}
+
+// newCore checks cfg and fills in its defaults.
+func newCore(cfg Config) (*core, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("slurm: Config.URL is required")
 	}
@@ -116,14 +154,7 @@ func New(cfg Config) (Client, error) {
 	if cfg.ServerLocation == nil {
 		cfg.ServerLocation = time.UTC
 	}
-	base := &core{cfg: cfg, url: strings.TrimRight(cfg.URL, "/")}
-	switch cfg.APIVersion {
-	case "", V0041:
-		return newV0041(base)
-	case V0042:
-		return newV0042(base)
-	}
-	return nil, fmt.Errorf("slurm: unknown API version %q (known: %s, %s)", cfg.APIVersion, V0041, V0042)
+	return &core{cfg: cfg, url: strings.TrimRight(cfg.URL, "/")}, nil
 }
 
 // DefaultMaxConns is the default bound on one client's connections to slurmrestd.

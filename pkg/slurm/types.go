@@ -137,7 +137,7 @@ type Job struct {
 	Reservation      string
 	RequiredNodes    string
 	ExcludedNodes    string
-	Exclusive        bool
+	Exclusive        bool // always false from v0.0.45, whose answers do not say (a submit's Exclusive still holds)
 	Comment          string
 	WorkDir          string
 	StdOut           string
@@ -254,7 +254,7 @@ type ControllerPing struct {
 	Hostname   string
 	Responding bool
 	Primary    bool
-	Mode       string
+	Mode       string // "primary", "backup1", ...; "" from v0.0.45, which no longer reports it
 	Latency    time.Duration
 }
 

@@ -44,8 +44,8 @@ func (v *v0041) readPing(resp *http.Response) (*decoded[[]ControllerPing], error
 	}
 	r := &decoded[[]ControllerPing]{errs: details(b.Errors)}
 	for _, c := range b.Pings {
-		r.val = append(r.val, ControllerPing{Hostname: str(c.Hostname), Responding: str(c.Pinged) == "UP", Primary: str(c.Mode) == "primary",
-			Mode: str(c.Mode), Latency: time.Duration(num(c.Latency)) * time.Microsecond})
+		r.val = append(r.val, ControllerPing{Hostname: str(c.Hostname), Responding: str(c.Pinged) == "UP", Primary: str(c.Mode) == "primary", Mode: str(c.Mode),
+			Latency: time.Duration(num(c.Latency)) * time.Microsecond})
 	}
 	return r, nil
 }

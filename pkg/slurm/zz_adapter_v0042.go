@@ -44,8 +44,8 @@ func (v *v0042) readPing(resp *http.Response) (*decoded[[]ControllerPing], error
 	}
 	r := &decoded[[]ControllerPing]{errs: details(b.Errors)}
 	for _, c := range b.Pings {
-		r.val = append(r.val, ControllerPing{Hostname: str(c.Hostname), Responding: c.Responding, Primary: c.Primary,
-			Mode: str(c.Mode), Latency: time.Duration(num(c.Latency)) * time.Microsecond})
+		r.val = append(r.val, ControllerPing{Hostname: str(c.Hostname), Responding: c.Responding, Primary: c.Primary, Mode: str(c.Mode),
+			Latency: time.Duration(num(c.Latency)) * time.Microsecond})
 	}
 	return r, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,22 +14,34 @@ import (
 )
 
 // SlurmEnv is the standalone real Slurm of hack/env-slurm.sh: slurmctld, slurmrestd (JWT) and
-// dynamic slurmd nodes.
+// dynamic slurmd nodes, of the release SUNK_SLURM_VERSION selects (24.11 by default, or 26.05).
 type SlurmEnv struct {
-	RESTURL     string   `json:"restURL"`
-	JWTKeyFile  string   `json:"jwtKeyFile"`
-	User        string   `json:"user"`
-	Nodes       []string `json:"nodes"`
-	SharedDir   string   `json:"sharedDir"` // mounted at /shared on every node and in Exec
-	ClusterName string   `json:"clusterName"`
-	ExecCommand []string `json:"execCommand"`
+	SlurmVersion string   `json:"slurmVersion"` // as sinfo --version says: 24.11.5, 26.05.5
+	RESTURL      string   `json:"restURL"`
+	JWTKeyFile   string   `json:"jwtKeyFile"`
+	User         string   `json:"user"`
+	Nodes        []string `json:"nodes"`
+	SharedDir    string   `json:"sharedDir"` // mounted at /shared on every node and in Exec
+	ClusterName  string   `json:"clusterName"`
+	ExecCommand  []string `json:"execCommand"`
+
+	apiVersions []string
+}
+
+// SlurmStateDir is the state directory of the test bed SUNK_SLURM_VERSION selects, as
+// hack/lib.sh names it: state/slurm for 24.11 (the default), state/slurm-<version> otherwise.
+func SlurmStateDir() string {
+	if v := os.Getenv("SUNK_SLURM_VERSION"); v != "" && v != "24.11" {
+		return filepath.Join(StateDir(), "slurm-"+v)
+	}
+	return filepath.Join(StateDir(), "slurm")
 }
 
 // Slurm starts the Slurm environment unless it is already up, and describes it.
 func Slurm(t testing.TB) *SlurmEnv {
 	t.Helper()
 	hack(t, "env-slurm.sh", "up")
-	raw, err := os.ReadFile(filepath.Join(StateDir(), "slurm", "env.json"))
+	raw, err := os.ReadFile(filepath.Join(SlurmStateDir(), "env.json"))
 	if err != nil {
 		t.Fatalf("testenv: slurm environment has no env.json: %v", err)
 	}
@@ -36,7 +49,33 @@ func Slurm(t testing.TB) *SlurmEnv {
 	if err := json.Unmarshal(raw, env); err != nil {
 		t.Fatalf("testenv: decoding slurm env.json: %v", err)
 	}
+	t.Logf("testenv: Slurm %s, slurmrestd %s", env.SlurmVersion, env.RESTURL)
 	return env
+}
+
+// APIVersions are the REST API versions that both pkg/slurm and the test bed's slurmrestd know,
+// oldest first (slurm.Discover, asked once).
+func (e *SlurmEnv) APIVersions(t testing.TB) []string {
+	t.Helper()
+	if e.apiVersions != nil {
+		return e.apiVersions
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	served, err := slurm.Discover(ctx, slurm.Config{URL: e.RESTURL, Tokens: slurm.StaticToken{User: e.User, Value: e.Token(t, e.User)}})
+	if err != nil {
+		t.Fatalf("testenv: which REST API versions slurmrestd serves: %v", err)
+	}
+	for _, v := range slurm.Versions() {
+		if slices.Contains(served.Versions, v) {
+			e.apiVersions = append(e.apiVersions, v)
+		}
+	}
+	if len(e.apiVersions) == 0 {
+		t.Fatalf("testenv: slurmrestd (Slurm %s) serves %v, none of %v", e.SlurmVersion, served.Versions, slurm.Versions())
+	}
+	t.Logf("testenv: Slurm %s serves REST API %v", e.SlurmVersion, e.apiVersions)
+	return e.apiVersions
 }
 
 // JWTKey is the HS256 key slurmctld and slurmrestd verify tokens with.

@@ -37,7 +37,7 @@ func BenchmarkNodeList5000(b *testing.B) {
 			b.Errorf("cleanup: %v: %s", err, out)
 		}
 	})
-	for _, v := range versions {
+	for _, v := range env.APIVersions(b) {
 		c := newClient(b, env, v)
 		ctx := context.Background()
 		l, err := c.ListNodes(ctx, time.Time{})

@@ -16,7 +16,7 @@ import (
 // did not change; a job missing from it is gone.
 func TestIncrementalJobListIsFull(t *testing.T) {
 	env := testenv.Slurm(t)
-	for _, v := range versions {
+	for _, v := range env.APIVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			c, ctx := newClient(t, env, v), ctxT(t, time.Minute)
 			var ids []uint32

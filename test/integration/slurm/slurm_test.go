@@ -1,7 +1,10 @@
 //go:build integration
 
-// Package slurm_test runs pkg/slurm against the real Slurm 24.11 of the test bed
-// (hack/env-slurm.sh): slurmctld, slurmrestd with JWT, and dynamic slurmd nodes. Every test
+// Package slurm_test runs pkg/slurm against the real Slurm of the test bed (hack/env-slurm.sh;
+// 24.11, or 26.05 with SUNK_SLURM_VERSION=26.05): slurmctld, slurmrestd with JWT, and dynamic
+// slurmd nodes. Tests of every REST API version run each that both pkg/slurm and the test bed's
+// slurmrestd know (24.11: v0.0.41, v0.0.42; 26.05: v0.0.42–v0.0.45); tests of one version take
+// the oldest of those. Every test
 // leaves the cluster as it found it (nodes resumed, test nodes and jobs removed).
 package slurm_test
 
@@ -22,8 +25,6 @@ import (
 	"sunk.dev/sunk/test/testenv"
 	"sunk.dev/sunk/test/wait"
 )
-
-var versions = []string{slurm.V0041, slurm.V0042}
 
 func newClient(t testing.TB, env *testenv.SlurmEnv, version string) slurm.Client {
 	t.Helper()
@@ -52,7 +53,7 @@ func eventually(t *testing.T, d time.Duration, f func() error) {
 
 func TestPingDiagPartitionsReconfigure(t *testing.T) {
 	env := testenv.Slurm(t)
-	for _, v := range versions {
+	for _, v := range env.APIVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			c, ctx := newClient(t, env, v), ctxT(t, time.Minute)
 			pings, err := c.Ping(ctx)
@@ -103,7 +104,7 @@ func nodesIdle(ctx context.Context, c slurm.Client, names []string) error {
 
 func TestUnknownIsNotFound(t *testing.T) {
 	env := testenv.Slurm(t)
-	for _, v := range versions {
+	for _, v := range env.APIVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			c, ctx := newClient(t, env, v), ctxT(t, time.Minute)
 			n, err := c.GetNode(ctx, "no-such-node")
@@ -133,7 +134,7 @@ func TestUnknownIsNotFound(t *testing.T) {
 
 func TestUnauthorized(t *testing.T) {
 	env := testenv.Slurm(t)
-	for _, v := range versions {
+	for _, v := range env.APIVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			bad, err := slurm.NewJWTSource(env.User, []byte("not-the-cluster-key"))
 			if err != nil {
@@ -155,7 +156,7 @@ func TestUnauthorized(t *testing.T) {
 func TestDrainResumeNode(t *testing.T) {
 	env := testenv.Slurm(t)
 	name := env.Nodes[0]
-	for _, v := range versions {
+	for _, v := range env.APIVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			c, ctx := newClient(t, env, v), ctxT(t, time.Minute)
 			eventually(t, 30*time.Second, func() error { return nodesIdle(ctx, c, []string{name}) })
@@ -197,7 +198,7 @@ func TestDrainResumeNodeList(t *testing.T) {
 	}
 	names := env.Nodes[:2]
 	list := strings.Join(names, ",")
-	for _, v := range versions {
+	for _, v := range env.APIVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			c, ctx := newClient(t, env, v), ctxT(t, time.Minute)
 			eventually(t, 30*time.Second, func() error { return nodesIdle(ctx, c, names) })
@@ -228,7 +229,7 @@ func TestDrainResumeNodeList(t *testing.T) {
 func TestUpdateNodeFeaturesWeight(t *testing.T) {
 	env := testenv.Slurm(t)
 	name := env.Nodes[1]
-	c, ctx := newClient(t, env, slurm.V0041), ctxT(t, time.Minute)
+	c, ctx := newClient(t, env, env.APIVersions(t)[0]), ctxT(t, time.Minute)
 	orig, err := c.GetNode(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +254,7 @@ func TestUpdateNodeFeaturesWeight(t *testing.T) {
 
 func TestDeleteDynamicNode(t *testing.T) {
 	env := testenv.Slurm(t)
-	for _, v := range versions {
+	for _, v := range env.APIVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			c, ctx := newClient(t, env, v), ctxT(t, time.Minute)
 			name := "sunk-it-" + strings.ReplaceAll(v, ".", "")
@@ -293,7 +294,7 @@ func hasNode(nodes []slurm.Node, name string) bool {
 
 func TestSubmitRunComplete(t *testing.T) {
 	env := testenv.Slurm(t)
-	for _, v := range versions {
+	for _, v := range env.APIVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			c, ctx := newClient(t, env, v), ctxT(t, 2*time.Minute)
 			out := fmt.Sprintf("/shared/sunk-it-%s-%d.out", strings.ReplaceAll(v, ".", ""), time.Now().UnixNano())
@@ -326,8 +327,12 @@ func TestSubmitRunComplete(t *testing.T) {
 			}
 			if j.ExitCode != 0 || j.Nodes != env.Nodes[2] || j.CPUs < 2 || j.MemoryPerNodeMB != 256 ||
 				j.TimeLimit != 5*time.Minute || j.Comment != "sunk integration" || j.Name != "sunk-it-run" ||
-				j.StartTime.IsZero() || j.EndTime.Before(j.StartTime) || !j.Exclusive {
+				j.StartTime.IsZero() || j.EndTime.Before(j.StartTime) || !j.Exclusive && v != slurm.V0045 {
 				t.Fatalf("completed job: %+v", j)
+			}
+			// v0.0.45's answers do not say whether a job is exclusive: slurmctld does.
+			if out, err := env.Exec("scontrol", "show", "job", strconv.Itoa(int(j.ID))); err != nil || !strings.Contains(out, "OverSubscribe=NO") {
+				t.Fatalf("job %d is not exclusive in slurmctld: %v\n%s", j.ID, err, out)
 			}
 			data, err := os.ReadFile(filepath.Join(env.SharedDir, filepath.Base(out)))
 			if err != nil || !strings.Contains(string(data), "hello yes on "+env.Nodes[2]) {
@@ -342,7 +347,7 @@ func TestGresSubmitRejected(t *testing.T) {
 	// The test nodes have no GRES: a GPU request must come back as a Slurm error with its
 	// number, not as a job id.
 	env := testenv.Slurm(t)
-	c, ctx := newClient(t, env, slurm.V0041), ctxT(t, time.Minute)
+	c, ctx := newClient(t, env, env.APIVersions(t)[0]), ctxT(t, time.Minute)
 	r, err := c.SubmitJob(ctx, slurm.JobSubmit{Script: "#!/bin/sh\ntrue\n", GRES: "gpu:1"})
 	var se *slurm.SlurmError
 	if !errors.As(err, &se) || se.Code == 0 || r != nil {
@@ -353,7 +358,7 @@ func TestGresSubmitRejected(t *testing.T) {
 
 func TestHoldReleaseCancelPending(t *testing.T) {
 	env := testenv.Slurm(t)
-	for _, v := range versions {
+	for _, v := range env.APIVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			c, ctx := newClient(t, env, v), ctxT(t, time.Minute)
 			r, err := c.SubmitJob(ctx, slurm.JobSubmit{Name: "sunk-it-held", Script: "#!/bin/sh\nsleep 60\n", Hold: true,
@@ -401,7 +406,7 @@ func TestHoldReleaseCancelPending(t *testing.T) {
 
 func TestIncrementalPoll(t *testing.T) {
 	env := testenv.Slurm(t)
-	for _, v := range versions {
+	for _, v := range env.APIVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			c, ctx := newClient(t, env, v), ctxT(t, time.Minute)
 			inf := slurm.NewNodeInformer(c, slurm.InformerOptions{Interval: time.Millisecond})
@@ -469,7 +474,7 @@ func TestIncrementalPoll(t *testing.T) {
 
 func TestJobInformer(t *testing.T) {
 	env := testenv.Slurm(t)
-	c, ctx := newClient(t, env, slurm.V0041), ctxT(t, time.Minute)
+	c, ctx := newClient(t, env, env.APIVersions(t)[0]), ctxT(t, time.Minute)
 	inf := slurm.NewJobInformer(c, slurm.InformerOptions{Interval: 100 * time.Millisecond})
 	added := make(chan uint32, 100)
 	inf.AddHandler(slurm.Handler[slurm.Job]{OnAdd: func(j slurm.Job) { added <- j.ID }})
@@ -496,7 +501,7 @@ func TestJobInformer(t *testing.T) {
 
 func TestReservations(t *testing.T) {
 	env := testenv.Slurm(t)
-	c, ctx := newClient(t, env, slurm.V0041), ctxT(t, time.Minute)
+	c, ctx := newClient(t, env, env.APIVersions(t)[0]), ctxT(t, time.Minute)
 	if err := c.CreateReservation(ctx, slurm.ReservationCreate{Name: "x"}); !errors.Is(err, slurm.ErrUnsupported) {
 		t.Fatalf("create reservation on 24.11: want ErrUnsupported, got %v", err)
 	}
@@ -526,7 +531,7 @@ func ptr[T any](v T) *T { return &v }
 // store, no delete is seen and the polls stay incremental.
 func TestJobInformerNoChange(t *testing.T) {
 	env := testenv.Slurm(t)
-	for _, v := range versions {
+	for _, v := range env.APIVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			c, ctx := newClient(t, env, v), ctxT(t, time.Minute)
 			r, err := c.SubmitJob(ctx, slurm.JobSubmit{Script: "#!/bin/sh\ntrue\n", Hold: true, StdOut: "/dev/null"})
@@ -581,7 +586,7 @@ func (c *countingLists) ListJobs(ctx context.Context, since time.Time) (*slurm.J
 // one job, without a second full list.
 func TestJobStatesFollowAJob(t *testing.T) {
 	env := testenv.Slurm(t)
-	for _, v := range versions {
+	for _, v := range env.APIVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			c := &countingLists{Client: newClient(t, env, v)}
 			ctx := ctxT(t, time.Minute)

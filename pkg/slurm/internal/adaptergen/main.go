@@ -34,6 +34,12 @@ type version struct {
 	// PingBooleans: a ping reports responding and primary; v0.0.41 reports pinged "UP" and mode
 	// "primary".
 	PingBooleans bool
+	// NoPingMode: a ping has no mode (v0.0.45 dropped it; primary says as much); Mode stays "".
+	NoPingMode bool
+	// NoJobExclusive: a job's answer does not say whether it is exclusive (v0.0.45 answers
+	// shared [] for an exclusive job and has no field that replaced it); Job.Exclusive stays
+	// false. A submit's shared=none still makes the job exclusive.
+	NoJobExclusive bool
 	// ExclusiveFlag: jobs have an exclusive field ("true"), which a submit sets and a job's
 	// exclusivity is read from besides shared=none; later versions say shared=none only.
 	ExclusiveFlag bool
@@ -42,6 +48,9 @@ type version struct {
 var versions = []version{
 	{Name: "v0.0.41", Pkg: "v0041", ExclusiveFlag: true},
 	{Name: "v0.0.42", Pkg: "v0042", UnixUpdateTime: true, PingBooleans: true},
+	{Name: "v0.0.43", Pkg: "v0043", UnixUpdateTime: true, PingBooleans: true},
+	{Name: "v0.0.44", Pkg: "v0044", UnixUpdateTime: true, PingBooleans: true},
+	{Name: "v0.0.45", Pkg: "v0045", UnixUpdateTime: true, PingBooleans: true, NoPingMode: true, NoJobExclusive: true},
 }
 
 // P is the version as the generated names spell it: V0042.
