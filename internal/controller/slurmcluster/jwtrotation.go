@@ -143,15 +143,8 @@ func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	if err := r.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.ControllerPod(0)}, pod); err != nil {
 		return ctrl.Result{}, err
 	}
-	if pod.Annotations[wellknown.AnnotationJWTKey] != id {
-		patch := client.MergeFrom(pod.DeepCopy())
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
-		}
-		pod.Annotations[wellknown.AnnotationJWTKey] = id
-		if err := r.Patch(ctx, pod, patch); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.annotate(ctx, pod, wellknown.AnnotationJWTKey, id); err != nil {
+		return ctrl.Result{}, err
 	}
 	sl, err := r.Slurm.ForKeys(ctx, n, keys)
 	if err != nil {
@@ -164,4 +157,18 @@ func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	}
 	r.event(sc, corev1.EventTypeNormal, ReasonJWTKeyPending, "slurmctld refused the JWT key "+id+": reconfigured it to load the key")
 	return ctrl.Result{RequeueAfter: jwtPollWhileRotating}, nil
+}
+
+// annotate sets an annotation on the slurmctld pod unless it has the value already. Any update
+// of the pod also makes kubelet refresh its ConfigMap and Secret volumes now.
+func (r *Reconciler) annotate(ctx context.Context, pod *corev1.Pod, key, value string) error {
+	if pod.Annotations[key] == value {
+		return nil
+	}
+	patch := client.MergeFrom(pod.DeepCopy())
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[key] = value
+	return r.Patch(ctx, pod, patch)
 }

@@ -287,15 +287,8 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 	}
 	// Naming the wanted hash on the pod also makes kubelet resync its volumes now rather
 	// than at its next periodic sync.
-	if pod.Annotations[wellknown.AnnotationConfigHash] != cfg.Hash {
-		patch := client.MergeFrom(pod.DeepCopy())
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
-		}
-		pod.Annotations[wellknown.AnnotationConfigHash] = cfg.Hash
-		if err := r.Patch(ctx, pod, patch); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.annotate(ctx, pod, wellknown.AnnotationConfigHash, cfg.Hash); err != nil {
+		return ctrl.Result{}, err
 	}
 	first, err := r.Exec.Exec(ctx, n.Namespace, pod.Name, render.ControllerContainer, render.ConfigHashCommand()...)
 	if err != nil {
