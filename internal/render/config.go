@@ -220,7 +220,7 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 		"AuthType=auth/slurm",
 		"CredType=cred/slurm",
 		"AuthAltTypes=auth/jwt",
-		"AuthAltParameters=jwt_key="+KeysRuntimeDir+"/"+JWTKeyName,
+		"AuthAltParameters=jwt_key="+KeysMountDir+"/"+JWTKeyName,
 		// configless: slurmd and sackd fetch this file from slurmctld. (24.11 takes a dynamic
 		// node's address from where it registers; cloud_reg_addrs is defunct and logs an error.)
 		"SlurmctldParameters=enable_configless",

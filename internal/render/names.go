@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/slurm"
 )
 
 // Ports of the Slurm daemons.
@@ -45,10 +46,13 @@ const SlurmUser = "slurm"
 
 // Keys of the generated Secrets.
 const (
-	AuthKeyName     = "slurm.key"
-	JWTKeyName      = "jwt.key"
-	SlurmdbdConfKey = "slurmdbd.conf"
-	DBPasswordKey   = "password"
+	AuthKeyName = "slurm.key"
+	JWTKeyName  = "jwt.key"
+	// JWTPreviousKeyName holds the JWT key a rotation replaces, until slurmctld has loaded the
+	// new one (docs/security.md, "Rotating keys"): sunk's clients fall back to it meanwhile.
+	JWTPreviousKeyName = JWTKeyName + slurm.FallbackKeySuffix
+	SlurmdbdConfKey    = "slurmdbd.conf"
+	DBPasswordKey      = "password"
 )
 
 // Names are the names of every object a SlurmCluster owns, and the DNS names its

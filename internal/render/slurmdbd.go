@@ -31,7 +31,7 @@ func SlurmdbdConf(sc *sunkv1.SlurmCluster, n Names, password string) string {
 		"# Rendered by sunk for SlurmCluster " + n.Namespace + "/" + n.Cluster + ".",
 		"AuthType=auth/slurm",
 		"AuthAltTypes=auth/jwt",
-		"AuthAltParameters=jwt_key=" + KeysRuntimeDir + "/" + JWTKeyName,
+		"AuthAltParameters=jwt_key=" + KeysMountDir + "/" + JWTKeyName,
 		// slurmdbd insists that DbdHost names the host it runs on: the StatefulSet pod.
 		"DbdHost=" + n.AccountingPod(),
 		fmt.Sprintf("DbdPort=%d", SlurmdbdPort),

@@ -30,9 +30,35 @@ const (
 	DefaultTimeout  = 15 * time.Second
 )
 
-// Factory builds a client for url with the cluster's JWT key over hc, which carries the
+// Keys are a cluster's JWT keys: the current one and, while a rotation is under way, the one
+// it replaces, which clients fall back to as long as slurmctld refuses the current one.
+type Keys struct {
+	Current, Previous []byte
+}
+
+// KeysOf reads the keys of a JWT Secret; it fails when the current one is missing.
+func KeysOf(s *corev1.Secret) (Keys, error) {
+	k := Keys{Current: s.Data[render.JWTKeyName], Previous: s.Data[render.JWTPreviousKeyName]}
+	if len(k.Current) == 0 {
+		return Keys{}, fmt.Errorf("secret %s/%s has no %s", s.Namespace, s.Name, render.JWTKeyName)
+	}
+	return k, nil
+}
+
+func (k Keys) sum() [sha256.Size]byte {
+	h := sha256.New()
+	for _, b := range [][]byte{k.Current, k.Previous} {
+		fmt.Fprintf(h, "%d:", len(b))
+		h.Write(b)
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// Factory builds a client for url with the cluster's JWT keys over hc, which carries the
 // pool's connection bound. Tests substitute one that returns a fake.
-type Factory func(url string, jwtKey []byte, hc *http.Client) (slurm.Client, error)
+type Factory func(url string, keys Keys, hc *http.Client) (slurm.Client, error)
 
 // Options configure a Pool.
 type Options struct {
@@ -85,26 +111,22 @@ func (p *Pool) For(ctx context.Context, n render.Names) (slurm.Client, error) {
 	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.JWTSecret}, s); err != nil {
 		return nil, fmt.Errorf("reading the JWT key: %w", err)
 	}
-	key := s.Data[render.JWTKeyName]
-	if len(key) == 0 {
-		return nil, fmt.Errorf("secret %s/%s has no %s", n.Namespace, n.JWTSecret, render.JWTKeyName)
+	keys, err := KeysOf(s)
+	if err != nil {
+		return nil, err
 	}
-	return p.ForKey(ctx, n, key)
+	return p.ForKeys(ctx, n, keys)
 }
 
-// ForKey is For with a JWT key the caller has already read. The client reaches slurmrestd
+// ForKeys is For with JWT keys the caller has already read. The client reaches slurmrestd
 // through its Service's cluster IP, which works from inside the cluster and from a process
 // running outside it.
-func (p *Pool) ForKey(ctx context.Context, n render.Names, jwtKey []byte) (slurm.Client, error) {
-	svc := &corev1.Service{}
-	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.RestAPI}, svc); err != nil {
-		return nil, fmt.Errorf("reading the REST API Service: %w", err)
+func (p *Pool) ForKeys(ctx context.Context, n render.Names, keys Keys) (slurm.Client, error) {
+	url, err := p.url(ctx, n)
+	if err != nil {
+		return nil, err
 	}
-	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
-		return nil, fmt.Errorf("service %s/%s has no cluster IP", n.Namespace, n.RestAPI)
-	}
-	url := fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, render.SlurmrestdPort)
-	sum := sha256.Sum256(jwtKey)
+	sum := keys.sum()
 	k := Key(n)
 
 	p.mu.Lock()
@@ -121,17 +143,57 @@ func (p *Pool) ForKey(ctx context.Context, n render.Names, jwtKey []byte) (slurm
 	t := slurm.NewTransport(p.opts.MaxConns)
 	hc := &http.Client{Timeout: p.opts.Timeout, Transport: t}
 	var cl slurm.Client
-	var err error
-	if p.opts.Factory != nil {
-		cl, err = p.opts.Factory(url, jwtKey, hc)
-	} else {
-		cl, err = defaultClient(url, jwtKey, hc, p.opts.Metrics, k.String())
-	}
-	if err != nil {
+	if cl, err = p.build(url, keys, hc, k); err != nil {
 		return nil, err
 	}
 	p.conns[k] = &conn{url: url, key: sum, client: cl, transport: t}
 	return cl, nil
+}
+
+// Probe asks slurmctld (Diag) with a token of key alone, without falling back: nil when
+// slurmctld has loaded key, an error matching slurm.ErrUnauthorized when it refuses it. The
+// request shares the connections of the cluster's client, when there is one.
+func (p *Pool) Probe(ctx context.Context, n render.Names, key []byte) error {
+	url, err := p.url(ctx, n)
+	if err != nil {
+		return err
+	}
+	k := Key(n)
+	p.mu.Lock()
+	var t *http.Transport
+	if c := p.conns[k]; c != nil && c.url == url {
+		t = c.transport
+	}
+	p.mu.Unlock()
+	if t == nil {
+		t = slurm.NewTransport(1)
+		defer t.CloseIdleConnections()
+	}
+	cl, err := p.build(url, Keys{Current: key}, &http.Client{Timeout: p.opts.Timeout, Transport: t}, k)
+	if err != nil {
+		return err
+	}
+	_, err = cl.Diag(ctx)
+	return err
+}
+
+// url is the cluster's slurmrestd, through its Service's cluster IP.
+func (p *Pool) url(ctx context.Context, n render.Names) (string, error) {
+	svc := &corev1.Service{}
+	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.RestAPI}, svc); err != nil {
+		return "", fmt.Errorf("reading the REST API Service: %w", err)
+	}
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return "", fmt.Errorf("service %s/%s has no cluster IP", n.Namespace, n.RestAPI)
+	}
+	return fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, render.SlurmrestdPort), nil
+}
+
+func (p *Pool) build(url string, keys Keys, hc *http.Client, k types.NamespacedName) (slurm.Client, error) {
+	if p.opts.Factory != nil {
+		return p.opts.Factory(url, keys, hc)
+	}
+	return defaultClient(url, keys, hc, p.opts.Metrics, k.String())
 }
 
 // Forget closes the cluster's client, if any, and drops its metric series. Call it when the
@@ -162,8 +224,8 @@ func (c *conn) close() {
 
 // defaultClient speaks v0.0.41 as SlurmUser; its metrics carry the cluster so that Forget
 // finds them.
-func defaultClient(url string, key []byte, hc *http.Client, m *slurm.Metrics, cluster string) (slurm.Client, error) {
-	tokens, err := slurm.NewJWTSource(render.SlurmUser, key)
+func defaultClient(url string, keys Keys, hc *http.Client, m *slurm.Metrics, cluster string) (slurm.Client, error) {
+	tokens, err := slurm.NewJWTSource(render.SlurmUser, keys.Current, slurm.WithFallbackKey(keys.Previous))
 	if err != nil {
 		return nil, err
 	}

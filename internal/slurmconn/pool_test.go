@@ -30,8 +30,8 @@ func TestPoolKeepsOneClientPerCluster(t *testing.T) {
 	svc, sec := objects("10.0.0.1", "key-1")
 	c := fake.NewClientBuilder().WithObjects(svc, sec).Build()
 	var built []string
-	p := New(Options{Reader: c, Factory: func(url string, key []byte, _ *http.Client) (slurm.Client, error) {
-		built = append(built, url+" "+string(key))
+	p := New(Options{Reader: c, Factory: func(url string, keys Keys, _ *http.Client) (slurm.Client, error) {
+		built = append(built, url+" "+string(keys.Current)+" "+string(keys.Previous))
 		return slurmfake.New(), nil
 	}})
 	n := render.Names{Cluster: "a", Namespace: "ns", RestAPI: "a-restapi", JWTSecret: "a-jwt-key"}
@@ -56,7 +56,21 @@ func TestPoolKeepsOneClientPerCluster(t *testing.T) {
 	if err != nil || third == second {
 		t.Fatalf("a new key kept the old client (%v)", err)
 	}
-	want := []string{"http://10.0.0.1:6820 key-1", "http://10.0.0.2:6820 key-1", "http://10.0.0.2:6820 key-2"}
+	// A rotation: the previous key joins, then goes; each is a new client.
+	update(t, c, func(_ *corev1.Service, s *corev1.Secret) {
+		s.Data[render.JWTKeyName], s.Data[render.JWTPreviousKeyName] = []byte("key-3"), []byte("key-2")
+	})
+	fourth, err := p.For(ctx, n)
+	if err != nil || fourth == third {
+		t.Fatalf("a rotation kept the old client (%v)", err)
+	}
+	update(t, c, func(_ *corev1.Service, s *corev1.Secret) { delete(s.Data, render.JWTPreviousKeyName) })
+	fifth, err := p.For(ctx, n)
+	if err != nil || fifth == fourth {
+		t.Fatalf("dropping the previous key kept the client that falls back to it (%v)", err)
+	}
+	want := []string{"http://10.0.0.1:6820 key-1 ", "http://10.0.0.2:6820 key-1 ", "http://10.0.0.2:6820 key-2 ",
+		"http://10.0.0.2:6820 key-3 key-2", "http://10.0.0.2:6820 key-3 "}
 	if len(built) != len(want) {
 		t.Fatalf("built %v, want %v", built, want)
 	}

@@ -188,6 +188,9 @@ func (c *core) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slurm: token: %w: %w", ErrUnauthorized, err)
 	}
+	if sent, ok := req.Context().Value(sentTokenKey{}).(*string); ok {
+		*sent = token
+	}
 	req.Header.Set("X-SLURM-USER-NAME", user)
 	req.Header.Set("X-SLURM-USER-TOKEN", token)
 	req.Header.Set("Accept", "application/json")
@@ -223,6 +226,20 @@ type answer struct {
 // call runs one operation: fn performs the request and decodes; call classifies, measures and
 // wraps. allowNotModified makes a 304 a success (incremental lists).
 func (c *core) call(ctx context.Context, endpoint string, allowNotModified bool, fn func(ctx context.Context) (answer, error)) error {
+	var sent string
+	err := c.attempt(context.WithValue(ctx, sentTokenKey{}, &sent), endpoint, allowNotModified, fn)
+	// A request Slurm refused for its credential did nothing, so it is safe to send again, once,
+	// with the token source's other key (a JWT key rotation under way, JWTSource).
+	if r, ok := c.cfg.Tokens.(RotatingTokenSource); ok && sent != "" && keyRefused(err) && r.Rejected(sent) {
+		err = c.attempt(ctx, endpoint, allowNotModified, fn)
+	}
+	return err
+}
+
+// sentTokenKey carries, in a request's context, where Do notes the token it sent.
+type sentTokenKey struct{}
+
+func (c *core) attempt(ctx context.Context, endpoint string, allowNotModified bool, fn func(ctx context.Context) (answer, error)) error {
 	start := time.Now()
 	a, err := fn(ctx)
 	switch {

@@ -78,6 +78,18 @@ const (
 	errnoUserIDMissing    = 2010 // ESLURM_USER_ID_MISSING
 )
 
+// keyRefused reports an error that says the credential itself was refused (not that the user
+// may not do something): HTTP 401 or 511, or SLURM_PROTOCOL_AUTHENTICATION_ERROR, which is what
+// slurmrestd 24.11 answers for a JWT signed with a key slurmctld did not load.
+func keyRefused(err error) bool {
+	var se *SlurmError
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.HTTPStatus == http.StatusUnauthorized || se.HTTPStatus == http.StatusNetworkAuthenticationRequired ||
+		hasCode(se.Errors, errnoProtocolAuth)
+}
+
 // classify turns one answer into the error the caller sees, or nil for success. It is the single
 // place where "fail closed" is decided:
 //   - a decode failure is never success;

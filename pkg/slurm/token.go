@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,14 @@ import (
 // X-SLURM-USER-TOKEN headers.
 type TokenSource interface {
 	Token(ctx context.Context) (user, token string, err error)
+}
+
+// A RotatingTokenSource can answer a token Slurm refused with another one (JWTSource during a
+// key rotation): the client calls Rejected with the refused token and retries the request once
+// when it returns true.
+type RotatingTokenSource interface {
+	TokenSource
+	Rejected(token string) bool
 }
 
 // StaticToken is a fixed user and token (e.g. from `scontrol token`).
@@ -32,17 +41,26 @@ func (s StaticToken) Token(context.Context) (string, string, error) {
 
 // JWTSource mints HS256 JWTs the way `scontrol token` does, from the cluster's jwt key
 // (AuthAltParameters=jwt_key=...), and reuses each one until it is close to expiry.
+//
+// It may hold a fallback key: during a rotation (docs/security.md, "Rotating keys") the new key
+// is the current one and the old one the fallback, and slurmctld accepts whichever of the two
+// it loaded last (Slurm's HS256 key is a single key, src/plugins/auth/jwt/auth_jwt.c). A client
+// that sees a token refused for its key calls Rejected and retries once with the other key, so
+// that no component fails closed until it is restarted.
 type JWTSource struct {
-	user     string
-	key      []byte
-	keyFile  string
-	lifetime time.Duration
-	margin   time.Duration
-	now      func() time.Time
+	user         string
+	given        [][]byte // in-memory keys: current, fallback
+	keyFile      string
+	fallbackFile string
+	lifetime     time.Duration
+	margin       time.Duration
+	now          func() time.Time
 
-	mu    sync.Mutex
-	token string
-	exp   time.Time
+	mu     sync.Mutex
+	keys   [][]byte // the keys minted with: current first
+	active int      // index into keys
+	token  string
+	exp    time.Time
 }
 
 // JWTOption configures a JWTSource.
@@ -58,30 +76,53 @@ func WithRefreshMargin(d time.Duration) JWTOption { return func(s *JWTSource) { 
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) JWTOption { return func(s *JWTSource) { s.now = now } }
 
+// WithFallbackKey adds the key to mint with when slurmctld refuses the current one (the old key
+// of a rotation that slurmctld has not reloaded yet). Empty means none.
+func WithFallbackKey(key []byte) JWTOption {
+	return func(s *JWTSource) {
+		if len(key) > 0 {
+			s.given = append(s.given, append([]byte(nil), key...))
+		}
+	}
+}
+
 // NewJWTSource mints tokens for user from key.
 func NewJWTSource(user string, key []byte, opts ...JWTOption) (*JWTSource, error) {
 	if len(key) == 0 {
 		return nil, errors.New("slurm: empty jwt key")
 	}
-	return newJWT(user, append([]byte(nil), key...), "", opts)
+	return newJWT(user, [][]byte{append([]byte(nil), key...)}, "", opts)
 }
 
-// NewJWTSourceFromFile mints tokens for user from the key in file, read again at each refresh so
-// that a rotated key (a Secret update) is picked up.
+// FallbackKeySuffix names the fallback of a key file: the file beside it with this suffix
+// (jwt.key.previous for jwt.key, as in a mounted JWT key Secret during a rotation).
+const FallbackKeySuffix = ".previous"
+
+// NewJWTSourceFromFile mints tokens for user from the key in file, with the key in
+// file+FallbackKeySuffix, when it exists, as the fallback. Both are read again at each refresh
+// and when a token is rejected, so that a rotated key (a Secret update) is picked up.
 func NewJWTSourceFromFile(user, file string, opts ...JWTOption) (*JWTSource, error) {
 	if _, err := os.Stat(file); err != nil {
 		return nil, fmt.Errorf("slurm: jwt key: %w", err)
 	}
-	return newJWT(user, nil, file, opts)
+	s, err := newJWT(user, nil, file, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.fallbackFile = file + FallbackKeySuffix
+	return s, nil
 }
 
-func newJWT(user string, key []byte, file string, opts []JWTOption) (*JWTSource, error) {
+func newJWT(user string, keys [][]byte, file string, opts []JWTOption) (*JWTSource, error) {
 	if user == "" {
 		return nil, errors.New("slurm: jwt token source needs a user name")
 	}
-	s := &JWTSource{user: user, key: key, keyFile: file, lifetime: 30 * time.Minute, now: time.Now}
+	s := &JWTSource{user: user, given: keys, keyFile: file, lifetime: 30 * time.Minute, now: time.Now}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.keyFile == "" {
+		s.keys = s.given
 	}
 	if s.lifetime < time.Minute {
 		s.lifetime = time.Minute
@@ -100,23 +141,80 @@ func (s *JWTSource) Token(context.Context) (string, string, error) {
 	if s.token != "" && now.Before(s.exp.Add(-s.margin)) {
 		return s.user, s.token, nil
 	}
-	key := s.key
-	if s.keyFile != "" {
-		var err error
-		if key, err = os.ReadFile(s.keyFile); err != nil {
-			return "", "", fmt.Errorf("slurm: jwt key: %w", err)
-		}
-		if len(key) == 0 {
-			return "", "", fmt.Errorf("slurm: jwt key file %s is empty", s.keyFile)
-		}
+	if _, err := s.load(); err != nil {
+		return "", "", err
 	}
 	exp := now.Add(s.lifetime)
 	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
 		"iat": now.Unix(), "exp": exp.Unix(), "sun": s.user,
-	}).SignedString(key)
+	}).SignedString(s.keys[s.active])
 	if err != nil {
 		return "", "", fmt.Errorf("slurm: signing jwt: %w", err)
 	}
 	s.token, s.exp = tok, exp
 	return s.user, tok, nil
+}
+
+// Rejected reports that Slurm refused token for its key, and whether a retry may succeed: a
+// newer token exists already, the key files changed, or there is another key to try (which
+// becomes the one minted with until it is refused in turn).
+func (s *JWTSource) Rejected(token string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token != s.token {
+		return true
+	}
+	s.token = ""
+	changed, err := s.load()
+	switch {
+	case err != nil:
+		return false
+	case changed:
+		return true
+	case len(s.keys) > 1:
+		s.active = (s.active + 1) % len(s.keys)
+		return true
+	}
+	return false
+}
+
+// load reads the key files, if any; when they changed, minting starts again with the current key.
+func (s *JWTSource) load() (changed bool, err error) {
+	if s.keyFile == "" {
+		return false, nil
+	}
+	key, err := os.ReadFile(s.keyFile)
+	if err != nil {
+		return false, fmt.Errorf("slurm: jwt key: %w", err)
+	}
+	if len(key) == 0 {
+		return false, fmt.Errorf("slurm: jwt key file %s is empty", s.keyFile)
+	}
+	keys := [][]byte{key}
+	if s.fallbackFile != "" {
+		fb, err := os.ReadFile(s.fallbackFile)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, fmt.Errorf("slurm: fallback jwt key: %w", err)
+		}
+		if len(fb) > 0 {
+			keys = append(keys, fb)
+		}
+	}
+	if sameKeys(keys, s.keys) {
+		return false, nil
+	}
+	s.keys, s.active = keys, 0
+	return true, nil
+}
+
+func sameKeys(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -77,6 +77,9 @@ const (
 	// AnnotationConfigHash on a slurmctld pod is the config it should see; writing it also
 	// makes kubelet refresh the pod's ConfigMap volumes promptly.
 	AnnotationConfigHash = "sunk.dev/config-hash"
+	// AnnotationJWTKey on a slurmctld pod names (by a hash prefix, not the key) the JWT key it
+	// should load; writing it makes kubelet refresh the pod's key volume promptly.
+	AnnotationJWTKey = "sunk.dev/jwt-key"
 )
 
 // The syncer's protocol on Kubernetes objects (docs/syncer.md).

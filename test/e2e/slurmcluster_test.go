@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -69,8 +70,12 @@ func startOperator(t *testing.T) *operatorEnv {
 	if err := sunkv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	ns := fmt.Sprintf("e2e-slurm-%d", rand.IntN(1e6))
 	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		// Each test runs its own operator in this process.
+		// Each test runs its own operator in this process, and sees only its own namespace:
+		// tests of other checkouts share the cluster, and an operator of other code (or
+		// without the config check) reconciling their SlurmClusters rolls or breaks their pods.
+		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +100,7 @@ func startOperator(t *testing.T) *operatorEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &operatorEnv{ClusterEnv: cl, c: direct, exec: execer, ns: fmt.Sprintf("e2e-slurm-%d", rand.IntN(1e6))}
+	e := &operatorEnv{ClusterEnv: cl, c: direct, exec: execer, ns: ns}
 	if err := direct.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -26,9 +27,10 @@ const (
 // ensureKeys creates the auth/slurm and JWT keys when their Secrets are absent. An
 // existing Secret is never replaced: a new key would lock every running daemon out. A
 // Secret without its key stops the reconcile with KeyMissing until a human fixes it.
-// It returns the JWT key, or nil when the reconcile cannot go on.
-func (r *Reconciler) ensureKeys(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, st *status) ([]byte, error) {
-	var jwtKey []byte
+// It returns the JWT keys (the current one, and the previous one during a rotation), or nil
+// when the reconcile cannot go on.
+func (r *Reconciler) ensureKeys(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, st *status) (*slurmconn.Keys, error) {
+	var jwt *slurmconn.Keys
 	for _, k := range []struct {
 		secret, key string
 		size        int
@@ -40,29 +42,29 @@ func (r *Reconciler) ensureKeys(ctx context.Context, sc *sunkv1.SlurmCluster, n 
 		if err != nil {
 			return nil, err
 		}
-		if data == nil {
+		if data[k.key] == nil {
 			msg := fmt.Sprintf("Secret %s exists without the key %q; sunk does not replace existing keys, restore it or delete the Secret", k.secret, k.key)
 			r.event(sc, corev1.EventTypeWarning, ReasonKeyMissing, msg)
 			st.set(sunkv1.ConditionConfigApplied, false, ReasonKeyMissing, msg)
 			return nil, nil
 		}
-		jwtKey = data
+		jwt = &slurmconn.Keys{Current: data[k.key], Previous: data[render.JWTPreviousKeyName]}
 	}
-	return jwtKey, nil
+	return jwt, nil
 }
 
-// ensureSecretKey returns the key of a Secret, creating the Secret with generate() when it
-// does not exist; nil when the Secret exists without the key. The Secret is retained: no owner
+// ensureSecretKey returns the data of a Secret, creating the Secret with generate() as its key
+// when it does not exist; the key is absent when the Secret exists without it. The Secret is retained: no owner
 // reference, so that an accidental `kubectl delete slurmcluster` leaves the keys the surviving
 // compute pods and the saved job state need, and a SlurmCluster re-created under the same name
 // takes them up again (docs/slurmcluster.md, "Deleting a cluster").
-func (r *Reconciler) ensureSecretKey(ctx context.Context, sc *sunkv1.SlurmCluster, name, key string, generate func() ([]byte, error)) ([]byte, error) {
+func (r *Reconciler) ensureSecretKey(ctx context.Context, sc *sunkv1.SlurmCluster, name, key string, generate func() ([]byte, error)) (map[string][]byte, error) {
 	s := &corev1.Secret{}
 	// An admin may have made the Secret (to keep a key across clusters): it is not labelled,
 	// so not in the cache.
 	err := r.notOnlyOwned().Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: name}, s)
 	if err == nil {
-		return s.Data[key], r.release(ctx, sc, s)
+		return s.Data, r.release(ctx, sc, s)
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, err
@@ -80,14 +82,13 @@ func (r *Reconciler) ensureSecretKey(ctx context.Context, sc *sunkv1.SlurmCluste
 		return nil, err
 	}
 	r.event(sc, corev1.EventTypeNormal, ReasonKeyCreated, fmt.Sprintf("generated %s in Secret %s", key, name))
-	return data, nil
+	return s.Data, nil
 }
 
 // ensureSlurmdbdConf renders slurmdbd.conf (with the database password) into its Secret
 // and returns a hash that rolls slurmdbd when the file changes.
 func (r *Reconciler) ensureSlurmdbdConf(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names) (string, error) {
 	var password []byte
-	var err error
 	if ext := sc.Spec.Accounting.External; sc.Spec.Accounting.Mode == sunkv1.AccountingExternal && ext != nil {
 		s := &corev1.Secret{}
 		if err := r.notOnlyOwned().Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: ext.PasswordSecretRef.Name}, s); err != nil {
@@ -105,13 +106,14 @@ func (r *Reconciler) ensureSlurmdbdConf(ctx context.Context, sc *sunkv1.SlurmClu
 			return "", fmt.Errorf("secret %s key %q (spec.accounting.external.passwordSecretRef): %w", ext.PasswordSecretRef.Name, ext.PasswordSecretRef.Key, err)
 		}
 	} else {
-		password, err = r.ensureSecretKey(ctx, sc, n.DatabaseSecret, render.DBPasswordKey, func() ([]byte, error) {
+		data, err := r.ensureSecretKey(ctx, sc, n.DatabaseSecret, render.DBPasswordKey, func() ([]byte, error) {
 			b, err := randomBytes(24)
 			return []byte(base64.RawURLEncoding.EncodeToString(b)), err
 		})
 		if err != nil {
 			return "", err
 		}
+		password = data[render.DBPasswordKey]
 		if password == nil {
 			return "", fmt.Errorf("secret %s exists without the key %q", n.DatabaseSecret, render.DBPasswordKey)
 		}

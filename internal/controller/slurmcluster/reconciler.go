@@ -54,6 +54,8 @@ type Reconciler struct {
 	// because the cached SlurmCluster a reconcile reads may predate its own status write,
 	// and a second reconfigure is not free (slurmctld re-executes itself).
 	applied sync.Map // types.UID -> config hash
+	// jwt follows each cluster's JWT key rotations (jwtrotation.go).
+	jwt sync.Map // types.UID -> *jwtState
 
 	// TopologySettle and TopologyMaxDelay debounce topology changes (topology.go); zero
 	// means DefaultTopologySettle and DefaultTopologyMaxDelay.
@@ -140,8 +142,8 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	}
 
 	// 2. Keys: generated when absent, never replaced.
-	jwtKey, err := r.ensureKeys(ctx, sc, n, st)
-	if err != nil || jwtKey == nil {
+	jwtKeys, err := r.ensureKeys(ctx, sc, n, st)
+	if err != nil || jwtKeys == nil {
 		return ctrl.Result{}, err
 	}
 
@@ -178,7 +180,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	}
 
 	// 4. Workloads.
-	if err := r.applyWorkloads(ctx, sc, n, cfg); err != nil {
+	if err := r.applyWorkloads(ctx, sc, n, cfg, jwtKeys); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -186,7 +188,14 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	if err := r.observeWorkloads(ctx, sc, n, st); err != nil {
 		return ctrl.Result{}, err
 	}
-	result, err := r.applyConfigToController(ctx, sc, n, cfg, jwtKey, st)
+	result, err := r.applyConfigToController(ctx, sc, n, cfg, *jwtKeys, st)
+	if err == nil && st.configHash == cfg.Hash {
+		// 6. A rotated JWT key reaching slurmctld, once the configuration has.
+		var rot ctrl.Result
+		if rot, err = r.followJWTKey(ctx, sc, n, *jwtKeys); rot.RequeueAfter > 0 && (result.RequeueAfter == 0 || rot.RequeueAfter < result.RequeueAfter) {
+			result.RequeueAfter = rot.RequeueAfter
+		}
+	}
 	// A topology change that waits for the nodes to settle comes back by itself.
 	if topologyWait > 0 && (result.RequeueAfter == 0 || topologyWait < result.RequeueAfter) {
 		result.RequeueAfter = topologyWait
@@ -194,7 +203,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	return result, err
 }
 
-func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config) error {
+func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, jwtKeys *slurmconn.Keys) error {
 	objs := []client.Object{
 		render.ControllerService(n), render.ControllerStatefulSet(sc, n, cfg),
 		render.RestAPIService(n), render.RestAPIDeployment(sc, n, cfg),
@@ -221,6 +230,9 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 		if err != nil {
 			return err
 		}
+		// slurmdbd reads its JWT key only at start (its reconfigure rereads slurmdbd.conf, not
+		// the auth plugins: src/slurmdbd/slurmdbd.c, reconfig()): a new key restarts it.
+		dbdHash = render.HashStrings(dbdHash, keyID(jwtKeys.Current))
 		objs = append(objs, render.AccountingService(n), render.AccountingStatefulSet(sc, n, cfg, dbdHash))
 		if sc.Spec.Accounting.Mode == sunkv1.AccountingManaged {
 			objs = append(objs, render.DatabaseService(n), render.DatabaseStatefulSet(sc, n))
@@ -251,7 +263,7 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 // applyConfigToController makes slurmctld load the rendered configuration: once kubelet
 // has delivered it into the pod, by a reconfigure over REST. Settings that only a restart
 // applies roll the StatefulSet through its template's restart hash instead.
-func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, jwtKey []byte, st *status) (ctrl.Result, error) {
+func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, jwtKeys slurmconn.Keys, st *status) (ctrl.Result, error) {
 	if done, _ := r.applied.Load(sc.UID); sc.Status.ConfigHash == cfg.Hash || done == cfg.Hash {
 		st.configHash = cfg.Hash
 		st.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
@@ -275,15 +287,8 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 	}
 	// Naming the wanted hash on the pod also makes kubelet resync its volumes now rather
 	// than at its next periodic sync.
-	if pod.Annotations[wellknown.AnnotationConfigHash] != cfg.Hash {
-		patch := client.MergeFrom(pod.DeepCopy())
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
-		}
-		pod.Annotations[wellknown.AnnotationConfigHash] = cfg.Hash
-		if err := r.Patch(ctx, pod, patch); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.annotate(ctx, pod, wellknown.AnnotationConfigHash, cfg.Hash); err != nil {
+		return ctrl.Result{}, err
 	}
 	first, err := r.Exec.Exec(ctx, n.Namespace, pod.Name, render.ControllerContainer, render.ConfigHashCommand()...)
 	if err != nil {
@@ -298,7 +303,7 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 		st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForRestAPI, "slurmrestd is not ready")
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
-	sl, err := r.Slurm.ForKey(ctx, n, jwtKey)
+	sl, err := r.Slurm.ForKeys(ctx, n, jwtKeys)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

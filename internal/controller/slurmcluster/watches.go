@@ -57,6 +57,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
+		// The key Secrets are retained, not owned: a rotation (jwtrotation.go) is seen by label.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(clusterOfSecret)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfPod)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.clusterOfComputePod), builder.WithPredicates(computePodPlacementChanged)).
 		Watches(nodeMetadata(), handler.EnqueueRequestsFromMapFunc(r.clustersOnNode), builder.WithPredicates(nodeTopologyChanged)).
@@ -82,6 +84,15 @@ func (r *Reconciler) notOnlyOwned() client.Reader {
 func clusterOfPod(_ context.Context, o client.Object) []ctrl.Request {
 	name, ok := o.GetLabels()[wellknown.LabelCluster]
 	if c := o.GetLabels()[wellknown.LabelComponent]; !ok || (c != wellknown.ComponentController && c != wellknown.ComponentConfigCheck) {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// clusterOfSecret maps a Secret the operator made (labelled with its cluster) to the cluster.
+func clusterOfSecret(_ context.Context, o client.Object) []ctrl.Request {
+	name, ok := o.GetLabels()[wellknown.LabelCluster]
+	if !ok {
 		return nil
 	}
 	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}

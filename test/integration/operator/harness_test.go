@@ -130,9 +130,9 @@ func startOperator(t *testing.T, env *envtest.Environment, options ...func(*slur
 	r := &slurmcluster.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Exec: h.exec, Admission: admissionOptions,
 		Slurm: slurmconn.New(slurmconn.Options{Reader: kube.CacheThenAPIReader{Cache: mgr.GetClient(), API: mgr.GetAPIReader()},
-			Factory: func(url string, key []byte, _ *http.Client) (slurm.Client, error) {
-				if len(key) < 32 {
-					return nil, fmt.Errorf("jwt key of %d bytes", len(key))
+			Factory: func(url string, keys slurmconn.Keys, _ *http.Client) (slurm.Client, error) {
+				if len(keys.Current) < 32 {
+					return nil, fmt.Errorf("jwt key of %d bytes", len(keys.Current))
 				}
 				return h.slurm, nil
 			}}),

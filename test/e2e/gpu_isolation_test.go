@@ -1,0 +1,179 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// fakeGPUs is how many fake GPUs the test's node advertises and its compute pod holds.
+const fakeGPUs = 2
+
+// fakeGPUDevices makes /dev/nvidia0.. as character devices of NVIDIA's major (195) in the
+// compute pod, before slurmd starts: gres.conf names them (File=), and slurmd refuses a GPU
+// whose file does not exist. No driver answers them, so an open that the device cgroup lets
+// through fails with ENXIO ("No such device or address"), and one it refuses with EPERM
+// ("Operation not permitted"): the two tell a job's device rights apart without a GPU.
+const fakeGPUDevices = `#!/bin/sh
+set -eu
+i=0
+while [ $i -lt 2 ]; do
+  rm -f /dev/nvidia$i
+  mknod -m 0666 /dev/nvidia$i c 195 $i
+  i=$((i+1))
+done
+`
+
+// openAll is a job's view of the fake GPUs and the keys, one line each: "DEVICE: RESULT".
+const openAll = `echo "gpus: ${SLURM_JOB_GPUS:-none}"
+for d in /dev/nvidia0 /dev/nvidia1; do
+  if err=$(head -c1 "$d" 2>&1 >/dev/null); then echo "$d: opened"; else echo "$d: ${err##*: }"; fi
+done
+for k in /etc/sunk/keys/slurm.key /run/slurm-keys/slurm.key; do
+  if [ -e "$k" ] && ! head -c1 "$k" >/dev/null 2>&1; then echo "$k: unreadable"; else echo "$k: READABLE OR MISSING"; fi
+done
+echo "readable keys: $(` + keyFiles + ` | tr '\n' ' ')"
+`
+
+// TestJobSeesOnlyItsGPUs: with ConstrainDevices=yes (the default cgroup.conf), a job on a
+// compute pod with two (fake) GPUs opens the one it was allocated and is refused the other by
+// the device cgroup; a job without GPUs is refused both; and neither reads slurm.key (issue 21,
+// docs/security.md). The node advertises nvidia.com/gpu for the test's duration.
+func TestJobSeesOnlyItsGPUs(t *testing.T) {
+	e := startOperator(t)
+	e.advertiseGPUs(t, fakeGPUs)
+	e.createReady(t, &sunkv1.SlurmCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gpu"},
+		Spec:       sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever},
+	})
+	gpus := resource.MustParse(fmt.Sprint(fakeGPUs))
+	ns := &sunkv1.NodeSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gpu"},
+		Spec: sunkv1.NodeSetSpec{
+			ClusterRef: "gpu", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(0)), Image: slurmImage, GPUType: "fake",
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")},
+				Limits:   corev1.ResourceList{wellknown.ResourceGPU: gpus},
+			},
+			Services: []sunkv1.S6Service{{Name: "fake-gpus", Type: sunkv1.S6Oneshot, Run: fakeGPUDevices}},
+		},
+	}
+	if err := e.c.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	login := e.podOf(t, "gpu", wellknown.ComponentLogin).Name
+	// The pod starts only once slurmctld runs the gres.conf that includes the pods' device
+	// lines: a slurmd that registers before that reports no GPUs, and slurmctld drains its node
+	// for good ("gres/gpu count reported lower than configured"). The configuration slurmctld
+	// was reconfigured with is the SlurmCluster's status.configHash.
+	ctld := e.podOf(t, "gpu", wellknown.ComponentController).Name
+	poll(t, 3*time.Minute, "slurmctld runs a gres.conf with the device Include", func() error {
+		out, err := e.sh(t, ctld, render.ControllerContainer, "grep -c '^Include /etc/slurm/gres-node.conf' /etc/slurm/gres.conf; head -n1 /etc/slurm/slurm.conf")
+		if err != nil {
+			return fmt.Errorf("gres.conf: %v %q", err, out)
+		}
+		count, first, _ := strings.Cut(out, "\n")
+		if applied := e.cluster(t, "gpu").Status.ConfigHash; count != "1" || applied == "" || render.HashInSlurmConf(first) != applied {
+			return fmt.Errorf("Include lines %s, slurm.conf %q, applied %q", count, first, applied)
+		}
+		return nil
+	})
+	e.update(t, ns, func() { ns.Spec.Replicas = ptr.To(int32(1)) })
+	e.waitIdle(t, login, 4*time.Minute, "gpu-0 idle", "gpu-0")
+	compute := e.podOf(t, "gpu", wellknown.ComponentCompute).Name
+
+	// Not vacuous: slurmd registered the two GPUs with their files, and outside any job the
+	// devices open as far as a driverless device can (ENXIO, not EPERM).
+	if got := e.mustSh(t, login, "login", "scontrol -o show node gpu-0"); !strings.Contains(got, "Gres=gpu:fake:2") {
+		t.Fatalf("gpu-0 does not have its two GPUs: %s", got)
+	}
+	for _, d := range []string{"/dev/nvidia0", "/dev/nvidia1"} {
+		out, _ := e.sh(t, compute, "slurmd", "head -c1 "+d+" 2>&1")
+		if !strings.Contains(out, "No such device or address") {
+			t.Fatalf("outside a job, %s: %q, want ENXIO (the fake device, not a cgroup refusal)", d, out)
+		}
+	}
+
+	run := func(gres string) map[string]string {
+		t.Helper()
+		id := e.mustSh(t, login, "login", `cd /tmp && runuser -u nobody -- sbatch --parsable --chdir=/tmp --output=/tmp/gpu-%j.out `+gres+` --wrap '`+strings.ReplaceAll(openAll, "'", `'\''`)+`'`)
+		if state, exit, _ := e.jobEnd(t, login, id, 3*time.Minute); state != "COMPLETED" {
+			t.Fatalf("job %s (%s): %s (exit %s)", id, gres, state, exit)
+		}
+		out := e.mustSh(t, compute, "slurmd", "cat /tmp/gpu-"+id+".out")
+		t.Logf("job %s (%s):\n%s", id, gres, out)
+		got := map[string]string{}
+		for _, l := range strings.Split(out, "\n") {
+			if k, v, ok := strings.Cut(l, ": "); ok {
+				got[k] = strings.TrimSpace(v)
+			}
+		}
+		return got
+	}
+	const allowed, refused = "No such device or address", "Operation not permitted"
+
+	one := run("--gres=gpu:1")
+	if !regexp.MustCompile(`^[01]$`).MatchString(one["gpus"]) {
+		t.Fatalf("a job with --gres=gpu:1 was given GPUs %q", one["gpus"])
+	}
+	mine, other := "/dev/nvidia"+one["gpus"], "/dev/nvidia"+map[string]string{"0": "1", "1": "0"}[one["gpus"]]
+	if one[mine] != allowed {
+		t.Errorf("its own GPU %s: %q, want %q", mine, one[mine], allowed)
+	}
+	if one[other] != refused {
+		t.Errorf("the other GPU %s: %q, want %q (the device cgroup's refusal)", other, one[other], refused)
+	}
+	none := run("")
+	for _, d := range []string{"/dev/nvidia0", "/dev/nvidia1"} {
+		if none[d] != refused {
+			t.Errorf("a job without GPUs, %s: %q, want %q", d, none[d], refused)
+		}
+	}
+	for _, got := range []map[string]string{one, none} {
+		for _, k := range []string{"/etc/sunk/keys/slurm.key", "/run/slurm-keys/slurm.key"} {
+			if got[k] != "unreadable" {
+				t.Errorf("a job and %s: %q, want unreadable", k, got[k])
+			}
+		}
+		if got["readable keys"] != "" {
+			t.Errorf("key files a job can read: %s", got["readable keys"])
+		}
+	}
+}
+
+// advertiseGPUs makes the node offer n nvidia.com/gpu (an extended resource with no device
+// plugin, which kubelet admits as a count) until the test ends.
+func (e *operatorEnv) advertiseGPUs(t *testing.T, n int) {
+	t.Helper()
+	set := func(v any) error {
+		q := map[string]any{string(wellknown.ResourceGPU): v}
+		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"capacity": q, "allocatable": q}})
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.NodeName}}
+		return e.c.Status().Patch(context.Background(), node, client.RawPatch(types.MergePatchType, patch))
+	}
+	if err := set(fmt.Sprint(n)); err != nil {
+		t.Fatalf("advertising %d GPUs: %v", n, err)
+	}
+	t.Cleanup(func() {
+		if err := set(nil); err != nil {
+			t.Errorf("removing the fake GPUs from node %s: %v", e.NodeName, err)
+		}
+	})
+}
