@@ -202,11 +202,19 @@ var productionDefaults = []string{
 	"UnkillableStepTimeout=180",
 }
 
+// SlurmctldTimeout (seconds) is how long a backup slurmctld (controller.backup) waits after the
+// primary's last answer to its pings, sent every third of it, and the primary's last heartbeat
+// on the shared state volume before it takes over (src/slurmctld/backup.c run_backup). Slurm's
+// default is 120; 30 keeps the cluster without a controller for well under a minute, and still
+// long beyond a slurmctld busy with a large reconfigure. Clients wait through the gap: they
+// retry a standby controller for up to 1.5 times this.
+const SlurmctldTimeout = 30
+
 func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 	n := in.Names
 	var ctld []string
 	for i := 0; i < Controllers(sc); i++ {
-		ctld = append(ctld, fmt.Sprintf("SlurmctldHost=%s(%s)", n.ControllerPod(i), n.ControllerHost(i)))
+		ctld = append(ctld, fmt.Sprintf("SlurmctldHost=%s(%s)", n.ControllerPod(i), n.ControllerAddr(i, Controllers(sc))))
 	}
 	lines := []string{
 		"ClusterName=" + sc.SlurmName(),
@@ -237,7 +245,7 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 		// Dynamic nodes: slurmctld cannot know their addresses ahead, so no message fan-out.
 		"TreeWidth=65533",
 		"MaxNodeCount=1024",
-		"SlurmctldTimeout=30",
+		fmt.Sprintf("SlurmctldTimeout=%d", SlurmctldTimeout),
 		"MpiDefault=none",
 	)
 	lines = append(lines, productionDefaults...)

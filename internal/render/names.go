@@ -97,6 +97,21 @@ func (n Names) ControllerHost(i int) string {
 	return fmt.Sprintf("%s.%s.%s.svc.%s", n.ControllerPod(i), n.Controller, n.Namespace, n.ClusterDomain)
 }
 
+// ControllerAddr is the address every daemon and client reaches controller i of controllers
+// by: SlurmctldHost's address and --conf-server. With one controller, its pod's name in the
+// headless Service. With a backup, the controller's own Service (ControllerPodServices), a
+// name that resolves while its pod is gone: a client tries the controllers in order and
+// resolves every one of them at each call, and Debian's Slurm retries a name that does not
+// resolve ten times a second apart, so a headless name of a lost primary cost each RPC, the
+// backup's own pings and every slurmrestd request 10 s. A Service without a pod refuses the
+// connection at once, and the client moves on to the backup.
+func (n Names) ControllerAddr(i, controllers int) string {
+	if controllers == 1 {
+		return n.ControllerHost(i)
+	}
+	return n.ServiceHost(n.ControllerPod(i))
+}
+
 // ServiceHost is the DNS name of a Service of the cluster.
 func (n Names) ServiceHost(svc string) string {
 	return fmt.Sprintf("%s.%s.svc.%s", svc, n.Namespace, n.ClusterDomain)
@@ -113,7 +128,7 @@ func (n Names) ConfServer(controllers int) string {
 		if i > 0 {
 			s += ","
 		}
-		s += fmt.Sprintf("%s:%d", n.ControllerHost(i), SlurmctldPort)
+		s += fmt.Sprintf("%s:%d", n.ControllerAddr(i, controllers), SlurmctldPort)
 	}
 	return s
 }

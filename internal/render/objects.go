@@ -21,6 +21,24 @@ func ControllerService(n Names) *corev1.Service {
 	return headlessService(n, n.Controller, wellknown.ComponentController, SlurmctldPort)
 }
 
+// ControllerPodServices are, with a backup, one ClusterIP Service per controller pod
+// (Names.ControllerAddr): its name resolves whether or not the pod exists, and while it does not,
+// kube-proxy refuses connections to it. The addresses of pods that are not ready are published:
+// slurmctld's readiness probe pings itself at this address, and the standby must be reachable.
+func ControllerPodServices(sc *sunkv1.SlurmCluster, n Names) []*corev1.Service {
+	if Controllers(sc) == 1 {
+		return nil
+	}
+	var out []*corev1.Service
+	for i := 0; i < Controllers(sc); i++ {
+		s := service(n, n.ControllerPod(i), wellknown.ComponentController, corev1.ServiceTypeClusterIP, SlurmctldPort)
+		s.Spec.Selector[appsv1.StatefulSetPodNameLabel] = n.ControllerPod(i)
+		s.Spec.PublishNotReadyAddresses = true
+		out = append(out, s)
+	}
+	return out
+}
+
 // ControllerStatefulSet runs slurmctld (and its backup) with the state volume.
 func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.StatefulSet {
 	c := slurmContainer(sc, ControllerContainer, sc.Spec.Controller.Image, sc.Spec.Controller.Resources)

@@ -114,6 +114,9 @@ func TestObjectsGolden(t *testing.T) {
 			LoginService(sc, n), LoginHostsService(n), LoginStatefulSet(sc, n, c), S6ServicesConfigMap(n, n.LoginServices, wellknown.ComponentLogin, sc.Spec.Login.Services)}
 		if sc.Spec.Controller.Backup {
 			objs = append(objs, SharedStateClaim(sc, n))
+			for _, s := range ControllerPodServices(sc, n) {
+				objs = append(objs, s)
+			}
 		}
 		if sc.Spec.Accounting.Mode == sunkv1.AccountingManaged {
 			objs = append(objs, AccountingService(n), AccountingStatefulSet(sc, n, c, "h"), DatabaseService(n), DatabaseStatefulSet(sc, n),

@@ -218,6 +218,16 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 		if err := r.ensureRetained(ctx, sc, render.SharedStateClaim(sc, n)); err != nil {
 			return err
 		}
+		for _, s := range render.ControllerPodServices(sc, n) {
+			objs = append(objs, s)
+		}
+	} else {
+		// The per-controller Services of a cluster that had a backup.
+		for i := range 2 {
+			if err := r.deleteIfOwned(ctx, sc, &corev1.Service{}, n.ControllerPod(i)); err != nil {
+				return err
+			}
+		}
 	}
 	if render.SSHEnabled(sc) {
 		objs = append(objs, render.LoginService(sc, n))

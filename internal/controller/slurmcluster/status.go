@@ -63,7 +63,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmClust
 	default:
 		st.set(sunkv1.ConditionControllerReady, false, ReasonNotReady, podProblem(ctldPod, "slurmctld"))
 	}
-	st.endpoints.Controller = fmt.Sprintf("%s:%d", n.ControllerHost(0), render.SlurmctldPort)
+	st.endpoints.Controller = fmt.Sprintf("%s:%d", n.ControllerAddr(0, render.Controllers(sc)), render.SlurmctldPort)
 
 	rest := &appsv1.Deployment{}
 	if err := r.get(ctx, n, n.RestAPI, rest); err != nil {
