@@ -226,11 +226,12 @@ func TestBudgetedDrainOf(t *testing.T) {
 	}{
 		{snode("k8s: pod not Ready", "IDLE", "DRAIN"), "pod not Ready"},
 		{snode("k8s: node NotReady; pod not Ready", "ALLOCATED", "DRAIN"), "node NotReady; pod not Ready"},
-		{snode("k8s: pod not Ready", "IDLE"), ""},                             // resumed: the old reason stays
-		{snode("k8s: node cordoned; pod not Ready", "IDLE", "DRAIN"), ""},     // a cordon: exempt
-		{snode("k8s: node NotReady; pod being deleted", "IDLE", "DRAIN"), ""}, // a deletion: exempt
-		{snode("k8s: nodeset scale-in", "IDLE", "DRAIN"), ""},                 // the NodeSet controller's
-		{snode("pod not Ready", "IDLE", "DRAIN"), ""},                         // a person's
+		{snode("k8s: pod not Ready", "IDLE"), ""},                                                                       // resumed: the old reason stays
+		{snode("k8s: node cordoned; pod not Ready", "IDLE", "DRAIN"), ""},                                               // a cordon: exempt
+		{snode("k8s: node NotReady; pod being deleted", "IDLE", "DRAIN"), ""},                                           // a deletion: exempt
+		{snode("k8s: nodeset scale-in", "IDLE", "DRAIN"), ""},                                                           // the NodeSet controller's
+		{snode("pod not Ready", "IDLE", "DRAIN"), ""},                                                                   // a person's
+		{snode("k8s: GRES mismatch (Slurm has none, the pod registered gpu:h100:8)", "IDLE", "DRAIN"), "GRES mismatch"}, // by kind
 	}
 	for _, c := range cases {
 		if got := strings.Join(BudgetedDrainOf(c.node), "; "); got != c.want {
@@ -242,6 +243,7 @@ func TestBudgetedDrainOf(t *testing.T) {
 func TestHeldBy(t *testing.T) {
 	notReady := []string{CausePodNotReady}
 	both := []string{CauseNodeNotReady, CausePodNotReady}
+	gres := []string{CauseGres + " (Slurm has gpu:h100:4, the pod registered gpu:h100:8)"}
 	drain := func(causes []string) Action { return Action{Kind: Drain, Reason: DrainReason(causes)} }
 	idle := snode("", "IDLE")
 	budget := func(nodes int, drained map[string]int) Budget {
@@ -277,10 +279,66 @@ func TestHeldBy(t *testing.T) {
 			budget(40, map[string]int{CausePodNotReady: 40}), ""},
 		{"resumed by someone while the cause persists: a new drain", drain(notReady), snode("k8s: pod not Ready", "IDLE"), notReady,
 			budget(40, map[string]int{CausePodNotReady: 4}), CausePodNotReady},
+		{"GRES mismatches count by kind", drain(gres), idle, gres, budget(40, map[string]int{CauseGres: 4}), CauseGres},
+		{"GRES: room left", drain(gres), idle, gres, budget(40, map[string]int{CauseGres: 3}), ""},
 	}
 	for _, c := range cases {
 		if got := HeldBy(c.a, c.node, c.causes, c.b); got != c.want {
 			t.Errorf("%s: held by %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// TestGresCause: Slurm's GRES for a node, as Slurm 24.11 writes them, against what the pod
+// registered (render.RegisteredGres), and what the syncer then does to the node.
+func TestGresCause(t *testing.T) {
+	reg := func(g string) Registered { return Registered{Gres: g, Known: true} }
+	gres := func(g string, state ...string) *slurm.Node { n := snode("", state...); n.Gres = g; return n }
+	mismatch := func(slurmHas, podHas string) string {
+		return "k8s: GRES mismatch (Slurm has " + slurmHas + ", the pod registered " + podHas + ")"
+	}
+	cases := []struct {
+		name string
+		reg  Registered
+		node *slurm.Node
+		want Action
+	}{
+		{"the same", reg("gpu:h100:8"), gres("gpu:h100:8", "IDLE"), Action{}},
+		{"socket detail does not count", reg("gpu:h100:8"), gres("gpu:h100:8(S:0-1)", "IDLE"), Action{}},
+		{"no GPUs on either side", reg(""), gres("(null)", "IDLE"), Action{}},
+		{"untyped", reg("gpu:8"), gres("gpu:8", "IDLE"), Action{}},
+		{"several, in another order", reg("nic:1,gpu:a100:2"), gres("gpu:a100:2,nic:1", "IDLE"), Action{}},
+		{"fewer GPUs than granted", reg("gpu:h100:8"), gres("gpu:h100:4", "IDLE"),
+			Action{Drain, mismatch("gpu:h100:4", "gpu:h100:8")}},
+		{"none in Slurm", reg("gpu:h100:2"), gres("", "IDLE"), Action{Drain, mismatch("none", "gpu:h100:2")}},
+		{"another type", reg("gpu:h100:8"), gres("gpu:a100:8", "ALLOCATED"), Action{Drain, mismatch("gpu:a100:8", "gpu:h100:8")}},
+		{"GPUs the pod was not granted", reg(""), gres("gpu:2", "IDLE"), Action{Drain, mismatch("gpu:2", "none")}},
+		{"zero devices found", reg("gpu:h100:8"), gres("gpu:h100:0", "IDLE"), Action{Drain, mismatch("none", "gpu:h100:8")}},
+		{"our GRES drain, matching again: resume", reg("gpu:h100:8"),
+			func() *slurm.Node {
+				n := gres("gpu:h100:8", "IDLE", "DRAIN")
+				n.Reason = mismatch("gpu:h100:4", "gpu:h100:8")
+				return n
+			}(), Action{Kind: Resume}},
+		{"Slurm's own drain for missing devices is Slurm's", reg("gpu:h100:8"),
+			func() *slurm.Node {
+				n := gres("gpu:h100:4", "IDLE", "DRAIN")
+				n.Reason = "gres/gpu count reported lower than configured (4 < 8)"
+				return n
+			}(), Action{}},
+		// Nothing is decided on what cannot be read.
+		{"a pod without a node line", Registered{}, gres("gpu:h100:4", "IDLE"), Action{}},
+		{"Slurm's GRES unreadable", reg("gpu:h100:8"), gres("gpu::8", "IDLE"), Action{}},
+		{"the pod's GRES unreadable", reg("gpu:h100:x:8"), gres("", "IDLE"), Action{}},
+	}
+	for _, c := range cases {
+		if got := Decide(WithGres(nil, c.reg, c.node), c.node); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	// With a Kubernetes cause, the GRES cause comes after it.
+	n := gres("", "IDLE")
+	if got, want := DrainReason(WithGres([]string{CauseCordoned}, reg("gpu:1"), n)), "k8s: node cordoned; "+mismatch("none", "gpu:1")[5:]; got != want {
+		t.Errorf("cordon and GRES: %q, want %q", got, want)
 	}
 }
