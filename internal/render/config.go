@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,6 +43,9 @@ type ConfigInputs struct {
 	// GPUs says a NodeSet of the cluster grants its pods GPUs: only then does gres.conf
 	// include each pod's own device lines (GresNodeConfPath).
 	GPUs bool
+	// GPUTypes are the GRES types the cluster's NodeSets name in spec.gpuType: accounting
+	// tracks each of them beside gres/gpu (AccountingTRES).
+	GPUTypes []string
 }
 
 // RenderConfig renders slurm.conf and its companions. It fails only on input it cannot
@@ -278,11 +282,25 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 			"AccountingStorageType=accounting_storage/slurmdbd",
 			"AccountingStorageHost="+n.ServiceHost(n.Accounting),
 			fmt.Sprintf("AccountingStoragePort=%d", SlurmdbdPort),
-			"AccountingStorageTRES=gres/gpu",
+			"AccountingStorageTRES="+AccountingTRES(in.GPUTypes),
 		)
 	}
 	conf := mergeConf(strings.Join(lines, "\n")+"\n", sc.Spec.Controller.ExtraConf)
 	return conf + partitions(sc)
+}
+
+// AccountingTRES is AccountingStorageTRES: gres/gpu, the GPUs of every type (what sacct and
+// sreport show per job and account), then gres/gpu:<type> for each GPU type, sorted. Slurm
+// records a typed TRES only for jobs that ask for that type (slurm.conf(5)); untyped requests
+// count in gres/gpu alone. gres/gpu also makes Slurm track gres/gpumem and gres/gpuutil.
+func AccountingTRES(gpuTypes []string) string {
+	tres := []string{"gres/gpu"}
+	for _, t := range slices.Compact(slices.Sorted(slices.Values(gpuTypes))) {
+		if t != "" {
+			tres = append(tres, "gres/gpu:"+t)
+		}
+	}
+	return strings.Join(tres, ",")
 }
 
 // partitions renders NodeSet (by Feature, so that dynamic nodes join by their features)
