@@ -43,6 +43,11 @@ type ConfigInputs struct {
 	// GPUs says a NodeSet of the cluster grants its pods GPUs: only then does gres.conf
 	// include each pod's own device lines (GresNodeConfPath).
 	GPUs bool
+	// TopologyYAML says the cluster's Slurm reads topology.yaml (25.05 and later): the
+	// topology is written there, as the cluster default named after its kind, instead of
+	// topology.conf and TopologyPlugin. False (24.11, and every cluster today: the
+	// SlurmCluster does not yet say its Slurm version) renders topology.conf.
+	TopologyYAML bool
 	// GPUTypes are the GRES types the cluster's NodeSets name in spec.gpuType: accounting
 	// tracks each of them beside gres/gpu (AccountingTRES).
 	GPUTypes []string
@@ -68,7 +73,15 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		files["topology.conf"] = topo.Conf
+		if in.TopologyYAML {
+			y, err := RenderTopologyYAML([]NamedTopology{{Name: topologyKind(topo), Default: true, Topology: topo}})
+			if err != nil {
+				return nil, err
+			}
+			files[TopologyYAMLFile] = y
+		} else {
+			files["topology.conf"] = topo.Conf
+		}
 	}
 	scripts := map[string]string{}
 	for _, kind := range []struct {
@@ -94,6 +107,9 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 	files["slurm.conf"] = fmt.Sprintf("# Rendered by sunk for SlurmCluster %s/%s. sunk-config-hash: %s\n", n.Namespace, n.Cluster, c.Hash) + files["slurm.conf"]
 	return c, nil
 }
+
+// topologyKind names a topology in topology.yaml after its plugin: "tree" or "block".
+func topologyKind(t *Topology) string { return strings.TrimPrefix(t.Plugin, "topology/") }
 
 // topologyOrEmpty is the topology of the inputs, or one without nodes; nil without
 // spec.topology.
@@ -272,7 +288,7 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 	if sc.Spec.JobSubmitLua != "" {
 		lines = append(lines, "JobSubmitPlugins=lua")
 	}
-	if topo, err := topologyOrEmpty(sc, in); err == nil && topo != nil {
+	if topo, err := topologyOrEmpty(sc, in); err == nil && topo != nil && !in.TopologyYAML {
 		// No restart key: 24.11's reconfigure re-executes slurmctld, which loads the
 		// plugin and rereads topology.conf (docs/topology.md).
 		lines = append(lines, "TopologyPlugin="+topo.Plugin)

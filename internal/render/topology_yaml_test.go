@@ -51,3 +51,29 @@ func TestTopologyYAMLRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderConfigTopologyYAML: topology.conf and TopologyPlugin stay the default; the
+// explicit input writes the same topology to topology.yaml instead, as the cluster default.
+func TestRenderConfigTopologyYAML(t *testing.T) {
+	sc := minimal()
+	sc.Spec.Topology = &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{Preset: sunkv1.PresetAWS}}
+	topo, err := RenderTopology(sc.Spec.Topology, awsNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), Topology: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conf.Files["topology.conf"] != topo.Conf || conf.Files[TopologyYAMLFile] != "" || !strings.Contains(conf.Files["slurm.conf"], "\nTopologyPlugin=topology/tree\n") {
+		t.Errorf("default: want topology.conf and TopologyPlugin, no topology.yaml:\n%s", files(conf))
+	}
+	yml, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), Topology: topo, TopologyYAML: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := RenderTopologyYAML([]NamedTopology{{Name: "tree", Default: true, Topology: topo}})
+	if yml.Files[TopologyYAMLFile] != want || yml.Files["topology.conf"] != "" || strings.Contains(yml.Files["slurm.conf"], "TopologyPlugin") {
+		t.Errorf("TopologyYAML: want topology.yaml only:\n%s", files(yml))
+	}
+}
