@@ -29,8 +29,8 @@ import (
 // The mismatch is Slurm's real answer, but from the other side than a missing device: the
 // shared test bed has no gres.conf (sunk's GRES test runs its own slurmctld without REST),
 // and giving its slurmd GPUs would reconfigure a bed other tests run on. What Slurm reports
-// for fewer devices than configured is in internal/syncer's table (Slurm drains that node
-// itself, and the syncer leaves Slurm's drain alone).
+// for a slurmd with fewer GPUs than its line, and what the syncer decides on it, is checked
+// on a private slurmctld in test/integration/slurm (TestGPUsWithoutGPUs).
 func TestSyncerGresMismatch(t *testing.T) {
 	h := setup(t)
 	n1, n2 := h.env.Nodes[0], h.env.Nodes[1]
