@@ -309,6 +309,8 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 // sreport show per job and account), then gres/gpu:<type> for each GPU type, sorted. Slurm
 // records a typed TRES only for jobs that ask for that type (slurm.conf(5)); untyped requests
 // count in gres/gpu alone. gres/gpu also makes Slurm track gres/gpumem and gres/gpuutil.
+// Rendered only with AccountingStorageType=accounting_storage/slurmdbd: slurmctld 24.11 stops
+// on a gres TRES without slurmdbd ("slurmdbd is required to run with TRES gres/gpu", seen).
 func AccountingTRES(gpuTypes []string) string {
 	tres := []string{"gres/gpu"}
 	for _, t := range slices.Compact(slices.Sorted(slices.Values(gpuTypes))) {
