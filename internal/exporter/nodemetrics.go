@@ -47,40 +47,21 @@ func takesJobs(state string) bool {
 // "gpu:a100:2(S:0-1),gpu:h100:2", "gpu:a100:1(IDX:0),shard:a100:0(0/8,0/8)". A gpu entry
 // without a count is one GPU; other GRES are not counted.
 func GPUs(gres string) int {
-	total, depth, start := 0, 0, 0
-	entry := func(e string) {
-		if i := strings.IndexByte(e, '('); i >= 0 {
-			e = e[:i]
-		}
-		f := strings.Split(strings.TrimSpace(e), ":")
+	total := 0
+	for _, e := range slurm.GresEntries(gres) {
+		f := strings.Split(e, ":")
 		if strings.TrimPrefix(f[0], "gres/") != "gpu" {
-			return
+			continue
 		}
 		if len(f) == 1 {
 			total++
-			return
+			continue
 		}
 		if n, err := strconv.Atoi(f[len(f)-1]); err == nil {
 			total += n
 		} else if len(f) == 2 { // "gpu:a100": a type, one GPU
 			total++
 		}
-	}
-	for i := 0; i < len(gres); i++ {
-		switch gres[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		case ',':
-			if depth == 0 {
-				entry(gres[start:i])
-				start = i + 1
-			}
-		}
-	}
-	if start < len(gres) {
-		entry(gres[start:])
 	}
 	return total
 }

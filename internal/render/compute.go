@@ -139,6 +139,35 @@ func slurmdConf(ns *sunkv1.NodeSet, gpuType string) (line, gresConf string) {
 	return strings.Join(append(parts, extra...), " "), gresConf
 }
 
+// EnvSlurmdConf is the compute pod's variable with its node line (SlurmdConf), which sunk's
+// image passes to slurmd -Z --conf.
+const EnvSlurmdConf = "SLURMD_CONF"
+
+// RegisteredGres is the Gres= of the node line a compute pod's slurmd registers with: read
+// back from the pod (its slurmd container's EnvSlurmdConf, which SlurmdConf wrote), so that
+// it is what this pod asked Slurm for, not what the NodeSet would render today. "" when the
+// line has no Gres; ok is false when the pod has no such line (not a pod sunk rendered).
+func RegisteredGres(pod *corev1.Pod) (gres string, ok bool) {
+	for _, c := range pod.Spec.Containers {
+		if c.Name != "slurmd" {
+			continue
+		}
+		for _, e := range c.Env {
+			if e.Name != EnvSlurmdConf {
+				continue
+			}
+			// The line is key=value fields; a later key wins, as extraConf's replaces sunk's.
+			for _, kv := range strings.Fields(e.Value) {
+				if k, v, _ := strings.Cut(kv, "="); strings.EqualFold(k, "gres") {
+					gres = v
+				}
+			}
+			return gres, true
+		}
+	}
+	return "", false
+}
+
 // MemberGPUType is the GRES type of a member's GPUs: spec.gpuType, else the product label of
 // its Kubernetes node (nil labels: not known, as in Replicas mode), else none (untyped). A
 // label value that cannot be a type gives none and the error, for an event.
@@ -161,7 +190,7 @@ func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, gpuTyp
 	line, gresConf := slurmdConf(ns, gpuType)
 	c.Env = []corev1.EnvVar{
 		{Name: "SLURM_CONF_SERVER", Value: n.ConfServer(Controllers(sc))},
-		{Name: "SLURMD_CONF", Value: line},
+		{Name: EnvSlurmdConf, Value: line},
 	}
 	// Only with GPUs: a NodeSet without them keeps its template hash.
 	if gresConf != "" {

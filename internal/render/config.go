@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,6 +43,14 @@ type ConfigInputs struct {
 	// GPUs says a NodeSet of the cluster grants its pods GPUs: only then does gres.conf
 	// include each pod's own device lines (GresNodeConfPath).
 	GPUs bool
+	// TopologyYAML says the cluster's Slurm reads topology.yaml (25.05 and later): the
+	// topology is written there, as the cluster default named after its kind, instead of
+	// topology.conf and TopologyPlugin. False (24.11, and every cluster today: the
+	// SlurmCluster does not yet say its Slurm version) renders topology.conf.
+	TopologyYAML bool
+	// GPUTypes are the GRES types the cluster's NodeSets name in spec.gpuType: accounting
+	// tracks each of them beside gres/gpu (AccountingTRES).
+	GPUTypes []string
 }
 
 // RenderConfig renders slurm.conf and its companions. It fails only on input it cannot
@@ -64,7 +73,15 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		files["topology.conf"] = topo.Conf
+		if in.TopologyYAML {
+			y, err := RenderTopologyYAML([]NamedTopology{{Name: topologyKind(topo), Default: true, Topology: topo}})
+			if err != nil {
+				return nil, err
+			}
+			files[TopologyYAMLFile] = y
+		} else {
+			files["topology.conf"] = topo.Conf
+		}
 	}
 	scripts := map[string]string{}
 	for _, kind := range []struct {
@@ -90,6 +107,9 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 	files["slurm.conf"] = fmt.Sprintf("# Rendered by sunk for SlurmCluster %s/%s. sunk-config-hash: %s\n", n.Namespace, n.Cluster, c.Hash) + files["slurm.conf"]
 	return c, nil
 }
+
+// topologyKind names a topology in topology.yaml after its plugin: "tree" or "block".
+func topologyKind(t *Topology) string { return strings.TrimPrefix(t.Plugin, "topology/") }
 
 // topologyOrEmpty is the topology of the inputs, or one without nodes; nil without
 // spec.topology.
@@ -268,7 +288,7 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 	if sc.Spec.JobSubmitLua != "" {
 		lines = append(lines, "JobSubmitPlugins=lua")
 	}
-	if topo, err := topologyOrEmpty(sc, in); err == nil && topo != nil {
+	if topo, err := topologyOrEmpty(sc, in); err == nil && topo != nil && !in.TopologyYAML {
 		// No restart key: 24.11's reconfigure re-executes slurmctld, which loads the
 		// plugin and rereads topology.conf (docs/topology.md).
 		lines = append(lines, "TopologyPlugin="+topo.Plugin)
@@ -278,11 +298,27 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 			"AccountingStorageType=accounting_storage/slurmdbd",
 			"AccountingStorageHost="+n.ServiceHost(n.Accounting),
 			fmt.Sprintf("AccountingStoragePort=%d", SlurmdbdPort),
-			"AccountingStorageTRES=gres/gpu",
+			"AccountingStorageTRES="+AccountingTRES(in.GPUTypes),
 		)
 	}
 	conf := mergeConf(strings.Join(lines, "\n")+"\n", sc.Spec.Controller.ExtraConf)
 	return conf + partitions(sc)
+}
+
+// AccountingTRES is AccountingStorageTRES: gres/gpu, the GPUs of every type (what sacct and
+// sreport show per job and account), then gres/gpu:<type> for each GPU type, sorted. Slurm
+// records a typed TRES only for jobs that ask for that type (slurm.conf(5)); untyped requests
+// count in gres/gpu alone. gres/gpu also makes Slurm track gres/gpumem and gres/gpuutil.
+// Rendered only with AccountingStorageType=accounting_storage/slurmdbd: slurmctld 24.11 stops
+// on a gres TRES without slurmdbd ("slurmdbd is required to run with TRES gres/gpu", seen).
+func AccountingTRES(gpuTypes []string) string {
+	tres := []string{"gres/gpu"}
+	for _, t := range slices.Compact(slices.Sorted(slices.Values(gpuTypes))) {
+		if t != "" {
+			tres = append(tres, "gres/gpu:"+t)
+		}
+	}
+	return strings.Join(tres, ",")
 }
 
 // partitions renders NodeSet (by Feature, so that dynamic nodes join by their features)

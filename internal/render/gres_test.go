@@ -102,3 +102,32 @@ func TestGresConfIncludesDevicesOnlyWithGPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestRegisteredGres: what the syncer compares Slurm's GRES with is read back from the pod
+// ComputePod made, for sunk's Gres, extraConf's, none, and a pod sunk did not render.
+func TestRegisteredGres(t *testing.T) {
+	sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "n"}}
+	ns := minimalNodeSet()
+	ns.Spec.Resources.Limits = corev1.ResourceList{ResourceGPU: resource.MustParse("8")}
+	for _, c := range []struct {
+		name, extra, typ, want string
+	}{
+		{"typed", "", "h100", "gpu:h100:8"},
+		{"untyped", "", "", "gpu:8"},
+		{"extraConf's", "Gres=gpu:a100:2,nic:1", "h100", "gpu:a100:2,nic:1"},
+	} {
+		ns := ns.DeepCopy()
+		ns.Spec.ExtraConf = c.extra
+		pod := ComputePod(ns, sc, NamesFor(sc, ""), ComputeMember{Name: "cpu-0", GPUType: c.typ})
+		if got, ok := RegisteredGres(pod); !ok || got != c.want {
+			t.Errorf("%s: RegisteredGres = %q, %v; want %q", c.name, got, ok, c.want)
+		}
+	}
+	pod := ComputePod(minimalNodeSet(), sc, NamesFor(sc, ""), ComputeMember{Name: "cpu-0"})
+	if got, ok := RegisteredGres(pod); !ok || got != "" {
+		t.Errorf("no GPUs: RegisteredGres = %q, %v; want \"\", true", got, ok)
+	}
+	if got, ok := RegisteredGres(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd"}}}}); ok {
+		t.Errorf("a pod without %s: RegisteredGres = %q, true; want not ok", EnvSlurmdConf, got)
+	}
+}

@@ -71,6 +71,8 @@ func fullInputs(sc *sunkv1.SlurmCluster) ConfigInputs {
 		Names:  NamesFor(sc, ""),
 		Prolog: []ResolvedScript{{Name: "check-gpus", Text: "#!/bin/sh\nexit 0\n"}, {Name: "marker", Text: "#!/bin/sh\ntouch /tmp/m\n"}},
 		Epilog: []ResolvedScript{{Name: "cleanup", Text: "#!/bin/sh\nrm -f /tmp/m\n"}},
+		// Two NodeSets name their type, one twice; a third has untyped GPUs.
+		GPUs: true, GPUTypes: []string{"h100", "a100", "h100", ""},
 	}
 }
 

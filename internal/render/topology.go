@@ -31,6 +31,17 @@ type Topology struct {
 	Problems []string
 	// Renamed are the label values written under another name ('"a b" as a_b').
 	Renamed []string
+	// Switches (tree), or BlockSizes and Blocks (block): what Conf says, for topology.yaml
+	// (RenderTopologyYAML).
+	Switches   []TopologyUnit
+	BlockSizes []int
+	Blocks     []TopologyUnit
+}
+
+// TopologyUnit is a switch or a block: its name, its nodes (a hostlist), and a switch's
+// child switches (comma-separated).
+type TopologyUnit struct {
+	Name, Nodes, Children string
 }
 
 // UnknownTopologyName is the switch or block of nodes whose labels say nothing.
@@ -166,7 +177,9 @@ func renderTree(keys []string, nodes []TopologyNode) (*Topology, error) {
 	for _, id := range ids {
 		sw := switches[id]
 		if sw.level == 0 {
-			fmt.Fprintf(&b, "SwitchName=%s Nodes=%s\n", names[id], slurm.CompressHostlist(sw.nodes))
+			u := TopologyUnit{Name: names[id], Nodes: slurm.CompressHostlist(sw.nodes)}
+			t.Switches = append(t.Switches, u)
+			fmt.Fprintf(&b, "SwitchName=%s Nodes=%s\n", u.Name, u.Nodes)
 			continue
 		}
 		var children []string
@@ -174,9 +187,12 @@ func renderTree(keys []string, nodes []TopologyNode) (*Topology, error) {
 			children = append(children, names[c])
 		}
 		sort.Strings(children)
-		fmt.Fprintf(&b, "SwitchName=%s Switches=%s\n", names[id], strings.Join(children, ","))
+		u := TopologyUnit{Name: names[id], Children: strings.Join(children, ",")}
+		t.Switches = append(t.Switches, u)
+		fmt.Fprintf(&b, "SwitchName=%s Switches=%s\n", u.Name, u.Children)
 	}
 	if len(unknown) > 0 {
+		t.Switches = append(t.Switches, TopologyUnit{Name: UnknownTopologyName, Nodes: slurm.CompressHostlist(unknown)})
 		fmt.Fprintf(&b, "# Nodes whose Kubernetes node lacks the labels.\nSwitchName=%s Nodes=%s\n", UnknownTopologyName, slurm.CompressHostlist(unknown))
 		t.Problems = append(t.Problems, fmt.Sprintf("%d nodes lack the labels %s and sit under the switch %q", len(unknown), strings.Join(keys, ", "), UnknownTopologyName))
 	}
@@ -259,9 +275,12 @@ func renderBlocks(spec *sunkv1.BlockTopology, nodes []TopologyNode) (*Topology, 
 		if bl.name == UnknownTopologyName {
 			body.WriteString("# Nodes whose Kubernetes node lacks the label.\n")
 		}
-		fmt.Fprintf(&body, "BlockName=%s Nodes=%s\n", bl.name, slurm.CompressHostlist(bl.nodes))
+		u := TopologyUnit{Name: bl.name, Nodes: slurm.CompressHostlist(bl.nodes)}
+		t.Blocks = append(t.Blocks, u)
+		fmt.Fprintf(&body, "BlockName=%s Nodes=%s\n", u.Name, u.Nodes)
 	}
 	if body.Len() > 0 {
+		t.BlockSizes = sizes
 		strs := make([]string, len(sizes))
 		for i, s := range sizes {
 			strs[i] = fmt.Sprint(s)

@@ -105,7 +105,7 @@ func (b *budget) admit(a Action, n *slurm.Node, causes []string) (heldBy string,
 	if heldBy == "" {
 		delete(b.held, n.Name)
 		if a.Kind == Drain && !n.Drained() && Budgeted(causes) {
-			b.pending[n.Name] = pendingDrain{causes: causes, at: time.Now()}
+			b.pending[n.Name] = pendingDrain{causes: causeKinds(causes), at: time.Now()}
 		}
 		return "", false, v
 	}

@@ -25,13 +25,15 @@ const (
 	CauseNodeNotReady = "node NotReady"
 	CausePodDeleted   = "pod being deleted"
 	CausePodNotReady  = "pod not Ready"
+	// CauseGres: Slurm's GRES for the node are not those its pod registered (GresCause).
+	CauseGres = "GRES mismatch"
 )
 
-// causeKinds are the causes without a person's words: what the drain metrics count by.
-var causeKinds = []string{CauseCordoned, CauseNodeNotReady, CausePodDeleted, CausePodNotReady}
+// allCauseKinds are the causes without their details: what the drain metrics count by.
+var allCauseKinds = []string{CauseCordoned, CauseNodeNotReady, CausePodDeleted, CausePodNotReady, CauseGres}
 
-// causeKind is a cause without the cordon's reason that Causes appends: "node cordoned
-// (kernel upgrade)" is of kind "node cordoned".
+// causeKind is a cause without the details in parentheses that Causes and GresCause append:
+// "node cordoned (kernel upgrade)" is of kind "node cordoned".
 func causeKind(cause string) string {
 	kind, _, _ := strings.Cut(cause, " (")
 	return kind
@@ -210,9 +212,13 @@ const DefaultDrainBudgetPercent = 10
 
 // budgetedCause reports a cause that one fault outside the nodes can raise on every node at
 // once: an apiserver or network outage makes every node NotReady, a slow slurmctld made
-// every compute pod not Ready. Cordons and deletions are exempt: a person or the system
-// asked for each of them.
-func budgetedCause(c string) bool { return c == CauseNodeNotReady || c == CausePodNotReady }
+// every compute pod not Ready, and a Slurm that writes GRES in a form sunk reads otherwise
+// would make every GPU node a GRES mismatch. Cordons and deletions are exempt: a person or
+// the system asked for each of them.
+func budgetedCause(c string) bool {
+	k := causeKind(c)
+	return k == CauseNodeNotReady || k == CausePodNotReady || k == CauseGres
+}
 
 // Budgeted reports a drain whose causes are all budgeted ones (and there is at least one).
 func Budgeted(causes []string) bool {
@@ -224,7 +230,7 @@ func Budgeted(causes []string) bool {
 	return len(causes) > 0
 }
 
-// BudgetedDrainOf returns the causes of n's drain when it is a budgeted drain by the syncer
+// BudgetedDrainOf returns the kinds of the causes of n's drain when it is a budgeted drain by the syncer
 // (drained, with a reason the syncer wrote from budgeted causes only), else nil.
 func BudgetedDrainOf(n *slurm.Node) []string {
 	if !n.Drained() || !wellknown.DrainBySyncer(n.Reason) {
@@ -235,11 +241,21 @@ func BudgetedDrainOf(n *slurm.Node) []string {
 	if !Budgeted(causes) {
 		return nil
 	}
-	return causes
+	return causeKinds(causes)
+}
+
+// causeKinds are the kinds of causes (causeKind), what the drain budget counts by: each
+// node's GRES mismatch has its own details.
+func causeKinds(causes []string) []string {
+	kinds := make([]string, len(causes))
+	for i, c := range causes {
+		kinds[i] = causeKind(c)
+	}
+	return kinds
 }
 
 // Budget is what the drain budget looks at: the cluster's Slurm nodes, the share of them
-// that one cause may hold drained, and for each budgeted cause how many other nodes are
+// that one cause may hold drained, and for each budgeted cause (by kind) how many other nodes are
 // drained by the syncer for it.
 type Budget struct {
 	Nodes      int
@@ -253,16 +269,16 @@ func (b Budget) Limit() int { return max(1, b.Nodes*b.Percent/100) }
 
 // HeldBy is the drain budget's rule for the action Decide chose for n. Only a new drain (n
 // not drained) whose causes are all budgeted is limited: it is held when, for one of its
-// causes, Limit nodes are drained for that cause already. HeldBy returns that cause, or ""
+// causes, Limit nodes are drained for that cause already. HeldBy returns that cause's kind, or ""
 // when the action goes ahead. Changing the reason of a drain that is on already drains
 // nothing new and is never held.
 func HeldBy(a Action, n *slurm.Node, causes []string, b Budget) string {
 	if a.Kind != Drain || n.Drained() || !Budgeted(causes) {
 		return ""
 	}
-	for _, c := range causes {
-		if b.DrainedFor[c] >= b.Limit() {
-			return c
+	for _, k := range causeKinds(causes) {
+		if b.DrainedFor[k] >= b.Limit() {
+			return k
 		}
 	}
 	return ""

@@ -226,11 +226,12 @@ func TestBudgetedDrainOf(t *testing.T) {
 	}{
 		{snode("k8s: pod not Ready", "IDLE", "DRAIN"), "pod not Ready"},
 		{snode("k8s: node NotReady; pod not Ready", "ALLOCATED", "DRAIN"), "node NotReady; pod not Ready"},
-		{snode("k8s: pod not Ready", "IDLE"), ""},                             // resumed: the old reason stays
-		{snode("k8s: node cordoned; pod not Ready", "IDLE", "DRAIN"), ""},     // a cordon: exempt
-		{snode("k8s: node NotReady; pod being deleted", "IDLE", "DRAIN"), ""}, // a deletion: exempt
-		{snode("k8s: nodeset scale-in", "IDLE", "DRAIN"), ""},                 // the NodeSet controller's
-		{snode("pod not Ready", "IDLE", "DRAIN"), ""},                         // a person's
+		{snode("k8s: pod not Ready", "IDLE"), ""},                                                                       // resumed: the old reason stays
+		{snode("k8s: node cordoned; pod not Ready", "IDLE", "DRAIN"), ""},                                               // a cordon: exempt
+		{snode("k8s: node NotReady; pod being deleted", "IDLE", "DRAIN"), ""},                                           // a deletion: exempt
+		{snode("k8s: nodeset scale-in", "IDLE", "DRAIN"), ""},                                                           // the NodeSet controller's
+		{snode("pod not Ready", "IDLE", "DRAIN"), ""},                                                                   // a person's
+		{snode("k8s: GRES mismatch (Slurm has none, the pod registered gpu:h100:8)", "IDLE", "DRAIN"), "GRES mismatch"}, // by kind
 	}
 	for _, c := range cases {
 		if got := strings.Join(BudgetedDrainOf(c.node), "; "); got != c.want {
@@ -242,6 +243,7 @@ func TestBudgetedDrainOf(t *testing.T) {
 func TestHeldBy(t *testing.T) {
 	notReady := []string{CausePodNotReady}
 	both := []string{CauseNodeNotReady, CausePodNotReady}
+	gres := []string{CauseGres + " (Slurm has gpu:h100:4, the pod registered gpu:h100:8)"}
 	drain := func(causes []string) Action { return Action{Kind: Drain, Reason: DrainReason(causes)} }
 	idle := snode("", "IDLE")
 	budget := func(nodes int, drained map[string]int) Budget {
@@ -277,6 +279,8 @@ func TestHeldBy(t *testing.T) {
 			budget(40, map[string]int{CausePodNotReady: 40}), ""},
 		{"resumed by someone while the cause persists: a new drain", drain(notReady), snode("k8s: pod not Ready", "IDLE"), notReady,
 			budget(40, map[string]int{CausePodNotReady: 4}), CausePodNotReady},
+		{"GRES mismatches count by kind", drain(gres), idle, gres, budget(40, map[string]int{CauseGres: 4}), CauseGres},
+		{"GRES: room left", drain(gres), idle, gres, budget(40, map[string]int{CauseGres: 3}), ""},
 	}
 	for _, c := range cases {
 		if got := HeldBy(c.a, c.node, c.causes, c.b); got != c.want {

@@ -86,7 +86,7 @@ func (m *Metrics) begin(ns, cluster string) {
 	for _, kind := range []string{errKubeWrite, errSlurmWrite} {
 		m.errors.WithLabelValues(clusterLabel(ns, cluster), kind)
 	}
-	for _, kind := range causeKinds {
+	for _, kind := range allCauseKinds {
 		m.held.WithLabelValues(clusterLabel(ns, cluster), kind)
 	}
 }

@@ -22,6 +22,7 @@ func TestMetricsCountCausesNotReasons(t *testing.T) {
 	m.drainHeld("ns", "c1", CauseCordoned+" (bad DIMM)")
 	want := `# HELP sunk_syncer_drains_held_total x
 # TYPE sunk_syncer_drains_held_total counter
+sunk_syncer_drains_held_total{cause="GRES mismatch",cluster="ns/c1"} 0
 sunk_syncer_drains_held_total{cause="node NotReady",cluster="ns/c1"} 0
 sunk_syncer_drains_held_total{cause="node cordoned",cluster="ns/c1"} 2
 sunk_syncer_drains_held_total{cause="pod being deleted",cluster="ns/c1"} 0

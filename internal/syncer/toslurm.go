@@ -1,5 +1,6 @@
-// Kubernetes to Slurm: drains and resumes from Kubernetes causes, and removal of the records
-// of dynamic nodes whose pods are gone.
+// Kubernetes to Slurm: drains and resumes from Kubernetes causes (and from GRES that differ
+// from what the pod registered), and removal of the records of dynamic nodes whose pods are
+// gone.
 
 package syncer
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/slurm"
 )
 
@@ -21,11 +23,16 @@ import (
 // The cache shows a change only after the next poll, so a change just sent is not sent again
 // until then.
 func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node, sn *slurm.Node, since time.Time) error {
-	causes, recheck := Causes(node, pod, time.Now(), s.cfg.NotReadyGrace)
+	k8sCauses, recheck := Causes(node, pod, time.Now(), s.cfg.NotReadyGrace)
 	if recheck > 0 {
 		// The pod's grace ends then: decide again, whatever else happens meanwhile.
 		s.queue.AddAfter(sn.Name, recheck)
 	}
+	var reg Registered
+	if pod != nil {
+		reg.Gres, reg.Known = render.RegisteredGres(pod)
+	}
+	causes := WithGres(k8sCauses, reg, sn)
 	a := Decide(causes, sn)
 	log.FromContext(ctx).V(2).Info("decided", "node", sn.Name, "cluster", s.cfg.Cluster, "causes", causes,
 		"state", sn.State, "reason", sn.Reason, "action", a)
@@ -68,7 +75,7 @@ func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node
 	if a.Kind == Drain {
 		what = "drain"
 	}
-	switch err := s.writer.apply(ctx, sn.Name, a, causes); {
+	switch err := s.writer.apply(ctx, sn.Name, a, k8sCauses, reg); {
 	case errors.Is(err, errChanged):
 		s.budget.release(sn.Name)
 		s.queue.AddAfter(sn.Name, resendAfter(s.cfg.PollInterval))

@@ -38,11 +38,13 @@ var (
 	errRead = errors.New("reading Slurm's nodes before changing them")
 )
 
-// writeReq asks for one node's action, decided on causes.
+// writeReq asks for one node's action, decided on its Kubernetes causes and the GRES its pod
+// registered (WithGres adds the GRES cause from the node as Slurm has it then).
 type writeReq struct {
 	node   string
 	action Action
 	causes []string
+	gres   Registered
 	done   chan error // nil, errChanged, slurm.ErrNotFound (wrapped) or the write's error
 }
 
@@ -57,8 +59,8 @@ func newWriter(sl slurm.Client) *writer {
 }
 
 // apply has node's action applied if Slurm, read now, still calls for it; it blocks until then.
-func (w *writer) apply(ctx context.Context, node string, a Action, causes []string) error {
-	r := writeReq{node: node, action: a, causes: causes, done: make(chan error, 1)}
+func (w *writer) apply(ctx context.Context, node string, a Action, causes []string, gres Registered) error {
+	r := writeReq{node: node, action: a, causes: causes, gres: gres, done: make(chan error, 1)}
 	select {
 	case w.reqs <- r:
 	case <-ctx.Done():
@@ -120,7 +122,7 @@ func (w *writer) write(ctx context.Context, batch []writeReq) {
 		switch {
 		case !ok:
 			r.done <- fmt.Errorf("node %s: %w", r.node, slurm.ErrNotFound)
-		case Decide(r.causes, n) != r.action:
+		case Decide(WithGres(r.causes, r.gres, n), n) != r.action:
 			r.done <- errChanged
 		default:
 			groups[r.action] = append(groups[r.action], r)

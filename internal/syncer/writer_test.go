@@ -131,7 +131,7 @@ func applyAll(ctx context.Context, w *writer, nodes []string, a Action, causes [
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := w.apply(ctx, n, a, causes)
+			err := w.apply(ctx, n, a, causes, Registered{})
 			mu.Lock()
 			out[n] = err
 			mu.Unlock()

@@ -132,7 +132,7 @@ func clusterOfNodeSet(_ context.Context, o client.Object) []ctrl.Request {
 // nodeSetGoneOrGPUsChanged: a NodeSet's other changes say nothing a cluster's reconcile needs.
 var nodeSetGoneOrGPUsChanged = predicate.Funcs{
 	CreateFunc:  func(e event.CreateEvent) bool { return hasGPUs(e.Object) },
-	UpdateFunc:  func(e event.UpdateEvent) bool { return hasGPUs(e.ObjectOld) != hasGPUs(e.ObjectNew) },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return gpusOf(e.ObjectOld) != gpusOf(e.ObjectNew) },
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
@@ -142,18 +142,32 @@ func hasGPUs(o client.Object) bool {
 	return ok && render.ComputeGPUs(ns) > 0
 }
 
-// clusterHasGPUs says whether a NodeSet of the cluster (not being deleted) grants GPUs.
-func (r *Reconciler) clusterHasGPUs(ctx context.Context, sc *sunkv1.SlurmCluster) (bool, error) {
+// gpusOf is what of a NodeSet's GPUs the cluster's configuration renders: whether it has
+// any, and the type it names (accounting tracks each).
+func gpusOf(o client.Object) string {
+	if !hasGPUs(o) {
+		return ""
+	}
+	return "gpu:" + o.(*sunkv1.NodeSet).Spec.GPUType
+}
+
+// clusterGPUs says whether a NodeSet of the cluster (not being deleted) grants GPUs, and
+// the GPU types such NodeSets name in spec.gpuType. Types read from node labels are not
+// among them: they come and go with nodes, and each change would re-execute slurmctld.
+func (r *Reconciler) clusterGPUs(ctx context.Context, sc *sunkv1.SlurmCluster) (gpus bool, types []string, err error) {
 	nodeSets, err := r.nodeSetsOf(ctx, sc)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	for _, ns := range nodeSets {
 		if ns.DeletionTimestamp.IsZero() && render.ComputeGPUs(ns) > 0 {
-			return true, nil
+			gpus = true
+			if ns.Spec.GPUType != "" {
+				types = append(types, ns.Spec.GPUType)
+			}
 		}
 	}
-	return false, nil
+	return gpus, types, nil
 }
 
 // nodeSetsOf lists the NodeSets whose clusterRef names the cluster.

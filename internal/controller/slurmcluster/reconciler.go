@@ -163,7 +163,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		return ctrl.Result{}, err
 	}
 	in.Topology = topology
-	if in.GPUs, err = r.clusterHasGPUs(ctx, sc); err != nil {
+	if in.GPUs, in.GPUTypes, err = r.clusterGPUs(ctx, sc); err != nil {
 		return ctrl.Result{}, err
 	}
 	cfg, err := render.RenderConfig(sc, in)

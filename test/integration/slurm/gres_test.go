@@ -17,6 +17,8 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/syncer"
+	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/wait"
 )
@@ -27,10 +29,12 @@ import (
 // memory of the pod's limits, and a job asking for --gres=gpu:h100:2 gets two devices in
 // CUDA_VISIBLE_DEVICES. The devices are fake (character devices of the NVIDIA major on a
 // tmpfs over the node's /dev, in its own mount namespace); no driver is involved: Slurm
-// hands out device files, which is all this proves.
+// hands out device files, which is all this proves. A second slurmd of the same line with
+// device lines for only two GPUs gets Slurm's own drain and GRES rewritten to two, on which
+// the syncer leaves Slurm's drain alone and drains the node for the mismatch once resumed.
 //
 // It runs its own configless slurmctld (GresTypes=gpu, the cluster gres.conf sunk renders)
-// and one dynamic slurmd, on ports of their own: the shared test bed has no GRES.
+// and two dynamic slurmd, on ports of their own: the shared test bed has no GRES.
 func TestGPUsWithoutGPUs(t *testing.T) {
 	ns := &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "slurm"},
@@ -96,6 +100,56 @@ func TestGPUsWithoutGPUs(t *testing.T) {
 	if out, _ := p.run("sbatch", "--gres=gpu:a100:1", "--wrap", "true"); !strings.Contains(out, "Requested node configuration is not available") {
 		t.Errorf("sbatch --gres=gpu:a100:1 on an h100 node: %s", out)
 	}
+
+	// A second pod of the NodeSet whose slurmd finds device lines for two of its four GPUs.
+	const short = "gpu-1"
+	etc = filepath.Join(p.dir, "etc-"+short)
+	must(t, os.MkdirAll(etc, 0o755))
+	must(t, os.WriteFile(filepath.Join(etc, "slurm.key"), key, 0o600))
+	must(t, os.WriteFile(filepath.Join(etc, "gres-node.conf"), []byte(render.GPUGresConf(typ, 2)), 0o644))
+	p.etc[short] = etc
+	must(t, os.MkdirAll(filepath.Join(p.dir, "spool", "slurmd-"+short), 0o755))
+	p.start(t, short, "sh", "-c", devices+` && exec slurmd -D -Z -N "$2" --conf-server 127.0.0.1:"$0" --conf "$1"`,
+		p.ctldPort, fmt.Sprintf("%s Port=%d", line, freePorts(t, 1)[0]), short)
+	// Slurm rebuilds the node's GRES from what slurmd found and drains it itself. (A device
+	// file missing outright is worse: slurmd 24.11 waits for it, then stops, and never
+	// registers.)
+	wait.For(t, short+" registered", 60*time.Second, 500*time.Millisecond, func() error {
+		nodeOut, _ = p.scontrol("-o", "show", "node", short)
+		if !strings.Contains(nodeOut, "Reason=") {
+			return fmt.Errorf("%s", nodeOut)
+		}
+		return nil
+	})
+	sn := &slurm.Node{Name: short, Gres: field(nodeOut, "Gres="), State: strings.Split(field(nodeOut, "State="), "+")}
+	sn.Reason, _, _ = strings.Cut(nodeOut[strings.Index(nodeOut, "Reason=")+len("Reason="):], " [")
+	if sn.Gres != "gpu:h100:2" || !sn.Drained() || !strings.HasPrefix(sn.Reason, "gres/gpu count reported lower than configured (2 < 4)") {
+		t.Fatalf("%s with device lines for two of four GPUs:\n%s", short, nodeOut)
+	}
+	// What the syncer decides on that answer, with what the pod registered: Slurm's drain is
+	// Slurm's; once someone resumes the node, the syncer drains it for the mismatch.
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd",
+		Env: []corev1.EnvVar{{Name: render.EnvSlurmdConf, Value: line}}}}}}
+	var reg syncer.Registered
+	reg.Gres, reg.Known = render.RegisteredGres(pod)
+	if a := syncer.Decide(syncer.WithGres(nil, reg, sn), sn); a.Kind != syncer.Nothing {
+		t.Errorf("syncer on Slurm's own drain: %+v, want nothing", a)
+	}
+	sn.State = []string{"IDLE", "DYNAMIC_NORM"}
+	want := "k8s: GRES mismatch (Slurm has gpu:h100:2, the pod registered gpu:h100:4)"
+	if a := syncer.Decide(syncer.WithGres(nil, reg, sn), sn); a.Kind != syncer.Drain || a.Reason != want {
+		t.Errorf("syncer on the resumed node: %+v, want a drain %q", a, want)
+	}
+}
+
+// field is the value of key in scontrol's one-line output ("" when absent).
+func field(line, key string) string {
+	i := strings.Index(line, " "+key)
+	if i < 0 {
+		return ""
+	}
+	v, _, _ := strings.Cut(line[i+1+len(key):], " ")
+	return v
 }
 
 // startPrivateSlurmConfigless starts a configless slurmctld for dynamic nodes with GPUs, with

@@ -33,6 +33,9 @@ type privateSlurm struct {
 	nodes    []string
 	ctldPort string            // set by startPrivateSlurmConfigless
 	etc      map[string]string // a host's own /etc/slurm, else the shared dir/etc
+	// topologyYAML, when set, is written as topology.yaml instead of topology.conf, and
+	// partitions replace the one partition "all" (Slurm 25.05 and later).
+	topologyYAML, partitions string
 }
 
 // newPrivateSlurm makes the directories and the key of a private Slurm; nothing runs yet.
@@ -59,10 +62,13 @@ func newPrivateSlurm(t *testing.T) *privateSlurm {
 	return p
 }
 
-func startPrivateSlurm(t *testing.T, nodes []string, plugin, topologyConf string) *privateSlurm {
+func startPrivateSlurm(t *testing.T, nodes []string, plugin, topologyConf string, opts ...func(*privateSlurm)) *privateSlurm {
 	t.Helper()
 	p := newPrivateSlurm(t)
 	p.nodes = nodes
+	for _, o := range opts {
+		o(p)
+	}
 	ports := freePorts(t, 1+len(nodes))
 	hosts := "127.0.0.1 localhost topoctld\n"
 	var nodeLines []string
@@ -116,9 +122,21 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
-PartitionName=all Nodes=ALL Default=YES State=UP
-TopologyPlugin=` + plugin + "\n# --\n" + extra
+`
+	if p.partitions != "" {
+		conf += p.partitions
+	} else {
+		conf += "PartitionName=all Nodes=ALL Default=YES State=UP\n"
+	}
+	if plugin != "" {
+		conf += "TopologyPlugin=" + plugin + "\n"
+	}
+	conf += "# --\n" + extra
 	must(t, os.WriteFile(filepath.Join(p.dir, "etc", "slurm.conf"), []byte(conf), 0o644))
+	if p.topologyYAML != "" {
+		must(t, os.WriteFile(filepath.Join(p.dir, "etc", render.TopologyYAMLFile), []byte(p.topologyYAML), 0o644))
+		return
+	}
 	must(t, os.WriteFile(filepath.Join(p.dir, "etc", "topology.conf"), []byte(topologyConf), 0o644))
 }
 
