@@ -212,7 +212,8 @@ func installServiceMonitorCRD(t *testing.T) {
 		},
 	}}
 	ctx := context.Background()
-	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+	// One left by an interrupted run is the same definition: use it, and delete it at the end.
+	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = crds.Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{}) })
