@@ -137,11 +137,12 @@ func (e *operatorEnv) cordon(t *testing.T, on bool, reason string) {
 // pods' processes and volumes are gone before the environment stops.
 func (e *operatorEnv) deleteNamespace(t *testing.T) { e.removeNamespace(t, e.ns) }
 
-// removeNamespace deletes ns's SlurmClusters, waits until its pods are gone, then deletes ns and
-// waits for that. Deleting the namespace first would be as correct but slower: the namespace
+// removeNamespace deletes ns's SlurmClusters, waits until their pods are gone, then deletes ns
+// and waits for that. Deleting the namespace first would be as correct but slower: the namespace
 // controller, finding pods still terminating, looks again only after their grace period
 // (slurmctld's is 120 s) even when they exit in seconds, and backs off on the finalizers of
-// NodeSets and SlurmClusters; CI once measured over three minutes for one namespace.
+// NodeSets and SlurmClusters; CI once measured over three minutes for one namespace. Other pods
+// (a test's one-shot pod, sunk-scheduler of the sunk release) go with the namespace.
 func (e *operatorEnv) removeNamespace(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.Background()
@@ -149,21 +150,13 @@ func (e *operatorEnv) removeNamespace(t *testing.T, ns string) {
 	if err := e.c.DeleteAllOf(ctx, &sunkv1.SlurmCluster{}, client.InNamespace(ns)); err != nil && !meta.IsNoMatchError(err) {
 		t.Errorf("deleting the SlurmClusters of %s: %v", ns, err)
 	}
-	// Pods that have ended (a test's one-shot reader) hold no grace period: the namespace's
-	// deletion removes them at once, and nothing else would.
-	poll(t, 4*time.Minute, "running pods of "+ns+" gone", func() error {
+	poll(t, 4*time.Minute, "Slurm pods of "+ns+" gone", func() error {
 		var pods corev1.PodList
-		if err := e.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		if err := e.c.List(ctx, &pods, client.InNamespace(ns), client.HasLabels{wellknown.LabelCluster}); err != nil {
 			return err
 		}
-		var left []string
-		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-				left = append(left, p.Name)
-			}
-		}
-		if len(left) > 0 {
-			return fmt.Errorf("%d pods left, e.g. %s", len(left), left[0])
+		if n := len(pods.Items); n > 0 {
+			return fmt.Errorf("%d pods left, e.g. %s", n, pods.Items[0].Name)
 		}
 		return nil
 	})
