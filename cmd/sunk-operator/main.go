@@ -24,7 +24,7 @@ import (
 func main() {
 	// First: this binary is also the admission's Lua sandbox, re-executed (internal/webhook).
 	sunkwebhook.ServeLuaSandbox()
-	var metricsAddr, probeAddr, clusterDomain, certDir, allowedUnsafe string
+	var metricsAddr, probeAddr, clusterDomain, certDir, allowedUnsafe, watchNamespaces string
 	var leaderElect, webhooks, slurmConfigCheck bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -33,6 +33,7 @@ func main() {
 	flag.BoolVar(&webhooks, "enable-webhooks", true, "serve the validating admission webhook")
 	flag.StringVar(&certDir, "webhook-cert-dir", "", "directory with tls.crt and tls.key for the webhook server")
 	flag.StringVar(&allowedUnsafe, "allowed-unsafe-conf-keys", "", "comma-separated slurm.conf keys sunk keeps (AuthType, SlurmctldPort...) that SlurmClusters may take over with spec.controller.unsafeConfKeys; * allows all; empty: none")
+	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose SlurmClusters and NodeSets this operator manages; empty: all")
 	flag.BoolVar(&slurmConfigCheck, "slurm-config-check", false, "have Slurm's own parser check each new configuration in a pod of the cluster's image before applying it")
 	log := cmdutil.ParseFlags()
 	admission := sunkwebhook.Options{}
@@ -45,6 +46,7 @@ func main() {
 	scheme := cmdutil.Scheme()
 
 	cfg := ctrl.GetConfigOrDie()
+	namespaces := cmdutil.WatchNamespaces(watchNamespaces)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
@@ -57,7 +59,7 @@ func main() {
 		WebhookServer:                 webhook.NewServer(webhook.Options{CertDir: certDir}),
 		// Only the objects sunk labels are cached, not every Pod, Secret and ConfigMap of the
 		// Kubernetes cluster; the reconcilers read the rest past the cache.
-		Cache: cmdutil.OperatorCacheOptions(),
+		Cache: cmdutil.OperatorCacheOptions(namespaces),
 	})
 	cmdutil.Must(err)
 	execer, err := kube.NewPodExecer(cfg)
@@ -71,7 +73,7 @@ func main() {
 	pool := slurmconn.New(slurmconn.Options{Reader: reader, Metrics: restMetrics})
 	cmdutil.Must((&slurmcluster.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Slurm: pool,
-		Admission: admission, SlurmConfigCheck: slurmConfigCheck,
+		Admission: admission, SlurmConfigCheck: slurmConfigCheck, Namespaces: namespaces,
 	}).SetupWithManager(mgr))
 	cmdutil.Must((&nodeset.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Slurm: pool,

@@ -24,7 +24,7 @@ import (
 )
 
 func main() {
-	var metricsAddr, probeAddr, clusterDomain, leaderNS string
+	var metricsAddr, probeAddr, clusterDomain, leaderNS, watchNamespaces string
 	var leaderElect bool
 	var poll, notReadyGrace time.Duration
 	var drainBudget, workers int
@@ -36,6 +36,7 @@ func main() {
 	flag.DurationVar(&poll, "poll-interval", syncer.DefaultPollInterval, "how often Slurm's node list is polled (an unchanged cluster answers 304)")
 	flag.DurationVar(&notReadyGrace, "not-ready-grace", syncer.DefaultNotReadyGrace, "how long a compute pod that was Ready may be not Ready before its Slurm node is drained")
 	flag.IntVar(&drainBudget, "drain-budget-percent", syncer.DefaultDrainBudgetPercent, "share of a cluster's Slurm nodes that one cause (node NotReady, pod not Ready) may hold drained at once, at least 1 node; 100 lifts the limit")
+	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose SlurmClusters this syncer syncs; empty: all")
 	flag.IntVar(&workers, "workers", syncer.DefaultWorkers, "nodes synced in parallel per cluster; a sync waits mostly on the Kubernetes API and slurmrestd, so this bounds how fast a change to many nodes at once (a cordon, a Slurm reboot) is mirrored")
 	log := cmdutil.ParseFlags()
 
@@ -52,7 +53,8 @@ func main() {
 		// new pod syncs within a second instead of after the 15 s lease.
 		LeaderElectionReleaseOnCancel: true,
 		// Only compute pods are cached, not every pod of the cluster.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: computePods}}},
+		Cache: cache.Options{DefaultNamespaces: cmdutil.WatchNamespaces(watchNamespaces),
+			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: computePods}}},
 	})
 	cmdutil.Must(err)
 	restMetrics, err := slurm.NewMetrics(crmetrics.Registry)

@@ -1,6 +1,8 @@
 package cmdutil
 
 import (
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,9 +27,11 @@ func OwnedBySunk() labels.Selector {
 // limit. What the operator reads but did not create (a prolog's ConfigMap, a JWT key Secret an
 // admin made, the external database's password Secret) it reads through
 // kube.CacheThenAPIReader, which asks the API server when the cache does not have it.
-func OperatorCacheOptions() cache.Options {
+// namespaces (nil: all) are the namespaces it manages (WatchNamespaces).
+func OperatorCacheOptions(namespaces map[string]cache.Config) cache.Options {
 	owned := cache.ByObject{Label: OwnedBySunk()}
 	return cache.Options{
+		DefaultNamespaces: namespaces,
 		// Managed fields are most of a small object's metadata and nothing the operator reads.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
@@ -38,4 +42,20 @@ func OperatorCacheOptions() cache.Options {
 			&appsv1.Deployment{}:  owned,
 			&appsv1.StatefulSet{}: owned,
 		}}
+}
+
+// WatchNamespaces turns the --watch-namespaces flag (comma-separated; empty: all) into a
+// cache's DefaultNamespaces. An operator limited to some namespaces leaves the SlurmClusters
+// of others to another operator: two operators acting on one cluster fight over its objects.
+func WatchNamespaces(flagValue string) map[string]cache.Config {
+	var m map[string]cache.Config
+	for _, ns := range strings.Split(flagValue, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			if m == nil {
+				m = map[string]cache.Config{}
+			}
+			m[ns] = cache.Config{}
+		}
+	}
+	return m
 }

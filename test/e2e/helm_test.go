@@ -183,6 +183,9 @@ func startCharts(t *testing.T) *helmEnv {
 	})
 	if _, err := h.helm(t, "upgrade", "--install", h.sunkRelease, "charts/sunk", "-n", h.sunkNS, "--create-namespace",
 		"--wait", "--timeout", "3m", "--set", "operator.slurmConfigCheck=true",
+		// Only the test's namespace: other tests' SlurmClusters (another checkout's, run at the
+		// same time) are their own operators' to manage.
+		"--set", "watchNamespaces={"+h.ns+"}",
 		"--set-string", "operator.podAnnotations.sunk\\.dev/image-stamp="+strings.TrimSpace(string(stamp))); err != nil {
 		t.Fatal(err)
 	}

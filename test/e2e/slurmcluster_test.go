@@ -32,6 +32,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/cmdutil"
 	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/kube"
@@ -71,11 +72,12 @@ func startOperator(t *testing.T) *operatorEnv {
 		t.Fatal(err)
 	}
 	ns := fmt.Sprintf("e2e-slurm-%d", rand.IntN(1e6))
+	namespaces := cmdutil.WatchNamespaces(ns)
 	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		// Each test runs its own operator in this process, and sees only its own namespace:
 		// tests of other checkouts share the cluster, and an operator of other code (or
 		// without the config check) reconciling their SlurmClusters rolls or breaks their pods.
-		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Cache:      cache.Options{DefaultNamespaces: namespaces},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +86,7 @@ func startOperator(t *testing.T) *operatorEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&slurmcluster.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Exec: execer}).SetupWithManager(mgr); err != nil {
+	if err := (&slurmcluster.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Exec: execer, Namespaces: namespaces}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := (&nodeset.Reconciler{Client: mgr.GetClient(), Scheme: scheme, PollInterval: 2 * time.Second}).SetupWithManager(mgr); err != nil {

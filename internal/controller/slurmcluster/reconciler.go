@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
@@ -49,6 +50,9 @@ type Reconciler struct {
 	// SlurmConfigCheck has Slurm's own parser check each new configuration in a pod of the
 	// cluster's image before it is applied (configcheck.go).
 	SlurmConfigCheck bool
+	// Namespaces are the namespaces this operator manages (nil: all), as its manager's cache
+	// has them: the metadata cache of script ConfigMaps (watches.go) must not see more.
+	Namespaces map[string]cache.Config
 
 	// applied remembers the configuration each cluster's slurmctld was reconfigured with,
 	// because the cached SlurmCluster a reconcile reads may predate its own status write,

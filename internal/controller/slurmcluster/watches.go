@@ -41,6 +41,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// changes, and the reconcile reads the one it names from the API server.
 	scriptSources, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultNamespaces: r.Namespaces,
 	})
 	if err != nil {
 		return err

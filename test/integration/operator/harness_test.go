@@ -111,7 +111,7 @@ func startOperator(t *testing.T, env *envtest.Environment, options ...func(*slur
 		Scheme: scheme,
 		// The operator's own cache: every test also checks that what the operator reads is
 		// in it or read past it.
-		Cache:   cmdutil.OperatorCacheOptions(),
+		Cache:   cmdutil.OperatorCacheOptions(nil),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Every test runs its own manager in this process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
