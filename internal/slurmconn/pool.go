@@ -1,7 +1,9 @@
 // Package slurmconn holds the one slurmrestd client a process keeps per SlurmCluster: it finds
 // the cluster's REST Service and JWT key, bounds the connections the process opens to
-// slurmrestd, builds a new client only when the endpoint or the key changes, and closes the
-// old one then and when the cluster goes. Every component of a process (the SlurmCluster and
+// slurmrestd, speaks the cluster's spec.restApi.version or else the newest version both sides
+// know (slurm.Discovering: asked once per client, again only when slurmrestd stops serving
+// it), builds a new client only when the endpoint, the key or the configured version changes,
+// and closes the old one then and when the cluster goes. Every component of a process (the SlurmCluster and
 // NodeSet controllers, the syncer) shares it, so no reconcile opens connections of its own.
 package slurmconn
 
@@ -39,7 +41,7 @@ type Options struct {
 	// Reader reads the REST Service and the JWT Secret (an API reader: neither is worth a
 	// cluster-wide cache for one read per cluster).
 	Reader client.Reader
-	// Factory builds clients; nil speaks v0.0.41 as SlurmUser with Metrics.
+	// Factory builds clients; nil: slurm.Discovering as SlurmUser with Metrics.
 	Factory Factory
 	// MaxConns bounds the connections to one cluster's slurmrestd (default DefaultMaxConns).
 	MaxConns int
@@ -58,6 +60,7 @@ type Pool struct {
 
 type conn struct {
 	url       string
+	version   string // configured; "" discovers
 	key       [sha256.Size]byte
 	client    slurm.Client
 	transport *http.Transport
@@ -79,8 +82,9 @@ func Key(n render.Names) types.NamespacedName {
 	return types.NamespacedName{Namespace: n.Namespace, Name: n.Cluster}
 }
 
-// For returns the cluster's client, authenticated with the key of its JWT Secret.
-func (p *Pool) For(ctx context.Context, n render.Names) (slurm.Client, error) {
+// For returns the cluster's client, authenticated with the key of its JWT Secret, speaking
+// version (the SlurmCluster's spec.restApi.version; "" for the newest both sides know).
+func (p *Pool) For(ctx context.Context, n render.Names, version string) (slurm.Client, error) {
 	s := &corev1.Secret{}
 	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.JWTSecret}, s); err != nil {
 		return nil, fmt.Errorf("reading the JWT key: %w", err)
@@ -89,13 +93,13 @@ func (p *Pool) For(ctx context.Context, n render.Names) (slurm.Client, error) {
 	if len(key) == 0 {
 		return nil, fmt.Errorf("secret %s/%s has no %s", n.Namespace, n.JWTSecret, render.JWTKeyName)
 	}
-	return p.ForKey(ctx, n, key)
+	return p.ForKey(ctx, n, version, key)
 }
 
 // ForKey is For with a JWT key the caller has already read. The client reaches slurmrestd
 // through its Service's cluster IP, which works from inside the cluster and from a process
 // running outside it.
-func (p *Pool) ForKey(ctx context.Context, n render.Names, jwtKey []byte) (slurm.Client, error) {
+func (p *Pool) ForKey(ctx context.Context, n render.Names, version string, jwtKey []byte) (slurm.Client, error) {
 	svc := &corev1.Service{}
 	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.RestAPI}, svc); err != nil {
 		return nil, fmt.Errorf("reading the REST API Service: %w", err)
@@ -110,10 +114,10 @@ func (p *Pool) ForKey(ctx context.Context, n render.Names, jwtKey []byte) (slurm
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c := p.conns[k]; c != nil {
-		if c.url == url && c.key == sum {
+		if c.url == url && c.key == sum && c.version == version {
 			return c.client, nil
 		}
-		// The endpoint or the key changed: requests in flight on the old client finish; its
+		// The endpoint, the key or the version changed: requests in flight on the old client finish; its
 		// idle connections go now and the rest when they fall idle.
 		c.close()
 		delete(p.conns, k)
@@ -125,12 +129,12 @@ func (p *Pool) ForKey(ctx context.Context, n render.Names, jwtKey []byte) (slurm
 	if p.opts.Factory != nil {
 		cl, err = p.opts.Factory(url, jwtKey, hc)
 	} else {
-		cl, err = defaultClient(url, jwtKey, hc, p.opts.Metrics, k.String())
+		cl, err = defaultClient(url, version, jwtKey, hc, p.opts.Metrics, k.String())
 	}
 	if err != nil {
 		return nil, err
 	}
-	p.conns[k] = &conn{url: url, key: sum, client: cl, transport: t}
+	p.conns[k] = &conn{url: url, version: version, key: sum, client: cl, transport: t}
 	return cl, nil
 }
 
@@ -160,12 +164,12 @@ func (c *conn) close() {
 	c.transport.CloseIdleConnections()
 }
 
-// defaultClient speaks v0.0.41 as SlurmUser; its metrics carry the cluster so that Forget
-// finds them.
-func defaultClient(url string, key []byte, hc *http.Client, m *slurm.Metrics, cluster string) (slurm.Client, error) {
+// defaultClient speaks version, or discovers one, as SlurmUser; its metrics carry the cluster
+// so that Forget finds them.
+func defaultClient(url, version string, key []byte, hc *http.Client, m *slurm.Metrics, cluster string) (slurm.Client, error) {
 	tokens, err := slurm.NewJWTSource(render.SlurmUser, key)
 	if err != nil {
 		return nil, err
 	}
-	return slurm.New(slurm.Config{URL: url, APIVersion: slurm.V0041, Tokens: tokens, HTTPClient: hc, Metrics: m, Cluster: cluster})
+	return slurm.NewDiscovering(slurm.Config{URL: url, APIVersion: version, Tokens: tokens, HTTPClient: hc, Metrics: m, Cluster: cluster})
 }

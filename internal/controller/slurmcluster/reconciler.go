@@ -298,7 +298,7 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 		st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForRestAPI, "slurmrestd is not ready")
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
-	sl, err := r.Slurm.ForKey(ctx, n, jwtKey)
+	sl, err := r.Slurm.ForKey(ctx, n, sc.Spec.RestAPI.Version, jwtKey)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
