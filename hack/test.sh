@@ -6,6 +6,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$SUNK_ROOT"
 
 "$SUNK_ROOT/hack/provision.sh" all
+SUNK_SLURM_VERSION=26.05 "$SUNK_ROOT/hack/provision.sh" rootfs
 
 log "lint: gofmt, go vet, helm lint"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -16,14 +17,22 @@ helm lint --strict charts/sunk charts/slurm
 # root module's ./... does not enter.
 (cd scheduler && go build ./... && go vet -tags integration ./...)
 
+# The environments: the 24.11 Slurm test bed, the cluster, and the 26.05 Slurm test bed (for
+# the fast layer on the newer release, below).
+envs=(slurm kube slurm-26.05)
+env_cmd() {
+  case $1 in
+    slurm-26.05) SUNK_SLURM_VERSION=26.05 hack/env-slurm.sh "${@:2}" ;;
+    *) "hack/env-$1.sh" "${@:2}" ;;
+  esac
+}
 started=()
-hack/env-slurm.sh status >/dev/null 2>&1 || started+=(slurm)
-hack/env-kube.sh status >/dev/null 2>&1 || started+=(kube)
+for e in "${envs[@]}"; do env_cmd "$e" status >/dev/null 2>&1 || started+=("$e"); done
 cleanup() {
   local rc=$? e
-  for e in "${started[@]}"; do hack/env-$e.sh down || rc=1; done
-  # When this run owned both environments, stopping them must leave the host as it was.
-  if [ ${#started[@]} -eq 2 ]; then hack/leftovers.sh || rc=1; fi
+  for e in "${started[@]}"; do env_cmd "$e" down || rc=1; done
+  # When this run owned every environment, stopping them must leave the host as it was.
+  if [ ${#started[@]} -eq ${#envs[@]} ]; then hack/leftovers.sh || rc=1; fi
   exit $rc
 }
 trap cleanup EXIT
@@ -35,6 +44,11 @@ hack/env-kube.sh up cluster
 log "tests: unit, integration, end-to-end"
 go test -tags integration,e2e -count=1 -p 1 -timeout 40m ${SUNK_TEST_ARGS:-} ./...
 (cd scheduler && go test -tags integration -count=1 -p 1 -timeout 20m ${SUNK_TEST_ARGS:-} ./...)
+# The fast layer on Slurm 26.05 (docs/testbed.md): pkg/slurm against the 26.05 test bed, every
+# REST version it serves, about 100 s warm. The long e2e runs on 24.11 only, for now.
+log "tests: integration on Slurm 26.05"
+SUNK_SLURM_VERSION=26.05 hack/env-slurm.sh up
+SUNK_SLURM_VERSION=26.05 go test -tags integration -count=1 -timeout 10m ${SUNK_TEST_ARGS:-} ./test/integration/slurm/
 # A short soak (docs/soak.md) on the demo's cluster: churn, scale 3→40→3 and a SIGKILL of every
 # component, judged by the same bounds as the full run. It installs the demo's releases and
 # removes them again unless they were there before. SUNK_SOAK_DURATION=0 skips it.

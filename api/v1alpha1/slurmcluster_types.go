@@ -212,6 +212,16 @@ type RestAPISpec struct {
 	// +kubebuilder:validation:Maximum=65536
 	// +optional
 	MaxConnections *int32 `json:"maxConnections,omitempty"`
+
+	// Version is the REST API (data parser) version sunk's operator and syncer speak to this
+	// cluster's slurmrestd, one that both sunk and the cluster's Slurm know: v0.0.41 or
+	// v0.0.42 for Slurm 24.11, v0.0.42 to v0.0.45 for 26.05. Empty (the default): the
+	// newest both know, asked of slurmrestd once and again only when it stops serving it
+	// (an upgrade of Slurm).
+	// +kubebuilder:validation:Pattern=`^v[0-9]+\.[0-9]+\.[0-9]+$`
+	// +kubebuilder:validation:MaxLength=16
+	// +optional
+	Version string `json:"version,omitempty"`
 }
 
 // Script is a prolog or epilog script: inline, or a key of a ConfigMap.

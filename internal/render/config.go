@@ -288,10 +288,10 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 	if sc.Spec.JobSubmitLua != "" {
 		lines = append(lines, "JobSubmitPlugins=lua")
 	}
-	if topo, err := topologyOrEmpty(sc, in); err == nil && topo != nil && !in.TopologyYAML {
-		// No restart key: 24.11's reconfigure re-executes slurmctld, which loads the
-		// plugin and rereads topology.conf (docs/topology.md).
-		lines = append(lines, "TopologyPlugin="+topo.Plugin)
+	if topo, err := topologyOrEmpty(sc, in); err == nil && topo != nil && topo.SlurmPlugin() != "" && !in.TopologyYAML {
+		// No restart key: the reconfigure re-executes slurmctld (24.11 and 26.05), which
+		// loads the plugin and rereads topology.conf (docs/topology.md).
+		lines = append(lines, "TopologyPlugin="+topo.SlurmPlugin())
 	}
 	if sc.Spec.Accounting.Mode == sunkv1.AccountingManaged || sc.Spec.Accounting.Mode == sunkv1.AccountingExternal {
 		lines = append(lines,

@@ -22,7 +22,8 @@ type TopologyNode struct {
 type Topology struct {
 	// Conf is topology.conf.
 	Conf string
-	// Plugin is slurm.conf's TopologyPlugin.
+	// Plugin is the topology plugin of the spec's kind. slurm.conf names it only once Conf
+	// places a node: see SlurmPlugin.
 	Plugin string
 	// Nodes placed in the file, Unlabelled (under "unknown") among them, and Excluded: in
 	// an undersized block, so in no block at all.
@@ -43,6 +44,27 @@ type Topology struct {
 type TopologyUnit struct {
 	Name, Nodes, Children string
 }
+
+// SlurmPlugin is the TopologyPlugin slurm.conf names beside Conf: Plugin once Conf has a
+// switch or a block, none before (a new cluster before any compute pod is Ready, or every
+// block below the base size). slurmctld 26.05 stops on a tree without switches or blocks
+// without a block ("fatal: No switches/blocks configured, failed to create context for
+// topology plugin", switch_record.c and block_record.c); 24.11 logs an error and places
+// nothing. Without the line both run Slurm's default, which places nothing either, and the
+// reconfigure that brings the first switch or block loads the plugin (it re-executes
+// slurmctld). It reads Conf, not the nodes, so a copy holding another file (the one kept
+// while a change settles) names the plugin that file needs.
+func (t *Topology) SlurmPlugin() string {
+	for _, l := range strings.Split(t.Conf, "\n") {
+		if strings.HasPrefix(l, "SwitchName=") || strings.HasPrefix(l, "BlockName=") {
+			return t.Plugin
+		}
+	}
+	return ""
+}
+
+// noTopologyYet closes a topology.conf without a switch or block.
+const noTopologyYet = "# No node placed yet: slurm.conf names no TopologyPlugin until one is.\n"
 
 // UnknownTopologyName is the switch or block of nodes whose labels say nothing.
 const UnknownTopologyName = "unknown"
@@ -196,6 +218,9 @@ func renderTree(keys []string, nodes []TopologyNode) (*Topology, error) {
 		fmt.Fprintf(&b, "# Nodes whose Kubernetes node lacks the labels.\nSwitchName=%s Nodes=%s\n", UnknownTopologyName, slurm.CompressHostlist(unknown))
 		t.Problems = append(t.Problems, fmt.Sprintf("%d nodes lack the labels %s and sit under the switch %q", len(unknown), strings.Join(keys, ", "), UnknownTopologyName))
 	}
+	if len(nodes) == 0 {
+		b.WriteString(noTopologyYet)
+	}
 	t.Conf = b.String()
 	return t, nil
 }
@@ -293,6 +318,9 @@ func renderBlocks(spec *sunkv1.BlockTopology, nodes []TopologyNode) (*Topology, 
 	}
 	if len(unknown) > 0 {
 		t.Problems = append(t.Problems, fmt.Sprintf("%d nodes lack the label %s and form the block %q", len(unknown), key, UnknownTopologyName))
+	}
+	if body.Len() == 0 {
+		b.WriteString(noTopologyYet)
 	}
 	t.Conf = b.String()
 	return t, nil

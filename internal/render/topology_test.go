@@ -187,7 +187,8 @@ func TestTopologyCounts(t *testing.T) {
 		contains                      []string
 	}{
 		{"tree, unlabelled and gap", tree, awsNodes(), 6, 2, 0, []string{"SwitchName=unknown Nodes=gpu-[4-5]\n"}},
-		{"tree, no nodes", tree, nil, 0, 0, 0, nil},
+		{"tree, no nodes", tree, nil, 0, 0, 0, []string{noTopologyYet}},
+		{"tree, unlabelled only", tree, awsNodes()[4:5], 1, 1, 0, []string{"SwitchName=unknown Nodes=gpu-4\n"}},
 		// The base is the smallest labelled block: the one-node rack makes it 1.
 		{"block, default sizes", block(), cliqueNodes(), 10, 1, 0, []string{"BlockSizes=1,2,4,8,16\n"}},
 		// Without it the base is 4, and the one unlabelled node is left out.
@@ -196,7 +197,9 @@ func TestTopologyCounts(t *testing.T) {
 		// The admin's base leaves the one-node rack and the unlabelled node out.
 		{"block, sizes given", block(4, 8), cliqueNodes(), 8, 1, 2, []string{"BlockSizes=4,8\n"}},
 		{"block, base 1 keeps every node", block(1, 2, 4), cliqueNodes(), 10, 1, 0, []string{"BlockName=unknown Nodes=gb200-9\n"}},
-		{"block, no nodes", block(), nil, 0, 0, 0, nil},
+		{"block, no nodes", block(), nil, 0, 0, 0, []string{noTopologyYet}},
+		// Every block below the admin's base: no block at all.
+		{"block, every block below the base", block(16, 32), cliqueNodes(), 0, 1, 10, []string{noTopologyYet}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topo, err := RenderTopology(tc.spec, tc.nodes)
@@ -214,6 +217,13 @@ func TestTopologyCounts(t *testing.T) {
 			if len(tc.nodes) == 0 && strings.Contains(topo.Conf, "Name=") {
 				t.Errorf("no nodes, but\n%s", topo.Conf)
 			}
+			// slurmctld 26.05 stops on a topology plugin without a switch or block.
+			if want := map[bool]string{true: topo.Plugin, false: ""}[tc.nodesOut > 0]; topo.SlurmPlugin() != want {
+				t.Errorf("SlurmPlugin %q, want %q\n%s", topo.SlurmPlugin(), want, topo.Conf)
+			}
+			if strings.Contains(topo.Conf, noTopologyYet) != (tc.nodesOut == 0) {
+				t.Errorf("the no-node comment does not match %d nodes:\n%s", tc.nodesOut, topo.Conf)
+			}
 			checkTopologyNames(t, topo.Conf)
 		})
 	}
@@ -229,12 +239,13 @@ func TestRenderConfigTopology(t *testing.T) {
 		t.Errorf("no spec.topology, but a topology")
 	}
 	sc.Spec.Topology = &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{Preset: sunkv1.PresetAWS}}
-	// Before the controller has read any node: a valid file without switches.
+	// Before the controller has read any node: a file without switches, and no plugin to
+	// read it (slurmctld 26.05 stops on an empty tree).
 	empty, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(empty.Files["slurm.conf"], "\nTopologyPlugin=topology/tree\n") || strings.Contains(empty.Files["topology.conf"], "SwitchName") {
+	if strings.Contains(empty.Files["slurm.conf"], "TopologyPlugin") || strings.Contains(empty.Files["topology.conf"], "SwitchName") {
 		t.Errorf("slurm.conf:\n%s\ntopology.conf:\n%s", empty.Files["slurm.conf"], empty.Files["topology.conf"])
 	}
 	topo, err := RenderTopology(sc.Spec.Topology, awsNodes())
@@ -247,6 +258,20 @@ func TestRenderConfigTopology(t *testing.T) {
 	}
 	if cfg.Files["topology.conf"] != topo.Conf || cfg.Hash == empty.Hash {
 		t.Errorf("topology.conf is not the rendered one, or the hash missed it")
+	}
+	if !strings.Contains(cfg.Files["slurm.conf"], "\nTopologyPlugin=topology/tree\n") {
+		t.Errorf("switches, but slurm.conf:\n%s", cfg.Files["slurm.conf"])
+	}
+	// While a change settles the controller keeps the file slurmctld has: the plugin
+	// follows that file, not the nodes.
+	kept := *topo
+	kept.Conf = empty.Files["topology.conf"]
+	cfg, err = RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), Topology: &kept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(cfg.Files["slurm.conf"], "TopologyPlugin") {
+		t.Errorf("the kept topology.conf has no switch, but slurm.conf names a plugin:\n%s", cfg.Files["slurm.conf"])
 	}
 	// A topology change is a reconfigure (24.11 re-executes slurmctld), not a restart.
 	if cfg.RestartHash != empty.RestartHash {

@@ -1,7 +1,9 @@
 // Package slurmconn holds the one slurmrestd client a process keeps per SlurmCluster: it finds
 // the cluster's REST Service and JWT key, bounds the connections the process opens to
-// slurmrestd, builds a new client only when the endpoint or the key changes, and closes the
-// old one then and when the cluster goes. Every component of a process (the SlurmCluster and
+// slurmrestd, speaks the cluster's spec.restApi.version or else the newest version both sides
+// know (slurm.Discovering: asked once per client, again only when slurmrestd stops serving
+// it), builds a new client only when the endpoint, the keys or the configured version change,
+// and closes the old one then and when the cluster goes. Every component of a process (the SlurmCluster and
 // NodeSet controllers, the syncer) shares it, so no reconcile opens connections of its own.
 package slurmconn
 
@@ -65,7 +67,7 @@ type Options struct {
 	// Reader reads the REST Service and the JWT Secret (an API reader: neither is worth a
 	// cluster-wide cache for one read per cluster).
 	Reader client.Reader
-	// Factory builds clients; nil speaks v0.0.41 as SlurmUser with Metrics.
+	// Factory builds clients; nil speaks the configured (or discovered) version as SlurmUser with Metrics.
 	Factory Factory
 	// MaxConns bounds the connections to one cluster's slurmrestd (default DefaultMaxConns).
 	MaxConns int
@@ -84,6 +86,7 @@ type Pool struct {
 
 type conn struct {
 	url       string
+	version   string // configured; "" discovers
 	key       [sha256.Size]byte
 	client    slurm.Client
 	transport *http.Transport
@@ -105,8 +108,9 @@ func Key(n render.Names) types.NamespacedName {
 	return types.NamespacedName{Namespace: n.Namespace, Name: n.Cluster}
 }
 
-// For returns the cluster's client, authenticated with the key of its JWT Secret.
-func (p *Pool) For(ctx context.Context, n render.Names) (slurm.Client, error) {
+// For returns the cluster's client, authenticated with the key of its JWT Secret, speaking
+// version (the SlurmCluster's spec.restApi.version; "" for the newest both sides know).
+func (p *Pool) For(ctx context.Context, n render.Names, version string) (slurm.Client, error) {
 	s := &corev1.Secret{}
 	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.JWTSecret}, s); err != nil {
 		return nil, fmt.Errorf("reading the JWT key: %w", err)
@@ -115,13 +119,13 @@ func (p *Pool) For(ctx context.Context, n render.Names) (slurm.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p.ForKeys(ctx, n, keys)
+	return p.ForKeys(ctx, n, version, keys)
 }
 
 // ForKeys is For with JWT keys the caller has already read. The client reaches slurmrestd
 // through its Service's cluster IP, which works from inside the cluster and from a process
 // running outside it.
-func (p *Pool) ForKeys(ctx context.Context, n render.Names, keys Keys) (slurm.Client, error) {
+func (p *Pool) ForKeys(ctx context.Context, n render.Names, version string, keys Keys) (slurm.Client, error) {
 	url, err := p.url(ctx, n)
 	if err != nil {
 		return nil, err
@@ -132,10 +136,10 @@ func (p *Pool) ForKeys(ctx context.Context, n render.Names, keys Keys) (slurm.Cl
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c := p.conns[k]; c != nil {
-		if c.url == url && c.key == sum {
+		if c.url == url && c.key == sum && c.version == version {
 			return c.client, nil
 		}
-		// The endpoint or the key changed: requests in flight on the old client finish; its
+		// The endpoint, the keys or the version changed: requests in flight on the old client finish; its
 		// idle connections go now and the rest when they fall idle.
 		c.close()
 		delete(p.conns, k)
@@ -143,17 +147,17 @@ func (p *Pool) ForKeys(ctx context.Context, n render.Names, keys Keys) (slurm.Cl
 	t := slurm.NewTransport(p.opts.MaxConns)
 	hc := &http.Client{Timeout: p.opts.Timeout, Transport: t}
 	var cl slurm.Client
-	if cl, err = p.build(url, keys, hc, k); err != nil {
+	if cl, err = p.build(url, version, keys, hc, k); err != nil {
 		return nil, err
 	}
-	p.conns[k] = &conn{url: url, key: sum, client: cl, transport: t}
+	p.conns[k] = &conn{url: url, version: version, key: sum, client: cl, transport: t}
 	return cl, nil
 }
 
 // Probe asks slurmctld (Diag) with a token of key alone, without falling back: nil when
 // slurmctld has loaded key, an error matching slurm.ErrUnauthorized when it refuses it. The
 // request shares the connections of the cluster's client, when there is one.
-func (p *Pool) Probe(ctx context.Context, n render.Names, key []byte) error {
+func (p *Pool) Probe(ctx context.Context, n render.Names, version string, key []byte) error {
 	url, err := p.url(ctx, n)
 	if err != nil {
 		return err
@@ -169,7 +173,7 @@ func (p *Pool) Probe(ctx context.Context, n render.Names, key []byte) error {
 		t = slurm.NewTransport(1)
 		defer t.CloseIdleConnections()
 	}
-	cl, err := p.build(url, Keys{Current: key}, &http.Client{Timeout: p.opts.Timeout, Transport: t}, k)
+	cl, err := p.build(url, version, Keys{Current: key}, &http.Client{Timeout: p.opts.Timeout, Transport: t}, k)
 	if err != nil {
 		return err
 	}
@@ -189,11 +193,11 @@ func (p *Pool) url(ctx context.Context, n render.Names) (string, error) {
 	return fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, render.SlurmrestdPort), nil
 }
 
-func (p *Pool) build(url string, keys Keys, hc *http.Client, k types.NamespacedName) (slurm.Client, error) {
+func (p *Pool) build(url, version string, keys Keys, hc *http.Client, k types.NamespacedName) (slurm.Client, error) {
 	if p.opts.Factory != nil {
 		return p.opts.Factory(url, keys, hc)
 	}
-	return defaultClient(url, keys, hc, p.opts.Metrics, k.String())
+	return defaultClient(url, version, keys, hc, p.opts.Metrics, k.String())
 }
 
 // Forget closes the cluster's client, if any, and drops its metric series. Call it when the
@@ -222,12 +226,12 @@ func (c *conn) close() {
 	c.transport.CloseIdleConnections()
 }
 
-// defaultClient speaks v0.0.41 as SlurmUser; its metrics carry the cluster so that Forget
-// finds them.
-func defaultClient(url string, keys Keys, hc *http.Client, m *slurm.Metrics, cluster string) (slurm.Client, error) {
+// defaultClient speaks version, or discovers one, as SlurmUser; its metrics carry the cluster
+// so that Forget finds them.
+func defaultClient(url, version string, keys Keys, hc *http.Client, m *slurm.Metrics, cluster string) (slurm.Client, error) {
 	tokens, err := slurm.NewJWTSource(render.SlurmUser, keys.Current, slurm.WithFallbackKey(keys.Previous))
 	if err != nil {
 		return nil, err
 	}
-	return slurm.New(slurm.Config{URL: url, APIVersion: slurm.V0041, Tokens: tokens, HTTPClient: hc, Metrics: m, Cluster: cluster})
+	return slurm.NewDiscovering(slurm.Config{URL: url, APIVersion: version, Tokens: tokens, HTTPClient: hc, Metrics: m, Cluster: cluster})
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,23 +37,23 @@ func TestPoolKeepsOneClientPerCluster(t *testing.T) {
 	}})
 	n := render.Names{Cluster: "a", Namespace: "ns", RestAPI: "a-restapi", JWTSecret: "a-jwt-key"}
 
-	first, err := p.For(ctx, n)
+	first, err := p.For(ctx, n, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		again, err := p.For(ctx, n)
+		again, err := p.For(ctx, n, "")
 		if err != nil || again != first {
 			t.Fatalf("a second For built another client (%v)", err)
 		}
 	}
 	update(t, c, func(s *corev1.Service, _ *corev1.Secret) { s.Spec.ClusterIP = "10.0.0.2" })
-	second, err := p.For(ctx, n)
+	second, err := p.For(ctx, n, "")
 	if err != nil || second == first {
 		t.Fatalf("a new endpoint kept the old client (%v)", err)
 	}
 	update(t, c, func(_ *corev1.Service, s *corev1.Secret) { s.Data[render.JWTKeyName] = []byte("key-2") })
-	third, err := p.For(ctx, n)
+	third, err := p.For(ctx, n, "")
 	if err != nil || third == second {
 		t.Fatalf("a new key kept the old client (%v)", err)
 	}
@@ -60,17 +61,25 @@ func TestPoolKeepsOneClientPerCluster(t *testing.T) {
 	update(t, c, func(_ *corev1.Service, s *corev1.Secret) {
 		s.Data[render.JWTKeyName], s.Data[render.JWTPreviousKeyName] = []byte("key-3"), []byte("key-2")
 	})
-	fourth, err := p.For(ctx, n)
+	fourth, err := p.For(ctx, n, "")
 	if err != nil || fourth == third {
 		t.Fatalf("a rotation kept the old client (%v)", err)
 	}
 	update(t, c, func(_ *corev1.Service, s *corev1.Secret) { delete(s.Data, render.JWTPreviousKeyName) })
-	fifth, err := p.For(ctx, n)
+	fifth, err := p.For(ctx, n, "")
 	if err != nil || fifth == fourth {
 		t.Fatalf("dropping the previous key kept the client that falls back to it (%v)", err)
 	}
+	// The SlurmCluster names a REST version: a client of that version, kept while it stays.
+	sixth, err := p.For(ctx, n, slurm.V0042)
+	if err != nil || sixth == fifth {
+		t.Fatalf("a new version kept the old client (%v)", err)
+	}
+	if again, err := p.For(ctx, n, slurm.V0042); err != nil || again != sixth {
+		t.Fatalf("the same version built another client (%v)", err)
+	}
 	want := []string{"http://10.0.0.1:6820 key-1 ", "http://10.0.0.2:6820 key-1 ", "http://10.0.0.2:6820 key-2 ",
-		"http://10.0.0.2:6820 key-3 key-2", "http://10.0.0.2:6820 key-3 "}
+		"http://10.0.0.2:6820 key-3 key-2", "http://10.0.0.2:6820 key-3 ", "http://10.0.0.2:6820 key-3 "}
 	if len(built) != len(want) {
 		t.Fatalf("built %v, want %v", built, want)
 	}
@@ -94,9 +103,30 @@ func TestPoolFailsWithoutServiceOrKey(t *testing.T) {
 		"headless": {func() *corev1.Service { s := svc.DeepCopy(); s.Spec.ClusterIP = corev1.ClusterIPNone; return s }(), sec},
 	} {
 		p := New(Options{Reader: fake.NewClientBuilder().WithObjects(objs...).Build()})
-		if _, err := p.For(ctx, n); err == nil {
+		if _, err := p.For(ctx, n, ""); err == nil {
 			t.Errorf("%s: For succeeded", name)
 		}
+	}
+}
+
+// The default client speaks the configured version, or discovers one at its first request;
+// an unknown configured version is an error naming it.
+func TestPoolDefaultClientVersion(t *testing.T) {
+	ctx := context.Background()
+	svc, sec := objects("10.0.0.1", "key-1")
+	n := render.Names{Cluster: "a", Namespace: "ns", RestAPI: "a-restapi", JWTSecret: "a-jwt-key"}
+	p := New(Options{Reader: fake.NewClientBuilder().WithObjects(svc, sec).Build()})
+	for version, want := range map[string]string{"": "", slurm.V0045: slurm.V0045} {
+		c, err := p.For(ctx, n, version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := c.(*slurm.Discovering); !ok || d.APIVersion() != want {
+			t.Errorf("version %q: client %T speaking %q, want %q before any request", version, c, d.APIVersion(), want)
+		}
+	}
+	if _, err := p.For(ctx, n, "v0.0.40"); err == nil || !strings.Contains(err.Error(), "v0.0.40") {
+		t.Errorf("an unknown version: %v", err)
 	}
 }
 

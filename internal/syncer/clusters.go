@@ -132,7 +132,7 @@ func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		c.Metrics.Forget(key.Namespace, key.Name)
 		return ctrl.Result{}, nil
 	}
-	sl, err := c.Slurm.For(ctx, render.NamesFor(sc, c.ClusterDomain))
+	sl, err := c.Slurm.For(ctx, render.NamesFor(sc, c.ClusterDomain), sc.Spec.RestAPI.Version)
 	if err != nil {
 		if running {
 			// Keep syncing on the client we have: a Service or Secret read that failed

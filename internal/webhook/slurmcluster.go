@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/slurm"
 )
 
 // +kubebuilder:webhook:path=/validate-sunk-dev-v1alpha1-slurmcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=sunk.dev,resources=slurmclusters,verbs=create;update,versions=v1alpha1,name=vslurmcluster.sunk.dev,admissionReviewVersions=v1
@@ -131,6 +132,9 @@ func (o Options) ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (
 	errs, warnings = append(errs, e...), append(warnings, w...)
 	e, w = validateTopology(spec, path.Child("topology"))
 	errs, warnings = append(errs, e...), append(warnings, w...)
+	if v := spec.RestAPI.Version; v != "" && !slices.Contains(slurm.Versions(), v) {
+		errs = append(errs, field.NotSupported(path.Child("restApi", "version"), v, slurm.Versions()))
+	}
 	if spec.Preemption.Type == sunkv1.PreemptionQOS &&
 		spec.Accounting.Mode != sunkv1.AccountingManaged && spec.Accounting.Mode != sunkv1.AccountingExternal {
 		errs = append(errs, field.Invalid(path.Child("preemption", "type"), spec.Preemption.Type,

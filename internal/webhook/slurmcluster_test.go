@@ -24,6 +24,9 @@ func TestValidateSpec(t *testing.T) {
 		warn    bool
 	}{
 		{name: "empty is fine", spec: sunkv1.SlurmClusterSpec{Image: "x"}},
+		{name: "a REST version sunk speaks", spec: sunkv1.SlurmClusterSpec{RestAPI: sunkv1.RestAPISpec{Version: "v0.0.45"}}},
+		{name: "a REST version sunk does not speak", spec: sunkv1.SlurmClusterSpec{RestAPI: sunkv1.RestAPISpec{Version: "v0.0.40"}},
+			wantErr: `spec.restApi.version: Unsupported value: "v0.0.40": supported values: "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44", "v0.0.45"`},
 		{name: "good lua", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: "function slurm_job_submit(j, p, u)\n  if j.comment == nil then j.comment = 'x' end\n  return slurm.SUCCESS\nend\nfunction slurm_job_modify(j, jr, p, u) return slurm.SUCCESS end\n"}},
 		{name: "bad lua", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: "function slurm_job_submit(\n  return\n"}, wantErr: "spec.jobSubmitLua"},
 		{name: "lua 5.3 integer division is not 5.1", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: "x = 7 // 2\n"}, wantErr: "does not parse"},

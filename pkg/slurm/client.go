@@ -6,15 +6,17 @@
 // version's generated types is per version, rendered from one template (zz_adapter_*.go).
 //
 // The client fails closed. Every answer that is not a clean success is an error the caller can
-// tell apart with errors.Is (ErrNotFound, ErrUnauthorized, ErrUnavailable, ErrDecode) or
-// errors.As (*SlurmError with Slurm's error number and text). Nothing turns an error into an empty
+// tell apart with errors.Is (ErrNotFound, ErrUnauthorized, ErrUnavailable, ErrDecode,
+// ErrVersionNotServed) or errors.As (*SlurmError with Slurm's error number and text). Nothing turns an error into an empty
 // list, a missing node into a state, or an undecodable answer into a default.
 package slurm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -206,7 +208,35 @@ func (c *core) Do(req *http.Request) (*http.Response, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
+	if notServed(resp) {
+		return nil, fmt.Errorf("%w: %s %s answers 404 %q", ErrVersionNotServed, req.Method, req.URL.Path, versionNotServedHint)
+	}
 	return resp, nil
+}
+
+// versionNotServedHint is what both slurmrestd 24.11 and 26.05 say in their plain-text 404 for
+// a path they do not serve.
+const versionNotServedHint = "/openapi/v3"
+
+// notServed reports slurmrestd's answer to a path it has no handler for (a data parser
+// version it does not serve): 404, plain text pointing to its OpenAPI document. Without the
+// check the answer has no JSON body and would read as "not found", the node or job missing.
+// Another answer is left as it was, its body intact.
+func notServed(resp *http.Response) bool {
+	if resp.StatusCode != http.StatusNotFound || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		return false
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	rest := resp.Body
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), rest), rest}
+	if err != nil || !bytes.Contains(b, []byte(versionNotServedHint)) {
+		return false
+	}
+	resp.Body.Close()
+	return true
 }
 
 // suspect reports an answer that is not slurmrestd's own (it answers JSON) or a failing
@@ -243,7 +273,7 @@ func (c *core) attempt(ctx context.Context, endpoint string, allowNotModified bo
 	start := time.Now()
 	a, err := fn(ctx)
 	switch {
-	case err != nil && (errors.Is(err, ErrUnavailable) || errors.Is(err, ErrUnauthorized)):
+	case err != nil && (errors.Is(err, ErrUnavailable) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrVersionNotServed)):
 		err = fmt.Errorf("slurm %s: %w", endpoint, err)
 	case err != nil && ctx.Err() != nil:
 		err = fmt.Errorf("slurm %s: %w: %w", endpoint, ErrUnavailable, err)

@@ -22,6 +22,12 @@ var (
 	ErrDecode = errors.New("slurm: malformed response")
 	// ErrUnsupported: the operation has no endpoint in the API version the client speaks.
 	ErrUnsupported = errors.New("slurm: not supported by this REST API version")
+	// ErrVersionNotServed: slurmrestd does not serve the client's API version any more (or
+	// yet): an upgraded Slurm dropped it. It answers 404 in plain text ("Unable to find
+	// requested URL endpoint. Please query the '/openapi/v3' endpoint ..." in 26.05, "Unable
+	// find requested URL. Please view /openapi/v3 ..." in 24.11), never a Slurm answer; the
+	// request did nothing. Discovering rediscovers on it.
+	ErrVersionNotServed = errors.New("slurm: API version not served by slurmrestd")
 )
 
 // ErrorDetail is one entry of the `errors` array of a slurmrestd answer.

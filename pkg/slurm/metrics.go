@@ -91,7 +91,7 @@ func outcome(err error, status int) string {
 		return OutcomeUnavailable
 	case errors.Is(err, ErrDecode):
 		return OutcomeDecodeError
-	case errors.Is(err, ErrUnsupported):
+	case errors.Is(err, ErrUnsupported), errors.Is(err, ErrVersionNotServed):
 		return OutcomeUnsupported
 	}
 	return OutcomeSlurmError

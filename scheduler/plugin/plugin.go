@@ -34,7 +34,9 @@ const Name = "SunkSlurm"
 type Args struct {
 	// SlurmURL of slurmrestd, e.g. http://c1-restapi.slurm:6820.
 	SlurmURL string `json:"slurmURL"`
-	// APIVersion of slurmrestd's API (v0.0.41 by default).
+	// APIVersion of slurmrestd's API. Empty (the default): the newest version both the
+	// plugin and slurmrestd know, asked of slurmrestd at the first request and again only
+	// when it stops serving it (slurm.Discovering).
 	APIVersion string `json:"apiVersion,omitempty"`
 	// SlurmUser the JWTs name (default "slurm").
 	SlurmUser string `json:"slurmUser,omitempty"`
@@ -149,7 +151,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	}
 	// As many connections as submits and cancels run at once plus one for each informer's poll,
 	// within slurmrestd's share for each sunk component.
-	c, err := slurm.New(slurm.Config{URL: args.SlurmURL, APIVersion: args.APIVersion, Tokens: tokens, Metrics: m,
+	c, err := slurm.NewDiscovering(slurm.Config{URL: args.SlurmURL, APIVersion: args.APIVersion, Tokens: tokens, Metrics: m,
 		MaxConns: maxSubmits + maxCancels + slurm.JobInformerConns + 2, Cluster: metricCluster(args)})
 	if err != nil {
 		return nil, err

@@ -54,7 +54,7 @@ func TestJWTKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	probe := slurmconn.New(slurmconn.Options{Reader: e.c})
-	if err := probe.Probe(ctx, n, oldKey); err != nil {
+	if err := probe.Probe(ctx, n, "", oldKey); err != nil {
 		t.Fatalf("before the rotation slurmctld refuses its own key: %v", err)
 	}
 	e.update(t, secret, func() {
@@ -73,10 +73,10 @@ func TestJWTKeyRotation(t *testing.T) {
 		return nil
 	})
 	t.Logf("rotation done %s after the Secret update", time.Since(rotated).Round(time.Second))
-	if err := probe.Probe(ctx, n, newKey); err != nil {
+	if err := probe.Probe(ctx, n, "", newKey); err != nil {
 		t.Errorf("slurmctld refuses the new key: %v", err)
 	}
-	if err := probe.Probe(ctx, n, oldKey); !errors.Is(err, slurm.ErrUnauthorized) {
+	if err := probe.Probe(ctx, n, "", oldKey); !errors.Is(err, slurm.ErrUnauthorized) {
 		t.Errorf("slurmctld and the old key: %v, want a refusal", err)
 	}
 	if out, err := e.sh(t, login, "login", "squeue -h -j "+running+" -o %T"); err != nil || strings.TrimSpace(out) != "RUNNING" {

@@ -278,7 +278,7 @@ func (r *Reconciler) releaseOrphans(ctx context.Context, namespace, name string)
 			return ctrl.Result{}, err
 		}
 		if sl = clients[cluster]; sl == nil {
-			if sl, slErr = r.slurmClient(ctx, render.NamesFor(sc, r.ClusterDomain)); slErr == nil {
+			if sl, slErr = r.slurmClient(ctx, render.NamesFor(sc, r.ClusterDomain), sc.Spec.RestAPI.Version); slErr == nil {
 				clients[cluster] = sl
 			}
 		}

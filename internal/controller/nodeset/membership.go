@@ -196,7 +196,7 @@ func maxUnavailable(ns *sunkv1.NodeSet, desired int) int {
 // readSlurm attaches each member's Slurm node from one list. It fails closed: on any error
 // no member has a Slurm node and the plan does nothing that depends on Slurm.
 func (r *Reconciler) readSlurm(ctx context.Context, w *world, st *status) {
-	w.sl, w.slurmErr = r.slurmClient(ctx, w.names)
+	w.sl, w.slurmErr = r.slurmClient(ctx, w.names, w.sc.Spec.RestAPI.Version)
 	if w.slurmErr == nil {
 		var list *slurm.NodeList
 		if list, w.slurmErr = w.sl.ListNodes(ctx, time.Time{}); w.slurmErr == nil {
@@ -215,7 +215,7 @@ func (r *Reconciler) readSlurm(ctx context.Context, w *world, st *status) {
 }
 
 // slurmClient authenticates with the cluster's JWT key, which only the SlurmCluster
-// controller creates.
-func (r *Reconciler) slurmClient(ctx context.Context, n render.Names) (slurm.Client, error) {
-	return r.Slurm.For(ctx, n)
+// controller creates, and speaks its spec.restApi.version (or the newest both sides know).
+func (r *Reconciler) slurmClient(ctx context.Context, n render.Names, version string) (slurm.Client, error) {
+	return r.Slurm.For(ctx, n, version)
 }

@@ -109,7 +109,7 @@ func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	// An admin's Secret (one the operator did not make) is never written.
 	ownSecret := secret.Labels[wellknown.LabelCluster] == sc.Name
 
-	probe := r.Slurm.Probe(ctx, n, keys.Current)
+	probe := r.Slurm.Probe(ctx, n, sc.Spec.RestAPI.Version, keys.Current)
 	switch nextJWTStep(probe, hasPrevious, ownSecret, time.Since(state.reconfigured)) {
 	case jwtSteady:
 		if state.loaded != "" && state.loaded != id {
@@ -146,7 +146,7 @@ func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	if err := r.annotate(ctx, pod, wellknown.AnnotationJWTKey, id); err != nil {
 		return ctrl.Result{}, err
 	}
-	sl, err := r.Slurm.ForKeys(ctx, n, keys)
+	sl, err := r.Slurm.ForKeys(ctx, n, sc.Spec.RestAPI.Version, keys)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -126,6 +126,9 @@ func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n re
 		}
 		msg += fmt.Sprintf(" (label values renamed for Slurm: %s%s)", strings.Join(r, ", "), more)
 	}
+	if desired.SlurmPlugin() == "" {
+		msg += " (slurm.conf names no TopologyPlugin until a switch or block has a node)"
+	}
 	switch {
 	case desired.Excluded > 0:
 		st.set(sunkv1.ConditionTopologyReady, false, ReasonTopologyLeftOut, msg+"; "+strings.Join(desired.Problems, "; "))

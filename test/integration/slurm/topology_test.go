@@ -128,7 +128,7 @@ SelectTypeParameters=CR_Core_Memory
 	} else {
 		conf += "PartitionName=all Nodes=ALL Default=YES State=UP\n"
 	}
-	if plugin != "" {
+	if plugin != "" { // sunk leaves the plugin out while there is no switch or block
 		conf += "TopologyPlugin=" + plugin + "\n"
 	}
 	conf += "# --\n" + extra
@@ -241,11 +241,12 @@ func awsLabels(leaf string) map[string]string {
 	return map[string]string{awsL1: "nn-1b2a3c4d5e6f70811", awsL2: "nn-4f3e2d1c0b0a09182", awsL3: leaf}
 }
 
-// TestTopologyOnRealSlurm: slurmctld 24.11 reads sunk's tree and block topologies as
-// rendered, `sbatch --switches=1 -N2` lands inside one leaf, `--segment=2` inside one block,
-// a relabel reaches slurmctld by a reconfigure while a job runs and the job finishes, and
-// the plugin changes from tree to block without a restart, and slurmctld reads the files
-// of a cluster without nodes.
+// TestTopologyOnRealSlurm: slurmctld (24.11 and 26.05) reads sunk's tree and block
+// topologies as rendered, `sbatch --switches=1 -N2` lands inside one leaf, `--segment=2`
+// inside one block, a relabel reaches slurmctld by a reconfigure while a job runs and the
+// job finishes, the plugin changes from tree to block without a restart, slurmctld runs
+// with the configuration of a cluster without nodes (no plugin), and the first block
+// loads the plugin by a reconfigure.
 func TestTopologyOnRealSlurm(t *testing.T) {
 	names := []string{"gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4"}
 	leaves := map[string]string{"gpu-0": leafA, "gpu-1": leafA, "gpu-2": leafB, "gpu-3": leafB, "gpu-4": ""}
@@ -260,7 +261,7 @@ func TestTopologyOnRealSlurm(t *testing.T) {
 		return topo
 	}
 	topo := renderTree()
-	p := startPrivateSlurm(t, names, topo.Plugin, topo.Conf)
+	p := startPrivateSlurm(t, names, topo.SlurmPlugin(), topo.Conf)
 
 	// 1. slurmctld lists the switches sunk wrote, by the names it wrote.
 	out, err := p.scontrol("show", "topology")
@@ -295,7 +296,7 @@ func TestTopologyOnRealSlurm(t *testing.T) {
 	})
 	leaves["gpu-1"] = leafB
 	topo = renderTree()
-	p.reconfigure(t, topo.Plugin, topo.Conf)
+	p.reconfigure(t, topo.SlurmPlugin(), topo.Conf)
 	out, _ = p.scontrol("show", "topology")
 	if !strings.Contains(out, "SwitchName=nn-0c1d2e3f4a5b6c7d8-sw Level=0 LinkSpeed=1 Nodes=gpu-[1-3]") {
 		t.Errorf("after the relabel:\n%s", out)
@@ -319,7 +320,7 @@ func TestTopologyOnRealSlurm(t *testing.T) {
 	if btopo.Excluded != 1 {
 		t.Errorf("excluded %d nodes, want gpu-4:\n%s", btopo.Excluded, btopo.Conf)
 	}
-	p.reconfigure(t, btopo.Plugin, btopo.Conf)
+	p.reconfigure(t, btopo.SlurmPlugin(), btopo.Conf)
 	out, _ = p.scontrol("show", "topology")
 	for _, want := range []string{
 		"BlockName=5e7a1c2b-8f3d-4a6e-9b0c-1d2e3f4a5b6c.0-blk BlockIndex=0 Nodes=gpu-[0-1] BlockSize=2",
@@ -336,19 +337,35 @@ func TestTopologyOnRealSlurm(t *testing.T) {
 		}
 	}
 
-	// 5. A new cluster, before any compute pod is Ready, renders a topology without nodes:
-	// slurmctld reads both kinds (reconfigure waits for it to answer again).
+	// 5. A new cluster, before any compute pod is Ready, renders a topology without nodes,
+	// and slurm.conf without a TopologyPlugin: slurmctld 26.05 stops on a plugin with no
+	// switch or block. slurmctld runs on (reconfigure waits for it to answer again) and
+	// places nothing.
 	for _, spec := range []*sunkv1.TopologySpec{block, tree} {
 		empty, err := render.RenderTopology(spec, nil)
 		must(t, err)
-		p.reconfigure(t, empty.Plugin, empty.Conf)
-		wait.For(t, "no "+empty.Plugin, 30*time.Second, 300*time.Millisecond, func() error {
-			out, err := p.scontrol("show", "topology")
-			if err != nil || strings.Contains(out, "gpu-") {
-				return fmt.Errorf("%s %v", out, err)
-			}
-			t.Logf("%s without nodes: scontrol show topology says %q", empty.Plugin, out)
-			return nil
-		})
+		if empty.SlurmPlugin() != "" {
+			t.Fatalf("a topology without nodes names the plugin %q", empty.SlurmPlugin())
+		}
+		p.reconfigure(t, empty.SlurmPlugin(), empty.Conf)
+		out, err := p.scontrol("show", "topology")
+		if strings.Contains(out, "gpu-") {
+			t.Errorf("%s without nodes: scontrol show topology places nodes: %s", empty.Plugin, out)
+		}
+		t.Logf("%s without nodes: scontrol show topology says %q (%v)", empty.Plugin, out, err)
+	}
+
+	// 6. The first block arrives by a reconfigure alone: slurmctld loads the plugin it had
+	// not run and places the nodes, and --segment keeps to one block.
+	p.reconfigure(t, btopo.SlurmPlugin(), btopo.Conf)
+	wait.For(t, "blocks after a start without a plugin", 30*time.Second, 300*time.Millisecond, func() error {
+		out, err := p.scontrol("show", "topology")
+		if err != nil || !strings.Contains(out, "BlockName=5e7a1c2b-8f3d-4a6e-9b0c-1d2e3f4a5b6c.0-blk BlockIndex=0 Nodes=gpu-[0-1] BlockSize=2") {
+			return fmt.Errorf("%s %v", out, err)
+		}
+		return nil
+	})
+	if got := p.jobNodes(t, "-N2", "--segment=2"); got != "gpu-[0-1]" && got != "gpu-[2-3]" {
+		t.Errorf("sbatch --segment=2 -N2 ran on %s, across blocks", got)
 	}
 }

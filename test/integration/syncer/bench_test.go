@@ -101,7 +101,7 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	counted, err := slurm.New(slurm.Config{URL: env.RESTURL, Tokens: tokens, HTTPClient: &http.Client{
+	counted, err := slurm.NewDiscovering(slurm.Config{URL: env.RESTURL, Tokens: tokens, HTTPClient: &http.Client{
 		Timeout: 30 * time.Second, Transport: countingTransport{http.DefaultTransport, &reqs, &bytes, &full}}})
 	if err != nil {
 		b.Fatal(err)

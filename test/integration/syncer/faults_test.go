@@ -25,7 +25,7 @@ func TestSyncerFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The syncer's client goes through the proxy, with a short timeout so that a hang shows.
-	proxied, err := slurm.New(slurm.Config{URL: proxy.URL, Tokens: tokens, Timeout: 2 * time.Second})
+	proxied, err := slurm.NewDiscovering(slurm.Config{URL: proxy.URL, Tokens: tokens, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,10 +114,15 @@ func clients(tb testing.TB, env *testenv.SlurmEnv, cfg *rest.Config) (client.Cli
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sl, err := slurm.New(slurm.Config{URL: env.RESTURL, Tokens: tokens, Timeout: 5 * time.Second})
+	// The client sunk's syncer has (internal/slurmconn): the newest version both know.
+	sl, err := slurm.NewDiscovering(slurm.Config{URL: env.RESTURL, Tokens: tokens, Timeout: 5 * time.Second})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if _, err := sl.Ping(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("slurmrestd %s: REST API %s", env.RESTURL, sl.APIVersion())
 	return c, sl
 }
 
