@@ -279,6 +279,14 @@ type SlurmClusterStatus struct {
 	// Topology is what the last rendering of topology.conf found, with spec.topology set.
 	// +optional
 	Topology *TopologyStatus `json:"topology,omitempty"`
+
+	// GPUDevicesIncluded says the configuration slurmctld runs (configHash) has gres.conf
+	// include each compute pod's own GPU device lines. It is set only once ConfigApplied is
+	// True for such a configuration: a NodeSet with GPUs creates no pod before, because a
+	// slurmd that registers without its device lines reports no GPUs and slurmctld drains its
+	// node for good ("gres/gpu count reported lower than configured").
+	// +optional
+	GPUDevicesIncluded bool `json:"gpuDevicesIncluded,omitempty"`
 }
 
 // ClusterEndpoints are where clients reach the cluster.

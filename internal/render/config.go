@@ -24,6 +24,9 @@ type Config struct {
 	// RestartHash covers only the settings slurmctld applies at start (ports, auth,
 	// state location...): it changes exactly when a reconfigure is not enough.
 	RestartHash string
+	// GPUDevices says gres.conf includes each compute pod's own device lines
+	// (ConfigInputs.GPUs): a slurmd with GPUs registers them only under such a configuration.
+	GPUDevices bool
 }
 
 // ResolvedScript is a prolog or epilog script with its text read (from the spec or a ConfigMap).
@@ -99,7 +102,7 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 		}
 		scripts[kind.name] = scriptDriver(n.Cluster, kind.name, order)
 	}
-	c := &Config{Files: files, Scripts: scripts}
+	c := &Config{Files: files, Scripts: scripts, GPUDevices: in.GPUs}
 	c.Hash = hashOf(files, scripts)
 	c.RestartHash = hashOf(map[string]string{"restart": restartSettings(files["slurm.conf"])}, nil)
 	// The first line names the hash so that anyone (the controller included) can tell

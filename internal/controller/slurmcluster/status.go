@@ -27,6 +27,8 @@ type status struct {
 	configHash string
 	endpoints  sunkv1.ClusterEndpoints
 	topology   *sunkv1.TopologyStatus
+	// gpuDevices goes with configHash: both describe the configuration slurmctld runs.
+	gpuDevices bool
 }
 
 func newStatus(sc *sunkv1.SlurmCluster) *status {
@@ -36,7 +38,14 @@ func newStatus(sc *sunkv1.SlurmCluster) *status {
 		configHash: sc.Status.ConfigHash,
 		endpoints:  sc.Status.Endpoints,
 		topology:   sc.Status.Topology,
+		gpuDevices: sc.Status.GPUDevicesIncluded,
 	}
+}
+
+// applied records that slurmctld runs cfg.
+func (s *status) applied(cfg *render.Config) {
+	s.configHash, s.gpuDevices = cfg.Hash, cfg.GPUDevices
+	s.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
 }
 
 func (s *status) set(typ string, ok bool, reason, msg string) {
@@ -172,6 +181,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, sc *sunkv1.SlurmCluster, 
 		Endpoints:          st.endpoints,
 		ConfigHash:         st.configHash,
 		Topology:           st.topology,
+		GPUDevicesIncluded: st.gpuDevices,
 	}
 	if equality.Semantic.DeepEqual(sc.Status, next) {
 		return nil
