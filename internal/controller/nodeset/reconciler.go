@@ -55,30 +55,33 @@ type Reconciler struct {
 
 // Reasons of conditions and events.
 const (
-	ReasonClusterNotFound   = "ClusterNotFound"
-	ReasonInvalidSpec       = sunkv1.ReasonInvalidSpec
-	ReasonSlurmUnreachable  = "SlurmUnreachable"
-	ReasonReachable         = "Reachable"
-	ReasonNodeHeld          = "NodeHeldByOlderNodeSet"
-	ReasonNoConflict        = "NoConflict"
-	ReasonWaitingForJobs    = "WaitingForJobs"
-	ReasonScalingIn         = "ScalingIn"
-	ReasonUpdating          = "Updating"
-	ReasonProgressing       = "Progressing"
-	ReasonReady             = sunkv1.ReasonReady
-	ReasonPodCreated        = "PodCreated"
-	ReasonGPUTypeUnusable   = "GPUTypeUnusable"
-	ReasonPodDeleted        = "PodDeleted"
-	ReasonDrained           = "Drained"
-	ReasonResumed           = "Resumed"
-	ReasonRecordRemoved     = "SlurmNodeRemoved"
-	ReasonPodNameTaken      = "PodNameTaken"
-	ReasonRecordNotRemoved  = "SlurmNodeNotRemoved"
-	ReasonRecordKept        = "SlurmNodeKept"
-	defaultPollInterval     = 5 * time.Second
-	defaultResyncInterval   = 60 * time.Second
-	maxMessageItems         = 5
-	conditionMessageMaxSize = 1024
+	ReasonClusterNotFound  = "ClusterNotFound"
+	ReasonInvalidSpec      = sunkv1.ReasonInvalidSpec
+	ReasonSlurmUnreachable = "SlurmUnreachable"
+	ReasonReachable        = "Reachable"
+	ReasonNodeHeld         = "NodeHeldByOlderNodeSet"
+	ReasonNoConflict       = "NoConflict"
+	ReasonWaitingForJobs   = "WaitingForJobs"
+	ReasonScalingIn        = "ScalingIn"
+	ReasonUpdating         = "Updating"
+	ReasonProgressing      = "Progressing"
+	ReasonReady            = sunkv1.ReasonReady
+	ReasonPodCreated       = "PodCreated"
+	// ReasonWaitingForGPUConfig: the NodeSet's pods have GPUs and slurmctld does not yet run
+	// the gres.conf that includes their device lines (gpuConfigWait).
+	ReasonWaitingForGPUConfig = "WaitingForGPUConfig"
+	ReasonGPUTypeUnusable     = "GPUTypeUnusable"
+	ReasonPodDeleted          = "PodDeleted"
+	ReasonDrained             = "Drained"
+	ReasonResumed             = "Resumed"
+	ReasonRecordRemoved       = "SlurmNodeRemoved"
+	ReasonPodNameTaken        = "PodNameTaken"
+	ReasonRecordNotRemoved    = "SlurmNodeNotRemoved"
+	ReasonRecordKept          = "SlurmNodeKept"
+	defaultPollInterval       = 5 * time.Second
+	defaultResyncInterval     = 60 * time.Second
+	maxMessageItems           = 5
+	conditionMessageMaxSize   = 1024
 )
 
 // NodeSets are patched for their drain finalizer only, their status with merge patches;
@@ -136,6 +139,8 @@ type world struct {
 	sl      slurm.Client
 	// slurmErr is why Slurm could not be read (nil: the node list was read).
 	slurmErr error
+	// gpuWait is why no pod may be created yet ("" when they may: gpuConfigWait).
+	gpuWait string
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *status) (ctrl.Result, error) {
@@ -164,6 +169,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		return ctrl.Result{}, nil
 	}
 	w.sc, w.names = sc, render.NamesFor(sc, r.ClusterDomain)
+	w.gpuWait = gpuConfigWait(ns, sc)
 	w.hash = render.ComputeTemplateHash(ns, sc, w.names)
 	st.hash = w.hash
 	st.selector = labels.SelectorFromSet(render.ComputeSelectorLabels(w.names, ns.Name)).String()
@@ -212,6 +218,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		strategy:       strategyOf(ns),
 		maxUnavailable: maxUnavailable(ns, st.desired),
 		slurmKnown:     w.slurmErr == nil,
+		holdCreates:    w.gpuWait != "",
 	})
 	o := &outcome{}
 	for _, a := range actions {
