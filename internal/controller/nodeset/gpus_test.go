@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -19,7 +20,11 @@ func TestGPUConfigWait(t *testing.T) {
 	cluster := func(included bool) *sunkv1.SlurmCluster {
 		sc := &sunkv1.SlurmCluster{}
 		sc.Name = "c"
-		sc.Status.GPUDevicesIncluded = included
+		if included {
+			sc.Status.Conditions = []metav1.Condition{{Type: sunkv1.ConditionGPUDevicesIncluded, Status: metav1.ConditionTrue}}
+		} else {
+			sc.Status.Conditions = []metav1.Condition{{Type: sunkv1.ConditionGPUDevicesIncluded, Status: metav1.ConditionFalse}}
+		}
 		return sc
 	}
 	for _, c := range []struct {
@@ -38,5 +43,9 @@ func TestGPUConfigWait(t *testing.T) {
 		if (got != "") != c.wait {
 			t.Errorf("%s: gpuConfigWait = %q, want waiting %v", c.name, got, c.wait)
 		}
+	}
+	// No condition at all (a new cluster, or one an older operator reconciles) waits too.
+	if gpuConfigWait(withGPUs("8"), &sunkv1.SlurmCluster{}) == "" {
+		t.Error("GPUs and a cluster without the condition: not waiting")
 	}
 }

@@ -27,8 +27,6 @@ type status struct {
 	configHash string
 	endpoints  sunkv1.ClusterEndpoints
 	topology   *sunkv1.TopologyStatus
-	// gpuDevices goes with configHash: both describe the configuration slurmctld runs.
-	gpuDevices bool
 }
 
 func newStatus(sc *sunkv1.SlurmCluster) *status {
@@ -38,14 +36,21 @@ func newStatus(sc *sunkv1.SlurmCluster) *status {
 		configHash: sc.Status.ConfigHash,
 		endpoints:  sc.Status.Endpoints,
 		topology:   sc.Status.Topology,
-		gpuDevices: sc.Status.GPUDevicesIncluded,
 	}
 }
 
-// applied records that slurmctld runs cfg.
+// applied records that slurmctld runs cfg, and whether its gres.conf has the device Include:
+// both describe the running configuration, and change only together.
 func (s *status) applied(cfg *render.Config) {
-	s.configHash, s.gpuDevices = cfg.Hash, cfg.GPUDevices
+	s.configHash = cfg.Hash
 	s.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
+	if cfg.GPUDevices {
+		s.set(sunkv1.ConditionGPUDevicesIncluded, true, ReasonApplied,
+			"slurmctld runs configuration "+cfg.Hash+", whose gres.conf includes each compute pod's GPU device lines")
+	} else {
+		s.set(sunkv1.ConditionGPUDevicesIncluded, false, ReasonNoGPUs,
+			"slurmctld runs configuration "+cfg.Hash+", whose gres.conf has no device Include: no NodeSet of the cluster grants GPUs")
+	}
 }
 
 func (s *status) set(typ string, ok bool, reason, msg string) {
@@ -181,7 +186,6 @@ func (r *Reconciler) updateStatus(ctx context.Context, sc *sunkv1.SlurmCluster, 
 		Endpoints:          st.endpoints,
 		ConfigHash:         st.configHash,
 		Topology:           st.topology,
-		GPUDevicesIncluded: st.gpuDevices,
 	}
 	if equality.Semantic.DeepEqual(sc.Status, next) {
 		return nil

@@ -38,8 +38,9 @@ func TestGPUNodeSetWaitsForTheDeviceInclude(t *testing.T) {
 	h.exec.deliver("g-controller-0", conf.Data["slurm.conf"])
 	eventually(t, "configuration without GPUs applied", func() error {
 		sc := h.cluster(t, "g")
-		if c := condition(sc, sunkv1.ConditionConfigApplied); c.Status != metav1.ConditionTrue || sc.Status.GPUDevicesIncluded {
-			return fmt.Errorf("ConfigApplied %+v, gpuDevicesIncluded %v", c, sc.Status.GPUDevicesIncluded)
+		if c, g := condition(sc, sunkv1.ConditionConfigApplied), condition(sc, sunkv1.ConditionGPUDevicesIncluded); c.Status != metav1.ConditionTrue ||
+			g.Status != metav1.ConditionFalse || g.Reason != slurmcluster.ReasonNoGPUs {
+			return fmt.Errorf("ConfigApplied %+v, GPUDevicesIncluded %+v", c, g)
 		}
 		return nil
 	})
@@ -60,8 +61,9 @@ func TestGPUNodeSetWaitsForTheDeviceInclude(t *testing.T) {
 			return fmt.Errorf("gres.conf %q", conf.Data["gres.conf"])
 		}
 		sc := h.cluster(t, "g")
-		if c := condition(sc, sunkv1.ConditionConfigApplied); c.Reason != slurmcluster.ReasonWaitingForKubelet || sc.Status.GPUDevicesIncluded {
-			return fmt.Errorf("ConfigApplied %+v, gpuDevicesIncluded %v", c, sc.Status.GPUDevicesIncluded)
+		if c, g := condition(sc, sunkv1.ConditionConfigApplied), condition(sc, sunkv1.ConditionGPUDevicesIncluded); c.Reason != slurmcluster.ReasonWaitingForKubelet ||
+			g.Status != metav1.ConditionFalse {
+			return fmt.Errorf("ConfigApplied %+v, GPUDevicesIncluded %+v", c, g)
 		}
 		n := h.nodeSet(t, "gpu")
 		if c := nsCondition(n, sunkv1.ConditionReady); c.Reason != nodeset.ReasonWaitingForGPUConfig || !strings.Contains(c.Message, "gpu-0") {
@@ -77,9 +79,9 @@ func TestGPUNodeSetWaitsForTheDeviceInclude(t *testing.T) {
 	h.exec.deliver("g-controller-0", conf.Data["slurm.conf"])
 	eventually(t, "Include applied", func() error {
 		sc := h.cluster(t, "g")
-		if c := condition(sc, sunkv1.ConditionConfigApplied); c.Status != metav1.ConditionTrue || !sc.Status.GPUDevicesIncluded ||
-			sc.Status.ConfigHash != render.HashInSlurmConf(conf.Data["slurm.conf"]) {
-			return fmt.Errorf("ConfigApplied %+v, gpuDevicesIncluded %v", c, sc.Status.GPUDevicesIncluded)
+		if c, g := condition(sc, sunkv1.ConditionConfigApplied), condition(sc, sunkv1.ConditionGPUDevicesIncluded); c.Status != metav1.ConditionTrue ||
+			g.Status != metav1.ConditionTrue || sc.Status.ConfigHash != render.HashInSlurmConf(conf.Data["slurm.conf"]) {
+			return fmt.Errorf("ConfigApplied %+v, GPUDevicesIncluded %+v", c, g)
 		}
 		return nil
 	})
