@@ -309,9 +309,10 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 }
 
 // AccountingTRES is AccountingStorageTRES: gres/gpu, the GPUs of every type (what sacct and
-// sreport show per job and account), then gres/gpu:<type> for each GPU type, sorted. Slurm
-// records a typed TRES only for jobs that ask for that type (slurm.conf(5)); untyped requests
-// count in gres/gpu alone. gres/gpu also makes Slurm track gres/gpumem and gres/gpuutil.
+// sreport show per job and account), then gres/gpu:<type> for each GPU type, sorted. 24.11.5
+// records the typed TRES of the GPUs a job was given even when it asked for untyped ones (seen
+// in TestJobSeesOnlyItsGPUs; slurm.conf(5) says only typed requests count). gres/gpu also
+// makes Slurm track gres/gpumem and gres/gpuutil.
 // Rendered only with AccountingStorageType=accounting_storage/slurmdbd: slurmctld 24.11 stops
 // on a gres TRES without slurmdbd ("slurmdbd is required to run with TRES gres/gpu", seen).
 func AccountingTRES(gpuTypes []string) string {
