@@ -9,6 +9,10 @@ import (
 	"sunk.dev/sunk/internal/render"
 )
 
+// ReasonWaitingForGPUConfig: the NodeSet's pods have GPUs and slurmctld does not yet run the
+// gres.conf that includes their device lines (gpuConfigWait).
+const ReasonWaitingForGPUConfig = "WaitingForGPUConfig"
+
 // gpuConfigWait says why the pods of a NodeSet may not be created yet, "" when they may. A
 // pod with GPUs registers them only if the configuration slurmctld runs has gres.conf include
 // the pod's own device lines: before that its slurmd reports no GPUs, and slurmctld drains the

@@ -55,33 +55,30 @@ type Reconciler struct {
 
 // Reasons of conditions and events.
 const (
-	ReasonClusterNotFound  = "ClusterNotFound"
-	ReasonInvalidSpec      = sunkv1.ReasonInvalidSpec
-	ReasonSlurmUnreachable = "SlurmUnreachable"
-	ReasonReachable        = "Reachable"
-	ReasonNodeHeld         = "NodeHeldByOlderNodeSet"
-	ReasonNoConflict       = "NoConflict"
-	ReasonWaitingForJobs   = "WaitingForJobs"
-	ReasonScalingIn        = "ScalingIn"
-	ReasonUpdating         = "Updating"
-	ReasonProgressing      = "Progressing"
-	ReasonReady            = sunkv1.ReasonReady
-	ReasonPodCreated       = "PodCreated"
-	// ReasonWaitingForGPUConfig: the NodeSet's pods have GPUs and slurmctld does not yet run
-	// the gres.conf that includes their device lines (gpuConfigWait).
-	ReasonWaitingForGPUConfig = "WaitingForGPUConfig"
-	ReasonGPUTypeUnusable     = "GPUTypeUnusable"
-	ReasonPodDeleted          = "PodDeleted"
-	ReasonDrained             = "Drained"
-	ReasonResumed             = "Resumed"
-	ReasonRecordRemoved       = "SlurmNodeRemoved"
-	ReasonPodNameTaken        = "PodNameTaken"
-	ReasonRecordNotRemoved    = "SlurmNodeNotRemoved"
-	ReasonRecordKept          = "SlurmNodeKept"
-	defaultPollInterval       = 5 * time.Second
-	defaultResyncInterval     = 60 * time.Second
-	maxMessageItems           = 5
-	conditionMessageMaxSize   = 1024
+	ReasonClusterNotFound   = "ClusterNotFound"
+	ReasonInvalidSpec       = sunkv1.ReasonInvalidSpec
+	ReasonSlurmUnreachable  = "SlurmUnreachable"
+	ReasonReachable         = "Reachable"
+	ReasonNodeHeld          = "NodeHeldByOlderNodeSet"
+	ReasonNoConflict        = "NoConflict"
+	ReasonWaitingForJobs    = "WaitingForJobs"
+	ReasonScalingIn         = "ScalingIn"
+	ReasonUpdating          = "Updating"
+	ReasonProgressing       = "Progressing"
+	ReasonReady             = sunkv1.ReasonReady
+	ReasonPodCreated        = "PodCreated"
+	ReasonGPUTypeUnusable   = "GPUTypeUnusable"
+	ReasonPodDeleted        = "PodDeleted"
+	ReasonDrained           = "Drained"
+	ReasonResumed           = "Resumed"
+	ReasonRecordRemoved     = "SlurmNodeRemoved"
+	ReasonPodNameTaken      = "PodNameTaken"
+	ReasonRecordNotRemoved  = "SlurmNodeNotRemoved"
+	ReasonRecordKept        = "SlurmNodeKept"
+	defaultPollInterval     = 5 * time.Second
+	defaultResyncInterval   = 60 * time.Second
+	maxMessageItems         = 5
+	conditionMessageMaxSize = 1024
 )
 
 // NodeSets are patched for their drain finalizer only, their status with merge patches;

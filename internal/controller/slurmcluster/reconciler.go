@@ -68,24 +68,22 @@ type Reconciler struct {
 
 // Reasons of conditions and events.
 const (
-	ReasonInvalidSpec       = sunkv1.ReasonInvalidSpec
-	ReasonScriptNotFound    = "ScriptNotFound"
-	ReasonInvalidScript     = "InvalidScript"
-	ReasonUnsafeConfKeys    = "UnsafeConfKeys"
-	ReasonKeyMissing        = "KeyMissing"
-	ReasonKeyCreated        = "KeyCreated"
-	ReasonReconfigured      = "Reconfigured"
-	ReasonReconfigureFailed = "ReconfigureFailed"
-	ReasonWaitingForKubelet = "WaitingForConfigVolume"
-	ReasonWaitingForCtld    = "WaitingForController"
-	ReasonWaitingForRestAPI = "WaitingForRestApi"
-	ReasonRollingRestart    = "RollingRestart"
-	ReasonApplied           = "Applied"
-	ReasonReady             = sunkv1.ReasonReady
-	ReasonNotReady          = "NotReady"
-	ReasonDisabled          = "Disabled"
-	// ReasonNoGPUs: GPUDevicesIncluded is False because no NodeSet of the cluster grants GPUs.
-	ReasonNoGPUs             = "NoGPUNodeSets"
+	ReasonInvalidSpec        = sunkv1.ReasonInvalidSpec
+	ReasonScriptNotFound     = "ScriptNotFound"
+	ReasonInvalidScript      = "InvalidScript"
+	ReasonUnsafeConfKeys     = "UnsafeConfKeys"
+	ReasonKeyMissing         = "KeyMissing"
+	ReasonKeyCreated         = "KeyCreated"
+	ReasonReconfigured       = "Reconfigured"
+	ReasonReconfigureFailed  = "ReconfigureFailed"
+	ReasonWaitingForKubelet  = "WaitingForConfigVolume"
+	ReasonWaitingForCtld     = "WaitingForController"
+	ReasonWaitingForRestAPI  = "WaitingForRestApi"
+	ReasonRollingRestart     = "RollingRestart"
+	ReasonApplied            = "Applied"
+	ReasonReady              = sunkv1.ReasonReady
+	ReasonNotReady           = "NotReady"
+	ReasonDisabled           = "Disabled"
 	ReasonComponentsNotReady = "ComponentsNotReady"
 )
 

@@ -39,6 +39,9 @@ func newStatus(sc *sunkv1.SlurmCluster) *status {
 	}
 }
 
+// ReasonNoGPUs: GPUDevicesIncluded is False because no NodeSet of the cluster grants GPUs.
+const ReasonNoGPUs = "NoGPUNodeSets"
+
 // applied records that slurmctld runs cfg, and whether its gres.conf has the device Include:
 // both describe the running configuration, and change only together.
 func (s *status) applied(cfg *render.Config) {
