@@ -110,7 +110,10 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 		t.Fatalf("compute pod %s exists before slurmctld runs the device Include", pods.Items[0].Name)
 	}
 	e.waitIdle(t, login, 4*time.Minute, "gpu-0 idle", "gpu-0")
-	compute := e.podOf(t, "gpu", wellknown.ComponentCompute).Name
+	computePod := e.podOf(t, "gpu", wellknown.ComponentCompute)
+	compute := computePod.Name
+	t.Logf("pod %s created %s after its NodeSet: the wait for the device Include", compute,
+		computePod.CreationTimestamp.Sub(ns.CreationTimestamp.Time))
 
 	// Not vacuous: slurmd registered the two GPUs with their files, and outside any job the
 	// devices open as far as a driverless device can (ENXIO, not EPERM).
