@@ -268,7 +268,7 @@ type SlurmClusterStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready, ControllerReady, RestApiReady, AccountingReady, LoginReady, ConfigApplied,
-	// and TopologyReady with spec.topology (not part of Ready).
+	// and, not part of Ready, TopologyReady with spec.topology and GPUDevicesIncluded.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -315,6 +315,14 @@ const (
 	// ConditionNodesSynced is sunk-syncer's: False while it cannot read Slurm's node state
 	// and so changes nothing (not part of Ready).
 	ConditionNodesSynced = "NodesSynced"
+	// ConditionGPUDevicesIncluded is True while the configuration slurmctld runs
+	// (status.configHash) has gres.conf include each compute pod's own GPU device lines: it is
+	// set with ConfigApplied=True, and a NodeSet with GPUs creates pods only then, because a
+	// slurmd that registers without its device lines reports no GPUs and slurmctld drains its
+	// node for good ("gres/gpu count reported lower than configured"). Not part of Ready. A
+	// condition rather than a status field: the schema of conditions does not change, so no
+	// API server prunes it.
+	ConditionGPUDevicesIncluded = "GPUDevicesIncluded"
 )
 
 // Condition reasons that mean the same on a SlurmCluster and a NodeSet; each controller's other

@@ -24,6 +24,9 @@ type Config struct {
 	// RestartHash covers only the settings slurmctld applies at start (ports, auth,
 	// state location...): it changes exactly when a reconfigure is not enough.
 	RestartHash string
+	// GPUDevices says gres.conf includes each compute pod's own device lines
+	// (ConfigInputs.GPUs): a slurmd with GPUs registers them only under such a configuration.
+	GPUDevices bool
 }
 
 // ResolvedScript is a prolog or epilog script with its text read (from the spec or a ConfigMap).
@@ -99,7 +102,7 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 		}
 		scripts[kind.name] = scriptDriver(n.Cluster, kind.name, order)
 	}
-	c := &Config{Files: files, Scripts: scripts}
+	c := &Config{Files: files, Scripts: scripts, GPUDevices: in.GPUs}
 	c.Hash = hashOf(files, scripts)
 	c.RestartHash = hashOf(map[string]string{"restart": restartSettings(files["slurm.conf"])}, nil)
 	// The first line names the hash so that anyone (the controller included) can tell
@@ -306,9 +309,10 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 }
 
 // AccountingTRES is AccountingStorageTRES: gres/gpu, the GPUs of every type (what sacct and
-// sreport show per job and account), then gres/gpu:<type> for each GPU type, sorted. Slurm
-// records a typed TRES only for jobs that ask for that type (slurm.conf(5)); untyped requests
-// count in gres/gpu alone. gres/gpu also makes Slurm track gres/gpumem and gres/gpuutil.
+// sreport show per job and account), then gres/gpu:<type> for each GPU type, sorted. 24.11.5
+// records the typed TRES of the GPUs a job was given even when it asked for untyped ones (seen
+// in TestJobSeesOnlyItsGPUs; slurm.conf(5) says only typed requests count). gres/gpu also
+// makes Slurm track gres/gpumem and gres/gpuutil.
 // Rendered only with AccountingStorageType=accounting_storage/slurmdbd: slurmctld 24.11 stops
 // on a gres TRES without slurmdbd ("slurmdbd is required to run with TRES gres/gpu", seen).
 func AccountingTRES(gpuTypes []string) string {

@@ -102,6 +102,11 @@ func TestRenderConfigGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden(t, name+".conf.golden", files(c))
+		// GPUDevices is what the controller reports once slurmctld runs c (NodeSets with GPUs
+		// wait for it): it must say exactly whether gres.conf has the Include.
+		if hasInclude := strings.Contains(c.Files["gres.conf"], "Include "+GresNodeConfPath); c.GPUDevices != hasInclude {
+			t.Errorf("%s: GPUDevices %v, but gres.conf has the Include: %v", name, c.GPUDevices, hasInclude)
+		}
 	}
 }
 

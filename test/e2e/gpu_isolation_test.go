@@ -12,6 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -52,22 +54,26 @@ done
 echo "readable keys: $(` + keyFiles + ` | tr '\n' ' ')"
 `
 
-// TestJobSeesOnlyItsGPUs: with ConstrainDevices=yes (the default cgroup.conf), a job on a
-// compute pod with two (fake) GPUs opens the one it was allocated and is refused the other by
-// the device cgroup; a job without GPUs is refused both; and neither reads slurm.key (issue 21,
-// docs/security.md). The node advertises nvidia.com/gpu for the test's duration.
+// TestJobSeesOnlyItsGPUs: a NodeSet with GPUs created with its replicas waits until slurmctld
+// runs the gres.conf that includes its pods' device lines, and its node then registers its two
+// (fake) GPUs, not drained (issue 18). With ConstrainDevices=yes (the default cgroup.conf), a
+// job opens the GPU it was allocated and is refused the other by the device cgroup; a job
+// without GPUs is refused both; neither reads slurm.key (issue 21, docs/security.md); and
+// accounting records the GPU job's gres/gpu TRES, typed too (issue 18). The node advertises
+// nvidia.com/gpu for the test's duration.
 func TestJobSeesOnlyItsGPUs(t *testing.T) {
 	e := startOperator(t)
 	e.advertiseGPUs(t, fakeGPUs)
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gpu"},
-		Spec:       sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever},
+		Spec: sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever,
+			Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}},
 	})
 	gpus := resource.MustParse(fmt.Sprint(fakeGPUs))
 	ns := &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gpu"},
 		Spec: sunkv1.NodeSetSpec{
-			ClusterRef: "gpu", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(0)), Image: slurmImage, GPUType: "fake",
+			ClusterRef: "gpu", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1)), Image: slurmImage, GPUType: "fake",
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")},
 				Limits:   corev1.ResourceList{wellknown.ResourceGPU: gpus},
@@ -79,25 +85,35 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	login := e.podOf(t, "gpu", wellknown.ComponentLogin).Name
-	// The pod starts only once slurmctld runs the gres.conf that includes the pods' device
-	// lines: a slurmd that registers before that reports no GPUs, and slurmctld drains its node
-	// for good ("gres/gpu count reported lower than configured"). The configuration slurmctld
-	// was reconfigured with is the SlurmCluster's status.configHash.
-	ctld := e.podOf(t, "gpu", wellknown.ComponentController).Name
-	poll(t, 3*time.Minute, "slurmctld runs a gres.conf with the device Include", func() error {
-		out, err := e.sh(t, ctld, render.ControllerContainer, "grep -c '^Include /etc/slurm/gres-node.conf' /etc/slurm/gres.conf; head -n1 /etc/slurm/slurm.conf")
-		if err != nil {
-			return fmt.Errorf("gres.conf: %v %q", err, out)
+	// The pod waits until slurmctld runs the gres.conf that includes the pods' device lines
+	// (its condition GPUDevicesIncluded): a slurmd that registered before would report no GPUs, and
+	// slurmctld would drain its node for good ("gres/gpu count reported lower than
+	// configured"). The NodeSet says so with an event; until the cluster reports the Include,
+	// no compute pod exists (pods read first: the cluster's flag only turns true here).
+	poll(t, time.Minute, "NodeSet event "+nodeset.ReasonWaitingForGPUConfig, func() error {
+		var events eventsv1.EventList
+		if err := e.c.List(context.Background(), &events, client.InNamespace(e.ns)); err != nil {
+			return err
 		}
-		count, first, _ := strings.Cut(out, "\n")
-		if applied := e.cluster(t, "gpu").Status.ConfigHash; count != "1" || applied == "" || render.HashInSlurmConf(first) != applied {
-			return fmt.Errorf("Include lines %s, slurm.conf %q, applied %q", count, first, applied)
+		for _, ev := range events.Items {
+			if ev.Regarding.Kind == "NodeSet" && ev.Regarding.Name == "gpu" && ev.Reason == nodeset.ReasonWaitingForGPUConfig {
+				return nil
+			}
 		}
-		return nil
+		return fmt.Errorf("none among %d events", len(events.Items))
 	})
-	e.update(t, ns, func() { ns.Spec.Replicas = ptr.To(int32(1)) })
+	var pods corev1.PodList
+	if err := e.c.List(context.Background(), &pods, client.InNamespace(e.ns), client.MatchingLabels{wellknown.LabelComponent: wellknown.ComponentCompute}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) > 0 && !meta.IsStatusConditionTrue(e.cluster(t, "gpu").Status.Conditions, sunkv1.ConditionGPUDevicesIncluded) {
+		t.Fatalf("compute pod %s exists before slurmctld runs the device Include", pods.Items[0].Name)
+	}
 	e.waitIdle(t, login, 4*time.Minute, "gpu-0 idle", "gpu-0")
-	compute := e.podOf(t, "gpu", wellknown.ComponentCompute).Name
+	computePod := e.podOf(t, "gpu", wellknown.ComponentCompute)
+	compute := computePod.Name
+	t.Logf("pod %s created %s after its NodeSet: the wait for the device Include", compute,
+		computePod.CreationTimestamp.Sub(ns.CreationTimestamp.Time))
 
 	// Not vacuous: slurmd registered the two GPUs with their files, and outside any job the
 	// devices open as far as a driverless device can (ENXIO, not EPERM).
@@ -111,7 +127,7 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 		}
 	}
 
-	run := func(gres string) map[string]string {
+	run := func(gres string) (string, map[string]string) {
 		t.Helper()
 		id := e.mustSh(t, login, "login", `cd /tmp && runuser -u nobody -- sbatch --parsable --chdir=/tmp --output=/tmp/gpu-%j.out `+gres+` --wrap '`+strings.ReplaceAll(openAll, "'", `'\''`)+`'`)
 		if state, exit, _ := e.jobEnd(t, login, id, 3*time.Minute); state != "COMPLETED" {
@@ -125,11 +141,11 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 				got[k] = strings.TrimSpace(v)
 			}
 		}
-		return got
+		return id, got
 	}
 	const allowed, refused = "No such device or address", "Operation not permitted"
 
-	one := run("--gres=gpu:1")
+	oneID, one := run("--gres=gpu:1")
 	if !regexp.MustCompile(`^[01]$`).MatchString(one["gpus"]) {
 		t.Fatalf("a job with --gres=gpu:1 was given GPUs %q", one["gpus"])
 	}
@@ -140,7 +156,7 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 	if one[other] != refused {
 		t.Errorf("the other GPU %s: %q, want %q (the device cgroup's refusal)", other, one[other], refused)
 	}
-	none := run("")
+	_, none := run("")
 	for _, d := range []string{"/dev/nvidia0", "/dev/nvidia1"} {
 		if none[d] != refused {
 			t.Errorf("a job without GPUs, %s: %q, want %q", d, none[d], refused)
@@ -156,6 +172,16 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 			t.Errorf("key files a job can read: %s", got["readable keys"])
 		}
 	}
+	// Accounting (AccountingStorageTRES=gres/gpu,gres/gpu:fake): the GPU job's allocation is
+	// recorded as GPUs, of any type and of its type.
+	poll(t, 2*time.Minute, "job "+oneID+"'s GPUs in sacct", func() error {
+		out, err := e.sh(t, login, "login", "sacct -n -X -P -j "+oneID+" -o AllocTRES")
+		if err != nil || !strings.Contains(out, "gres/gpu=1") || !strings.Contains(out, "gres/gpu:fake=1") {
+			return fmt.Errorf("sacct AllocTRES: %v %q", err, out)
+		}
+		t.Logf("job %s AllocTRES: %s", oneID, strings.TrimSpace(out))
+		return nil
+	})
 }
 
 // advertiseGPUs makes the node offer n nvidia.com/gpu (an extended resource with no device

@@ -69,6 +69,7 @@ func (r *Reconciler) applyDisruptionBudget(ctx context.Context, ns *sunkv1.NodeS
 type outcome struct {
 	waitingForJobs []string // members whose Slurm node still runs jobs
 	waiting        []string // members waiting for something else (Slurm, kubelet)
+	held           []string // members whose pod may not be created yet (world.gpuWait)
 	slurmErrs      []string
 	retiring       int
 }
@@ -91,6 +92,9 @@ func (r *Reconciler) act(ctx context.Context, w *world, a action, o *outcome, st
 		return nil
 	case actRelease:
 		return r.release(ctx, w.ns, w.sl, w.slurmErr, a.m, o)
+	case actHold:
+		o.held = append(o.held, a.m.name)
+		return nil
 	}
 	return fmt.Errorf("unknown action %d", a.kind)
 }

@@ -22,6 +22,8 @@ const (
 	// actRelease removes the finalizer of a stopped pod, after removing its Slurm node record
 	// (kept only for a replacement whose node someone else drained).
 	actRelease
+	// actHold records a desired member whose pod may not be created yet (gpuConfigWait).
+	actHold
 )
 
 type action struct {
@@ -43,12 +45,15 @@ type planInput struct {
 	// alone; every action it plans that touches Slurm (retire, release) reads the node afresh
 	// and stops on an error, so nothing is drained, deleted or removed on a guess.
 	slurmKnown bool
+	// holdCreates: no pod may be created yet (gpuConfigWait); the members that would get one
+	// are held, and count against maxUnavailable as missing pods do.
+	holdCreates bool
 }
 
 // plan decides, from a snapshot alone, what to do for each member. The reconciler carries
 // the actions out and re-reads Slurm before any pod deletion: plan never deletes by itself.
 //
-//   - a desired member without a pod gets one;
+//   - a desired member without a pod gets one, or is held while creates are held;
 //   - a stopped terminating pod is released (its Slurm record removed first);
 //   - a pod that is no longer desired (scale-in, node left the selection) is retired;
 //   - a current, Ready pod whose Slurm node carries the NodeSet's own drain is resumed (a
@@ -65,7 +70,11 @@ func plan(in planInput) []action {
 		switch {
 		case p == nil:
 			if m.desired && !m.taken {
-				out = append(out, action{kind: actCreate, m: m})
+				kind := actCreate
+				if in.holdCreates {
+					kind = actHold
+				}
+				out = append(out, action{kind: kind, m: m})
 				unavailable++
 			}
 			continue

@@ -67,7 +67,7 @@ func input(members ...*member) planInput {
 func summary(actions []action) []string {
 	var out []string
 	for _, a := range actions {
-		k := map[actionKind]string{actCreate: "create", actRetire: "retire", actResume: "resume", actRelease: "release"}[a.kind]
+		k := map[actionKind]string{actCreate: "create", actRetire: "retire", actResume: "resume", actRelease: "release", actHold: "hold"}[a.kind]
 		out = append(out, k+":"+a.m.name)
 	}
 	return out
@@ -96,6 +96,9 @@ func TestPlanCreatesAndScalesIn(t *testing.T) {
 	// Without Slurm the surplus pods are still handed to retire, which decides on a fresh read.
 	in.slurmKnown = false
 	expect(t, "Slurm unknown", plan(in), "create:n-0", "retire:n-3", "retire:n-4")
+	// Held creates (a GPU NodeSet before slurmctld has the device Include) hold nothing else.
+	in.slurmKnown, in.holdCreates = true, true
+	expect(t, "creates held", plan(in), "hold:n-0", "retire:n-3", "retire:n-4")
 }
 
 func TestPlanRollingUpdateIdleFirstWithinBudget(t *testing.T) {

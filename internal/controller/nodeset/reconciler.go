@@ -136,6 +136,8 @@ type world struct {
 	sl      slurm.Client
 	// slurmErr is why Slurm could not be read (nil: the node list was read).
 	slurmErr error
+	// gpuWait is why no pod may be created yet ("" when they may: gpuConfigWait).
+	gpuWait string
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *status) (ctrl.Result, error) {
@@ -164,6 +166,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		return ctrl.Result{}, nil
 	}
 	w.sc, w.names = sc, render.NamesFor(sc, r.ClusterDomain)
+	w.gpuWait = gpuConfigWait(ns, sc)
 	w.hash = render.ComputeTemplateHash(ns, sc, w.names)
 	st.hash = w.hash
 	st.selector = labels.SelectorFromSet(render.ComputeSelectorLabels(w.names, ns.Name)).String()
@@ -212,6 +215,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		strategy:       strategyOf(ns),
 		maxUnavailable: maxUnavailable(ns, st.desired),
 		slurmKnown:     w.slurmErr == nil,
+		holdCreates:    w.gpuWait != "",
 	})
 	o := &outcome{}
 	for _, a := range actions {

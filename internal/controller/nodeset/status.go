@@ -141,12 +141,22 @@ func (r *Reconciler) conclude(w *world, st *status, o *outcome) ctrl.Result {
 	}
 
 	updating := c.Updated < c.Replicas
+	wasHeld := false
+	if prev := meta.FindStatusCondition(st.previous, sunkv1.ConditionReady); prev != nil && prev.Reason == ReasonWaitingForGPUConfig {
+		wasHeld = true
+	}
 	switch {
 	case len(slurmErrs) > 0:
 		st.set(sunkv1.ConditionReady, false, ReasonSlurmUnreachable, "Slurm could not be read: "+list(slurmErrs))
 	case len(o.waitingForJobs) > 0:
 		st.set(sunkv1.ConditionReady, false, ReasonWaitingForJobs,
 			"drained, waiting for running jobs to end before deleting the pods of "+list(o.waitingForJobs))
+	case len(o.held) > 0:
+		// The SlurmCluster's status change wakes the NodeSet: nothing to poll.
+		st.set(sunkv1.ConditionReady, false, ReasonWaitingForGPUConfig, fmt.Sprintf("%s; not created yet: %s", w.gpuWait, list(o.held)))
+		if !wasHeld {
+			r.event(w.ns, corev1.EventTypeNormal, ReasonWaitingForGPUConfig, "%s", w.gpuWait)
+		}
 	case o.retiring > 0 && !updating:
 		st.set(sunkv1.ConditionReady, false, ReasonScalingIn, fmt.Sprintf("%d pods to remove, %d of %d desired pods ready", c.Replicas-int32(st.desired), c.Ready, st.desired))
 	case updating:

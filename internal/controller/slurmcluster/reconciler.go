@@ -279,8 +279,7 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 // applies roll the StatefulSet through its template's restart hash instead.
 func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, jwtKeys slurmconn.Keys, st *status) (ctrl.Result, error) {
 	if done, _ := r.applied.Load(sc.UID); sc.Status.ConfigHash == cfg.Hash || done == cfg.Hash {
-		st.configHash = cfg.Hash
-		st.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
+		st.applied(cfg)
 		return ctrl.Result{}, nil
 	}
 	pod := &corev1.Pod{}
@@ -329,8 +328,7 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 	}
 	r.applied.Store(sc.UID, cfg.Hash)
 	r.event(sc, corev1.EventTypeNormal, ReasonReconfigured, "slurmctld reconfigured with configuration "+cfg.Hash)
-	st.configHash = cfg.Hash
-	st.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
+	st.applied(cfg)
 	return ctrl.Result{}, nil
 }
 

@@ -39,6 +39,23 @@ func newStatus(sc *sunkv1.SlurmCluster) *status {
 	}
 }
 
+// ReasonNoGPUs: GPUDevicesIncluded is False because no NodeSet of the cluster grants GPUs.
+const ReasonNoGPUs = "NoGPUNodeSets"
+
+// applied records that slurmctld runs cfg, and whether its gres.conf has the device Include:
+// both describe the running configuration, and change only together.
+func (s *status) applied(cfg *render.Config) {
+	s.configHash = cfg.Hash
+	s.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
+	if cfg.GPUDevices {
+		s.set(sunkv1.ConditionGPUDevicesIncluded, true, ReasonApplied,
+			"slurmctld runs configuration "+cfg.Hash+", whose gres.conf includes each compute pod's GPU device lines")
+	} else {
+		s.set(sunkv1.ConditionGPUDevicesIncluded, false, ReasonNoGPUs,
+			"slurmctld runs configuration "+cfg.Hash+", whose gres.conf has no device Include: no NodeSet of the cluster grants GPUs")
+	}
+}
+
 func (s *status) set(typ string, ok bool, reason, msg string) {
 	c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: s.generation}
 	if ok {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -209,4 +210,31 @@ func newCluster(ns, name string) *sunkv1.SlurmCluster {
 			Prolog:     []sunkv1.Script{{Name: "marker", ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "site-scripts"}, Key: "marker.sh"}}},
 		},
 	}
+}
+
+// runControlPlane plays the StatefulSet controller and kubelet for a cluster's control plane:
+// a Ready slurmctld pod (which sees no configuration until the test delivers one) and an
+// available slurmrestd. It returns the StatefulSet as the operator made it, and the pod.
+func (h *harness) runControlPlane(t *testing.T, cluster string) (*appsv1.StatefulSet, *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	ctld := &appsv1.StatefulSet{}
+	eventually(t, "controller StatefulSet", func() error { return h.get(t, cluster+"-controller", ctld) })
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: cluster + "-controller-0",
+		Labels: ctld.Spec.Template.Labels, Annotations: ctld.Spec.Template.Annotations},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmctld", Image: "x"}}}}
+	if err := h.c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := h.c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	var rest appsv1.Deployment
+	eventually(t, "restapi Deployment", func() error { return h.get(t, cluster+"-restapi", &rest) })
+	rest.Status.Replicas, rest.Status.AvailableReplicas, rest.Status.ReadyReplicas = 1, 1, 1
+	if err := h.c.Status().Update(ctx, &rest); err != nil {
+		t.Fatal(err)
+	}
+	return ctld, pod
 }

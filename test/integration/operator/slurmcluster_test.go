@@ -184,28 +184,10 @@ func TestConfigChangeReconfiguresWithoutRestart(t *testing.T) {
 	if err := h.c.Create(ctx, sc); err != nil {
 		t.Fatal(err)
 	}
-	var ctld appsv1.StatefulSet
-	eventually(t, "controller StatefulSet", func() error { return h.get(t, "c3-controller", &ctld) })
-	restartHash := ctld.Spec.Template.Annotations[wellknown.AnnotationRestartHash]
-
 	// Play the StatefulSet controller and kubelet: a Ready slurmctld pod that sees the
 	// current file, and an available slurmrestd.
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "c3-controller-0",
-		Labels: ctld.Spec.Template.Labels, Annotations: ctld.Spec.Template.Annotations},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmctld", Image: "x"}}}}
-	if err := h.c.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	if err := h.c.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	var rest appsv1.Deployment
-	eventually(t, "restapi Deployment", func() error { return h.get(t, "c3-restapi", &rest) })
-	rest.Status.Replicas, rest.Status.AvailableReplicas, rest.Status.ReadyReplicas = 1, 1, 1
-	if err := h.c.Status().Update(ctx, &rest); err != nil {
-		t.Fatal(err)
-	}
+	ctld, pod := h.runControlPlane(t, "c3")
+	restartHash := ctld.Spec.Template.Annotations[wellknown.AnnotationRestartHash]
 	var conf corev1.ConfigMap
 	_ = h.get(t, "c3-config", &conf)
 	h.exec.deliver("c3-controller-0", conf.Data["slurm.conf"])
@@ -260,7 +242,7 @@ func TestConfigChangeReconfiguresWithoutRestart(t *testing.T) {
 	if got := h.slurm.Calls("Reconfigure"); got != reconfigures+1 {
 		t.Errorf("Reconfigure calls = %d, want %d", got, reconfigures+1)
 	}
-	_ = h.get(t, "c3-controller", &ctld)
+	_ = h.get(t, "c3-controller", ctld)
 	if ctld.Spec.Template.Annotations[wellknown.AnnotationRestartHash] != restartHash {
 		t.Error("a partition change restarted slurmctld")
 	}
@@ -274,7 +256,7 @@ func TestConfigChangeReconfiguresWithoutRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "rolling restart", func() error {
-		if err := h.get(t, "c3-controller", &ctld); err != nil {
+		if err := h.get(t, "c3-controller", ctld); err != nil {
 			return err
 		}
 		if ctld.Spec.Template.Annotations[wellknown.AnnotationRestartHash] == restartHash {

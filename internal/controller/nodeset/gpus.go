@@ -1,0 +1,28 @@
+package nodeset
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
+)
+
+// ReasonWaitingForGPUConfig: the NodeSet's pods have GPUs and slurmctld does not yet run the
+// gres.conf that includes their device lines (gpuConfigWait).
+const ReasonWaitingForGPUConfig = "WaitingForGPUConfig"
+
+// gpuConfigWait says why the pods of a NodeSet may not be created yet, "" when they may. A
+// pod with GPUs registers them only if the configuration slurmctld runs has gres.conf include
+// the pod's own device lines: before that its slurmd reports no GPUs, and slurmctld drains the
+// node for good (INVALID_REG, "gres/gpu count reported lower than configured"). The
+// SlurmCluster controller adds the Include once it sees a NodeSet with GPUs, and says it is
+// running with its condition GPUDevicesIncluded; its status change wakes the NodeSet (the
+// watch in SetupWithManager). Pods that exist are left alone: this only holds creation.
+func gpuConfigWait(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster) string {
+	if render.ComputeGPUs(ns) == 0 || meta.IsStatusConditionTrue(sc.Status.Conditions, sunkv1.ConditionGPUDevicesIncluded) {
+		return ""
+	}
+	return fmt.Sprintf("pods with GPUs wait until SlurmCluster %s runs a configuration whose gres.conf includes each pod's device lines (condition GPUDevicesIncluded): a slurmd registering before would report no GPUs and Slurm would drain its node", sc.Name)
+}
