@@ -70,7 +70,7 @@ func main() {
 	reader := kube.CacheThenAPIReader{Cache: mgr.GetClient(), API: mgr.GetAPIReader()}
 	pool := slurmconn.New(slurmconn.Options{Reader: reader, Metrics: restMetrics})
 	cmdutil.Must((&slurmcluster.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Slurm: pool,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Logs: execer, Slurm: pool,
 		Admission: admission, SlurmConfigCheck: slurmConfigCheck,
 	}).SetupWithManager(mgr))
 	cmdutil.Must((&nodeset.Reconciler{
