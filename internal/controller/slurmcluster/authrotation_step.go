@@ -69,7 +69,7 @@ func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster,
 		loadedID, at, _ := strings.Cut(secret.Annotations[wellknown.AnnotationAuthRingLoaded], "@")
 		if loadedAt, err := time.Parse(time.RFC3339, at); err == nil && loadedID == ringID {
 			f.loaded, f.sinceLoaded = true, time.Since(loadedAt)
-			if ring.Default() == wanted && len(ring.Keys) > 1 && f.sinceLoaded >= authTokenLifetime {
+			if ring.Has(wanted) && len(ring.Keys) > 1 && f.sinceLoaded >= authTokenLifetime {
 				if f.oldJobs, err = r.jobsStartedBefore(ctx, n, jwtKeys, loadedAt); err != nil {
 					return ctrl.Result{}, err
 				}
@@ -85,11 +85,14 @@ func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster,
 	case authRefused:
 		return refuse(fmt.Sprintf("Secret %s was not made by sunk and is never written by it: rotate its slurm.jwks yourself (docs/security.md)", n.AuthSecret))
 	case authWaitTokens, authWaitJobs:
-		msg := fmt.Sprintf("auth key %s is the default everywhere; key(s) %s leave the ring once tokens signed with them expired (%s)",
-			wanted, otherKids(f.ring, wanted), authTokenLifetime)
+		next := "key " + wanted + " becomes the default"
+		if f.ring.Default() == wanted {
+			next = "key(s) " + otherKids(f.ring, wanted) + " leave the ring"
+		}
+		msg := fmt.Sprintf("every daemon has loaded %s %s; %s once the tokens signed before have expired (%s)", render.AuthRingName, ringID, next, authTokenLifetime)
 		if step == authWaitJobs {
-			msg = fmt.Sprintf("auth key %s is the default everywhere; %d job(s) that started before still run, and their job steps sign with the old key: it leaves the ring when they end",
-				wanted, f.oldJobs)
+			msg = fmt.Sprintf("every daemon has loaded %s %s; %s once the %d job(s) that started before end: their slurmstepds sign with the keys they read at their start",
+				render.AuthRingName, ringID, next, f.oldJobs)
 		}
 		st.set(sunkv1.ConditionAuthKeyRotated, false, ReasonAuthWaitingForJobs, msg)
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil

@@ -27,7 +27,9 @@ func TestNextAuthStep(t *testing.T) {
 		{"converted, not loaded", authFacts{wanted: "k2", ring: one, ownSecret: true}, authWaitLoad},
 		{"converted and loaded", authFacts{wanted: "k2", ring: one, ownSecret: true, loaded: true}, authAddKey},
 		{"added, not loaded", authFacts{wanted: "k2", ring: added, ownSecret: true}, authWaitLoad},
-		{"added and loaded", authFacts{wanted: "k2", ring: added, ownSecret: true, loaded: true}, authMakeDefault},
+		{"added, tokens alive", authFacts{wanted: "k2", ring: added, ownSecret: true, loaded: true, sinceLoaded: time.Minute}, authWaitTokens},
+		{"added, jobs from before", authFacts{wanted: "k2", ring: added, ownSecret: true, loaded: true, sinceLoaded: long, oldJobs: 1}, authWaitJobs},
+		{"added and loaded", authFacts{wanted: "k2", ring: added, ownSecret: true, loaded: true, sinceLoaded: long}, authMakeDefault},
 		{"default, not loaded", authFacts{wanted: "k2", ring: swapped, ownSecret: true, sinceLoaded: long}, authWaitLoad},
 		{"default, tokens alive", authFacts{wanted: "k2", ring: swapped, ownSecret: true, loaded: true, sinceLoaded: time.Minute}, authWaitTokens},
 		{"default, old jobs", authFacts{wanted: "k2", ring: swapped, ownSecret: true, loaded: true, sinceLoaded: long, oldJobs: 1}, authWaitJobs},
@@ -35,7 +37,7 @@ func TestNextAuthStep(t *testing.T) {
 		{"dropped, not loaded", authFacts{wanted: "k2", ring: only, ownSecret: true}, authWaitLoad},
 		{"done", authFacts{wanted: "k2", ring: only, ownSecret: true, loaded: true}, authSteady},
 		{"first ring is the wish", authFacts{wanted: "initial", ring: one, ownSecret: true, loaded: true}, authSteady},
-		{"back to an old key still in the ring", authFacts{wanted: "initial", ring: swapped, ownSecret: true, loaded: true}, authMakeDefault},
+		{"back to an old key still in the ring", authFacts{wanted: "initial", ring: swapped, ownSecret: true, loaded: true, sinceLoaded: long}, authMakeDefault},
 	} {
 		if got := nextAuthStep(tc.f); got != tc.want {
 			t.Errorf("%s: nextAuthStep = %v, want %v", tc.name, got, tc.want)
