@@ -312,6 +312,9 @@ const (
 	ConditionAccountingReady = "AccountingReady"
 	ConditionLoginReady      = "LoginReady"
 	ConditionConfigApplied   = "ConfigApplied"
+	// ConditionAuthKeyRotated: every daemon signs with the auth key named by the annotation
+	// sunk.dev/auth-key-id, alone in the ring; absent when no rotation was ever asked.
+	ConditionAuthKeyRotated = "AuthKeyRotated"
 	// ConditionNodesSynced is sunk-syncer's: False while it cannot read Slurm's node state
 	// and so changes nothing (not part of Ready).
 	ConditionNodesSynced = "NodesSynced"

@@ -72,7 +72,7 @@ func main() {
 	reader := kube.CacheThenAPIReader{Cache: mgr.GetClient(), API: mgr.GetAPIReader()}
 	pool := slurmconn.New(slurmconn.Options{Reader: reader, Metrics: restMetrics})
 	cmdutil.Must((&slurmcluster.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Slurm: pool,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Logs: execer, Slurm: pool,
 		Admission: admission, SlurmConfigCheck: slurmConfigCheck, Namespaces: namespaces,
 	}).SetupWithManager(mgr))
 	cmdutil.Must((&nodeset.Reconciler{

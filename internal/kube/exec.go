@@ -6,12 +6,15 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/utils/ptr"
 )
 
 // Execer runs a command in a container and returns its standard output.
@@ -54,4 +57,23 @@ func (e *PodExecer) Exec(ctx context.Context, namespace, pod, container string, 
 		return stdout.String(), fmt.Errorf("exec %s in %s/%s: %w: %s", strings.Join(command, " "), namespace, pod, err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+// LogReader reads a container's log.
+type LogReader interface {
+	Log(ctx context.Context, namespace, pod, container string, since time.Time) (string, error)
+}
+
+// podLogLimit bounds a log read: the lines looked for are near the start of the window.
+const podLogLimit = 4 << 20
+
+// Log returns the container's log since a time (at most podLogLimit bytes).
+func (e *PodExecer) Log(ctx context.Context, namespace, pod, container string, since time.Time) (string, error) {
+	b, err := e.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{
+		Container: container, SinceTime: &metav1.Time{Time: since}, LimitBytes: ptr.To(int64(podLogLimit)),
+	}).DoRaw(ctx)
+	if err != nil {
+		return "", fmt.Errorf("log of %s/%s container %s: %w", namespace, pod, container, err)
+	}
+	return string(b), nil
 }

@@ -66,11 +66,21 @@ func secretVolume(name, secret string) corev1.Volume {
 		SecretName: secret, DefaultMode: ptr.To(int32(0o400))}}}
 }
 
-// KeysVolume projects the auth key, and the JWT key when withJWT, into KeysMountDir.
+// KeysVolume projects the auth key, the auth key ring when the Secret has one, and the JWT key
+// when withJWT, into KeysMountDir. The daemons read the files there, not copies, so that a
+// reconfigure loads what kubelet refreshed (docs/security.md, "Rotating keys"). The ring is an
+// optional item of its own: a Secret without it (every cluster before its first rotation)
+// still mounts, and the file appears once a rotation writes it.
 func KeysVolume(n Names, withJWT bool) corev1.Volume {
-	sources := []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{
-		LocalObjectReference: corev1.LocalObjectReference{Name: n.AuthSecret},
-		Items:                []corev1.KeyToPath{{Key: AuthKeyName, Path: AuthKeyName}}}}}
+	sources := []corev1.VolumeProjection{
+		{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: n.AuthSecret},
+			Items:                []corev1.KeyToPath{{Key: AuthKeyName, Path: AuthKeyName}}}},
+		{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: n.AuthSecret},
+			Items:                []corev1.KeyToPath{{Key: AuthRingName, Path: AuthRingName}},
+			Optional:             ptr.To(true)}},
+	}
 	if withJWT {
 		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 			LocalObjectReference: corev1.LocalObjectReference{Name: n.JWTSecret},

@@ -53,8 +53,12 @@ func TestLoginContainerHoldsNoKey(t *testing.T) {
 			if v.Name == slurmRunVolume && v.EmptyDir == nil {
 				t.Errorf("%s: %s is not an emptyDir: %+v", name, slurmRunVolume, v.VolumeSource)
 			}
-			if v.Name == "keys" && len(v.Projected.Sources) != 1 {
-				t.Errorf("%s: the login pod's keys volume has %d sources, want slurm.key alone", name, len(v.Projected.Sources))
+			if v.Name == "keys" {
+				for _, src := range v.Projected.Sources {
+					if src.Secret == nil || src.Secret.Name != n.AuthSecret {
+						t.Errorf("%s: the login pod's keys volume projects %+v, want the auth Secret alone (slurm.key, slurm.jwks)", name, src)
+					}
+				}
 			}
 		}
 		for _, ctr := range spec.Containers {

@@ -47,7 +47,10 @@ const SlurmUser = "slurm"
 // Keys of the generated Secrets.
 const (
 	AuthKeyName = "slurm.key"
-	JWTKeyName  = "jwt.key"
+	// AuthRingName is auth/slurm's key ring (Slurm 24.05+), which replaces slurm.key when
+	// present; a rotation of the auth key keeps it in the auth Secret (AuthRing).
+	AuthRingName = "slurm.jwks"
+	JWTKeyName   = "jwt.key"
 	// JWTPreviousKeyName holds the JWT key a rotation replaces, until slurmctld has loaded the
 	// new one (docs/security.md, "Rotating keys"): sunk's clients fall back to it meanwhile.
 	JWTPreviousKeyName = JWTKeyName + slurm.FallbackKeySuffix

@@ -80,6 +80,19 @@ const (
 	// AnnotationJWTKey on a slurmctld pod names (by a hash prefix, not the key) the JWT key it
 	// should load; writing it makes kubelet refresh the pod's key volume promptly.
 	AnnotationJWTKey = "sunk.dev/jwt-key"
+
+	// AnnotationAuthKeyID on a SlurmCluster is the admin's request: the id (kid) of the auth key
+	// every daemon should sign with. A new id starts a rotation of the auth key ring in the
+	// cluster's auth Secret (docs/security.md, "Rotating keys").
+	AnnotationAuthKeyID = "sunk.dev/auth-key-id"
+	// AnnotationAuthRingWritten and AnnotationAuthRingLoaded on the auth Secret are the
+	// operator's record of a rotation: when it last wrote slurm.jwks (RFC 3339), and which
+	// ring (ID@RFC 3339, a hash prefix of the file) every daemon had loaded, and when.
+	AnnotationAuthRingWritten = "sunk.dev/auth-ring-written"
+	AnnotationAuthRingLoaded  = "sunk.dev/auth-ring-loaded"
+	// AnnotationAuthRing on a pod that holds the auth key names (by a hash prefix) the ring it
+	// should see; writing it also makes kubelet refresh the pod's volumes now.
+	AnnotationAuthRing = "sunk.dev/auth-ring"
 )
 
 // The syncer's protocol on Kubernetes objects (docs/syncer.md).

@@ -31,17 +31,8 @@ import (
 // compute pod idle once the job is over) without having been restarted.
 func TestJWTKeyRotation(t *testing.T) {
 	e := startOperator(t)
-	e.createReady(t, &sunkv1.SlurmCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "rot"},
-		Spec:       sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever},
-	})
-	n := render.NamesFor(e.cluster(t, "rot"), "")
-	login := e.podOf(t, "rot", wellknown.ComponentLogin).Name
-	ctldBefore := e.podOf(t, "rot", wellknown.ComponentController)
-	e.createReplicas(t, "rot", "cpu", 1)
-	e.waitIdle(t, login, 4*time.Minute, "cpu-0 idle", "cpu-0")
-	running := e.sbatch(t, login, "--chdir=/tmp --output=/dev/null --wrap 'sleep 120'")
-	e.waitSlurmState(t, "cpu-0", "the syncer sees cpu-0 busy before the rotation", func(s string) bool { return s != "" && !strings.EqualFold(s, "idle") })
+	b := e.rotationBed(t, "rot", sunkv1.SlurmClusterSpec{}, 120)
+	n, login, running := b.names, b.login, b.running
 
 	ctx := context.Background()
 	secret := &corev1.Secret{}
@@ -82,22 +73,58 @@ func TestJWTKeyRotation(t *testing.T) {
 	if out, err := e.sh(t, login, "login", "squeue -h -j "+running+" -o %T"); err != nil || strings.TrimSpace(out) != "RUNNING" {
 		t.Fatalf("job %s after the rotation: %q %v, want RUNNING (the job must span the rotation)", running, out, err)
 	}
-	if ctld := e.podOf(t, "rot", wellknown.ComponentController); ctld.UID != ctldBefore.UID || restarts(ctld) != restarts(ctldBefore) {
-		t.Errorf("slurmctld's pod was replaced or restarted by the rotation")
-	}
 
 	if state, exit, _ := e.jobEnd(t, login, running, 3*time.Minute); state != "COMPLETED" {
 		t.Fatalf("job %s that ran across the rotation: %s (exit %s)", running, state, exit)
 	}
-	id := strings.TrimSpace(e.mustSh(t, login, "login", "sbatch --parsable --chdir=/tmp --output=/dev/null --wrap true"))
-	if state, exit, _ := e.jobEnd(t, login, id, 3*time.Minute); state != "COMPLETED" {
+	b.afterRotation(t)
+}
+
+// rotationBed is a cluster for a key rotation: one compute pod, cpu-0, running a job.
+type rotationBed struct {
+	e              *operatorEnv
+	cluster, login string
+	names          render.Names
+	running        string // the job started before the rotation
+	before         map[string]corev1.Pod
+}
+
+// rotationBed makes a cluster of the spec (image set here), a NodeSet of one compute pod, and
+// a job that sleeps that many seconds on it, seen busy by the syncer.
+func (e *operatorEnv) rotationBed(t *testing.T, name string, spec sunkv1.SlurmClusterSpec, sleep int) *rotationBed {
+	t.Helper()
+	spec.Image, spec.ImagePullPolicy = slurmImage, corev1.PullNever
+	e.createReady(t, &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, Spec: spec})
+	b := &rotationBed{e: e, cluster: name, names: render.NamesFor(e.cluster(t, name), ""),
+		login: e.podOf(t, name, wellknown.ComponentLogin).Name, before: map[string]corev1.Pod{}}
+	e.createReplicas(t, name, "cpu", 1)
+	e.waitIdle(t, b.login, 4*time.Minute, "cpu-0 idle", "cpu-0")
+	for _, c := range []string{wellknown.ComponentController, wellknown.ComponentCompute} {
+		b.before[c] = e.podOf(t, name, c)
+	}
+	b.running = e.sbatch(t, b.login, fmt.Sprintf("--chdir=/tmp --output=/dev/null --wrap 'sleep %d'", sleep))
+	e.waitSlurmState(t, "cpu-0", "the syncer sees cpu-0 busy before the rotation", func(s string) bool { return s != "" && !strings.EqualFold(s, "idle") })
+	return b
+}
+
+// afterRotation: a new job submitted in the login pod completes, the syncer (this process's,
+// never restarted) reads Slurm (it saw the pod busy before the rotation; idle now is a read
+// made after it), and neither slurmctld's pod nor the compute pod was replaced or restarted.
+func (b *rotationBed) afterRotation(t *testing.T) {
+	t.Helper()
+	e := b.e
+	id := strings.TrimSpace(e.mustSh(t, b.login, "login", "sbatch --parsable --chdir=/tmp --output=/dev/null --wrap true"))
+	if state, exit, _ := e.jobEnd(t, b.login, id, 3*time.Minute); state != "COMPLETED" {
 		t.Fatalf("a job after the rotation: %s (exit %s)", state, exit)
 	}
-	// The syncer (this process's, never restarted) saw the job end: it reads Slurm with the
-	// new key. It showed the pod busy before the rotation; idle now is a read made after it.
 	e.waitSlurmState(t, "cpu-0", "the syncer sees cpu-0 idle after the rotation", func(s string) bool { return strings.EqualFold(s, "idle") })
-	if c := meta.FindStatusCondition(e.cluster(t, "rot").Status.Conditions, sunkv1.ConditionNodesSynced); c == nil || c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(e.cluster(t, b.cluster).Status.Conditions, sunkv1.ConditionNodesSynced); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("NodesSynced after the rotation: %+v", c)
+	}
+	for c, before := range b.before {
+		if p := e.podOf(t, b.cluster, c); p.UID != before.UID || restarts(p) != restarts(before) {
+			t.Errorf("the %s pod was replaced or restarted by the rotation", c)
+		}
 	}
 }
 

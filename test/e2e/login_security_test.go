@@ -38,8 +38,9 @@ func TestLoginPodHoldsNoKey(t *testing.T) {
 	}
 
 	// Not vacuous: the key is there, in sackd's container, for sackd's user alone.
-	if got := must("sackd", "stat -c '%U %a' /run/slurm-keys/slurm.key"); got != "slurm 600" {
-		t.Errorf("sackd's key: %q, want owner slurm, mode 600", got)
+	// sackd reads the Secret volume's file itself (a rotated ring reaches it on reconfigure).
+	if got := must("sackd", "stat -L -c '%U:%G %a' /etc/sunk/keys/slurm.key"); got != "root:slurm 440" {
+		t.Errorf("sackd's key: %q, want root:slurm 440", got)
 	}
 	if got := must("login", "runuser -u nobody -- sh -c '"+strings.ReplaceAll(keyFiles, "'", `'\''`)+"'"); got != "" {
 		t.Errorf("key files a user can read in the login container:\n%s", got)

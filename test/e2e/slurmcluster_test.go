@@ -86,7 +86,7 @@ func startOperator(t *testing.T) *operatorEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&slurmcluster.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Exec: execer, Namespaces: namespaces}).SetupWithManager(mgr); err != nil {
+	if err := (&slurmcluster.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Exec: execer, Logs: execer, Namespaces: namespaces}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := (&nodeset.Reconciler{Client: mgr.GetClient(), Scheme: scheme, PollInterval: 2 * time.Second}).SetupWithManager(mgr); err != nil {

@@ -37,6 +37,9 @@ type Reconciler struct {
 	ClusterDomain string
 	// Exec reads files inside slurmctld pods (which slurm.conf kubelet has delivered).
 	Exec kube.Execer
+	// Logs reads the containers' logs, where the pods show which auth key ring kubelet has
+	// delivered (authrotation_step.go); without it no auth key rotation goes on.
+	Logs kube.LogReader
 	// Slurm holds the process's REST client per cluster (shared with the NodeSet controller);
 	// a Pool reading through the manager's client when nil.
 	Slurm *slurmconn.Pool
@@ -60,6 +63,8 @@ type Reconciler struct {
 	applied sync.Map // types.UID -> config hash
 	// jwt follows each cluster's JWT key rotations (jwtrotation.go).
 	jwt sync.Map // types.UID -> *jwtState
+	// authReconfigured is, per cluster, the reconfigure made for each auth key ring.
+	authReconfigured sync.Map // types.UID -> *sync.Map of ring id -> authReconfigured
 
 	// TopologySettle and TopologyMaxDelay debounce topology changes (topology.go); zero
 	// means DefaultTopologySettle and DefaultTopologyMaxDelay.
@@ -106,6 +111,9 @@ const pollWhileConverging = 3 * time.Second
 // Reading the first line of slurm.conf inside slurmctld's pod: whether kubelet has delivered
 // the new configuration is visible nowhere else (docs/security.md).
 // +kubebuilder:rbac:groups="",resources=pods/exec,verbs=get;create
+// Reading the Slurm containers' logs: the pods show there which auth key ring kubelet has
+// delivered (authrotation_step.go).
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -199,6 +207,12 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		if rot, err = r.followJWTKey(ctx, sc, n, *jwtKeys); rot.RequeueAfter > 0 && (result.RequeueAfter == 0 || rot.RequeueAfter < result.RequeueAfter) {
 			result.RequeueAfter = rot.RequeueAfter
 		}
+		// 7. The auth key ring, one round at a time, when an admin asked for a key.
+		if err == nil {
+			if rot, err = r.followAuthKey(ctx, sc, n, *jwtKeys, st); rot.RequeueAfter > 0 && (result.RequeueAfter == 0 || rot.RequeueAfter < result.RequeueAfter) {
+				result.RequeueAfter = rot.RequeueAfter
+			}
+		}
 	}
 	// A topology change that waits for the nodes to settle comes back by itself.
 	if topologyWait > 0 && (result.RequeueAfter == 0 || topologyWait < result.RequeueAfter) {
@@ -246,7 +260,15 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 		}
 		// slurmdbd reads its JWT key only at start (its reconfigure rereads slurmdbd.conf, not
 		// the auth plugins: src/slurmdbd/slurmdbd.c, reconfig()): a new key restarts it.
+		// slurmdbd reads its keys only at start: a new JWT key or auth key ring restarts it.
+		ring, err := r.authRingID(ctx, n)
+		if err != nil {
+			return err
+		}
 		dbdHash = render.HashStrings(dbdHash, keyID(jwtKeys.Current))
+		if ring != "" { // a cluster that never rotated keeps its hash
+			dbdHash = render.HashStrings(dbdHash, ring)
+		}
 		objs = append(objs, render.AccountingService(n), render.AccountingStatefulSet(sc, n, cfg, dbdHash))
 		if sc.Spec.Accounting.Mode == sunkv1.AccountingManaged {
 			objs = append(objs, render.DatabaseService(n), render.DatabaseStatefulSet(sc, n))

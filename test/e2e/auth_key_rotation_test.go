@@ -1,0 +1,148 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// TestAuthKeyRotation rotates the auth key of a cluster with accounting the documented way
+// (docs/security.md, "Rotating keys": the admin names the new key id on the SlurmCluster) under
+// a running job. The operator turns slurm.key into a ring and drives the three rounds; the job
+// runs across rounds 0 and 1, the new key becomes the default only after it ended (its
+// slurmstepd signs with slurm.key), and it completes; a new job runs from the login pod
+// afterwards (sackd signs with the new key, then the only one), the syncer still reads Slurm,
+// no pod was restarted but slurmdbd's, and no Slurm daemon refused a credential on the way.
+func TestAuthKeyRotation(t *testing.T) {
+	e := startOperator(t)
+	b := e.rotationBed(t, "arot", sunkv1.SlurmClusterSpec{Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}}, 150)
+	n, login, running := b.names, b.login, b.running
+
+	ctx := context.Background()
+	secret := func() *corev1.Secret {
+		s := &corev1.Secret{}
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.AuthSecret}, s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if _, ok := secret().Data[render.AuthRingName]; ok {
+		t.Fatalf("a new cluster's Secret already has %s: the upgrade path (round 0) would go untested", render.AuthRingName)
+	}
+	sc := e.cluster(t, "arot")
+	e.update(t, sc, func() { metav1.SetMetaDataAnnotation(&sc.ObjectMeta, wellknown.AnnotationAuthKeyID, "k2") })
+	asked := time.Now()
+
+	// ring reads the Secret's ring and whether the operator recorded it loaded everywhere.
+	ring := func() (*render.AuthRing, bool, error) {
+		s := secret()
+		b := s.Data[render.AuthRingName]
+		if b == nil {
+			return nil, false, fmt.Errorf("no %s yet", render.AuthRingName)
+		}
+		r, err := render.ParseAuthRing(b)
+		if err != nil {
+			return nil, false, err
+		}
+		sum := sha256.Sum256(b)
+		loaded := strings.HasPrefix(s.Annotations[wellknown.AnnotationAuthRingLoaded], hex.EncodeToString(sum[:])[:16]+"@")
+		return r, loaded, nil
+	}
+	poll(t, 4*time.Minute, "round 1 (k2 added, not the default) loaded by every daemon", func() error {
+		r, loaded, err := ring()
+		if err != nil {
+			return err
+		}
+		if !r.Has("k2") || !loaded {
+			return fmt.Errorf("ring of %d keys, default %s, loaded %v; condition %+v", len(r.Keys), r.Default(), loaded,
+				meta.FindStatusCondition(e.cluster(t, "arot").Status.Conditions, sunkv1.ConditionAuthKeyRotated))
+		}
+		return nil
+	})
+	t.Logf("round 1 loaded %s after the request", time.Since(asked).Round(time.Second))
+	// The job's slurmstepd read slurm.key at its start and signs its completion with it, without
+	// a kid: k2 may become the default (what such a token is checked against) only after it ended.
+	poll(t, 4*time.Minute, "job "+running+" ends while k2 is not yet the default", func() error {
+		out, err := e.sh(t, login, "login", "squeue -h -j "+running+" -o %T")
+		if err != nil {
+			return err
+		}
+		if r, _, err := ring(); err != nil || r.Default() != "initial" {
+			if strings.TrimSpace(out) == "RUNNING" {
+				t.Fatalf("k2 became the default (%v) while job %s, whose slurmstepd signs with the old key, runs", err, running)
+			}
+		}
+		if strings.TrimSpace(out) == "RUNNING" {
+			return fmt.Errorf("job %s is running; condition %+v", running,
+				meta.FindStatusCondition(e.cluster(t, "arot").Status.Conditions, sunkv1.ConditionAuthKeyRotated))
+		}
+		return nil
+	})
+	if state, exit, _ := e.jobEnd(t, login, running, 4*time.Minute); state != "COMPLETED" {
+		t.Fatalf("job %s that ran across the rotation: %s (exit %s)", running, state, exit)
+	}
+	poll(t, 8*time.Minute, "rounds 2 and 3: k2 alone, loaded, AuthKeyRotated", func() error {
+		r, loaded, err := ring()
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(e.cluster(t, "arot").Status.Conditions, sunkv1.ConditionAuthKeyRotated)
+		if len(r.Keys) != 1 || r.Default() != "k2" || !loaded || c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ring default %s, %d keys, loaded %v; condition %+v", r.Default(), len(r.Keys), loaded, c)
+		}
+		return nil
+	})
+	t.Logf("rotation done %s after the request", time.Since(asked).Round(time.Second))
+
+	// sackd signs the login pod's commands: with the old key gone, a job submitted there proves
+	// it reloaded the ring; one running on cpu-0 proves slurmd and a new slurmstepd did.
+	b.afterRotation(t)
+	// No daemon refused a credential on the way (auth/slurm's errors, internal.c).
+	for _, p := range []struct{ component, container string }{
+		{wellknown.ComponentController, render.ControllerContainer},
+		{wellknown.ComponentCompute, "slurmd"},
+		{wellknown.ComponentLogin, render.SackdContainer},
+		{wellknown.ComponentAccounting, "slurmdbd"},
+	} {
+		pod := e.podOf(t, "arot", p.component)
+		log, err := e.logs(pod.Name, p.container)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"could not find kid", "jwt_decode", "Invalid authentication credential", "Protocol authentication error"} {
+			if strings.Contains(log, bad) {
+				t.Errorf("%s/%s logged %q during the rotation:\n%s", pod.Name, p.container, bad, grepLines(log, bad))
+			}
+		}
+	}
+}
+
+// logs is a container's whole log.
+func (e *operatorEnv) logs(pod, container string) (string, error) {
+	return e.exec.Log(context.Background(), e.ns, pod, container, time.Unix(0, 0))
+}
+
+func grepLines(log, s string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
