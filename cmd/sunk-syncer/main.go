@@ -33,7 +33,7 @@ func main() {
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that several replicas can run; only the leader syncs")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
-	flag.DurationVar(&poll, "poll-interval", syncer.DefaultPollInterval, "how often Slurm's node list is polled (an unchanged cluster answers 304)")
+	flag.DurationVar(&poll, "poll-interval", syncer.DefaultPollInterval, "how often Slurm's node list is polled with update_time (slurmrestd answers an unchanged list with no nodes)")
 	flag.DurationVar(&notReadyGrace, "not-ready-grace", syncer.DefaultNotReadyGrace, "how long a compute pod that was Ready may be not Ready before its Slurm node is drained")
 	flag.IntVar(&drainBudget, "drain-budget-percent", syncer.DefaultDrainBudgetPercent, "share of a cluster's Slurm nodes that one cause (node NotReady, pod not Ready) may hold drained at once, at least 1 node; 100 lifts the limit")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose SlurmClusters this syncer syncs; empty: all")
