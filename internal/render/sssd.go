@@ -30,9 +30,13 @@ func withSSSD(sc *sunkv1.SlurmCluster, pod *corev1.PodSpec, slurmctld *corev1.Co
 		return
 	}
 	s := slurmContainer(sc, SSSDContainer, sc.Spec.Controller.Image, corev1.ResourceRequirements{})
-	// The emptyDir hides the image's pipes/private, where sssd's monitor binds its bus and
-	// which it does not make ("Unable to start a D-Bus server": sssd stops).
-	s.Command = []string{"/bin/sh", "-c", "install -d -m 0700 " + SSSPipesDir + "/private && exec /usr/local/sbin/sunk-entrypoint login"}
+	// The emptyDir is not the image's pipes directory: it lacks private/, where sssd's monitor
+	// binds its bus and which sssd does not make, and fsGroup made it setgid slurm, so what
+	// sssd makes in it would be slurm's group, which sssd's check of its bus socket refuses
+	// (both "Unable to start a D-Bus server": sssd stops). Made as the image has them.
+	d := SSSPipesDir
+	s.Command = []string{"/bin/sh", "-c", "chown 0:0 " + d + " && chmod 0755 " + d + " && chmod g-s " + d +
+		" && install -d -m 0700 " + d + "/private && exec /usr/local/sbin/sunk-entrypoint login"}
 	s.Args = nil
 	s.Env = []corev1.EnvVar{{Name: "SUNK_SSHD", Value: "false"}}
 	s.ReadinessProbe.Exec.Command = []string{"test", "-S", SSSPipesDir + "/nss"}
