@@ -4,9 +4,11 @@
 #   docker.io/library/busybox:local   Debian's busybox-static, for small test pods
 #   sunk.dev/slurm:24.11-local        the Slurm root filesystem of images/slurm/packages.txt + images/slurm/rootfs
 #   sunk.dev/coredns:local            the cluster DNS (hack/tools/coredns, hack/manifests/coredns.yaml)
+#   sunk.dev/slapd:local              Debian trixie's slapd (OpenLDAP) for the LDAP e2e test
+#                                     (images/slapd: its entrypoint seeds a fresh directory)
 #   sunk.dev/sunk:local               sunk's controllers: every ./cmd/* and scheduler/cmd/sunk-scheduler (its
 #                                     own module) as static binaries in /usr/local/bin
-# With arguments, only the images named (pause busybox coredns slurm sunk).
+# With arguments, only the images named (pause busybox coredns slurm slapd sunk).
 source "$(dirname "$0")/lib.sh"
 mk=$SUNK_ROOT/hack/mkimage.sh
 
@@ -43,10 +45,13 @@ coredns() {
 
 # The cached root filesystem (hack/provision.sh rootfs) with images/slurm/rootfs (sunk-entrypoint,
 # sunk-ready, ...) as a second layer: editing a script repacks the image, never rebuilds the rootfs.
+# tree_inputs DIR: the names, modes and contents of a tree of the repository, for a stamp.
+tree_inputs() {
+  (cd "$1" && find . -printf '%y %m %p\n' | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat)
+}
 slurm_inputs() {
-  local extra=$SUNK_ROOT/images/slurm/rootfs
   cat "$SUNK_CACHE/stamps/rootfs-slurm" "$mk"
-  (cd "$extra" && find . -printf '%y %m %p\n' | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat)
+  tree_inputs "$SUNK_ROOT/images/slurm/rootfs"
 }
 slurm() {
   stamp_ok image-slurm <(slurm_inputs) && [ -f "$SUNK_IMAGES/slurm.tar" ] && return 0
@@ -54,6 +59,31 @@ slurm() {
   "$mk" "$SUNK_CACHE/rootfs/slurm:$SUNK_ROOT/images/slurm/rootfs" sunk.dev/slurm:24.11-local "$SUNK_IMAGES/slurm.tar" \
     '["/usr/local/sbin/sunk-entrypoint"]'
   stamp_set image-slurm <(slurm_inputs)
+}
+
+# slapd: trixie's slapd and ldap-utils (essential variant: no apt), cached in rootfs/slapd under
+# a stamp of its own, with images/slapd/rootfs (the entrypoint) as a second layer. Cold: about a
+# minute; the Slurm image and its root filesystem are untouched.
+SLAPD_PKGS=slapd,ldap-utils
+slapd_inputs() {
+  echo "$SLAPD_PKGS"; cat "$mk"
+  tree_inputs "$SUNK_ROOT/images/slapd/rootfs"
+}
+slapd() {
+  stamp_ok image-slapd <(slapd_inputs) && [ -f "$SUNK_IMAGES/slapd.tar" ] && return 0
+  local out=$SUNK_CACHE/rootfs/slapd
+  if ! stamp_ok rootfs-slapd <(echo "$SLAPD_PKGS") || [ ! -x "$out/usr/sbin/slapd" ]; then
+    log "building the slapd root filesystem from trixie ($SLAPD_PKGS)"
+    rm -rf "$out.tmp" && mkdir -p "$(dirname "$out")"
+    mmdebstrap --variant=essential --include="$SLAPD_PKGS" --dpkgopt='path-exclude=/usr/share/doc/*' \
+      --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
+      trixie "$out.tmp" "$DEBIAN_MIRROR"
+    rm -rf "$out" && mv "$out.tmp" "$out"
+    stamp_set rootfs-slapd <(echo "$SLAPD_PKGS")
+  fi
+  log "packing sunk.dev/slapd:local"
+  "$mk" "$out:$SUNK_ROOT/images/slapd/rootfs" sunk.dev/slapd:local "$SUNK_IMAGES/slapd.tar" '["/usr/local/sbin/slapd-entrypoint"]'
+  stamp_set image-slapd <(slapd_inputs)
 }
 
 # sunk's own commands (sunk-operator, sunk-syncer, ...: whatever cmd/ holds) and sunk-scheduler
@@ -82,10 +112,10 @@ sunk() {
 }
 
 mkdir -p "$SUNK_IMAGES"
-[ $# -gt 0 ] || set -- pause busybox coredns slurm sunk
+[ $# -gt 0 ] || set -- pause busybox coredns slurm slapd sunk
 for img in "$@"; do
   case $img in
-    pause|busybox|coredns|slurm|sunk) $img ;;
-    *) die "unknown image $img (pause busybox coredns slurm sunk)" ;;
+    pause|busybox|coredns|slurm|slapd|sunk) $img ;;
+    *) die "unknown image $img (pause busybox coredns slurm slapd sunk)" ;;
   esac
 done

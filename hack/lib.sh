@@ -26,6 +26,8 @@ case $SUNK_SLURM_VERSION in
     SLURM_VETH=sunk-s26n SLURM_CTLD_PORT=6827 SLURM_REST_PORT=6821 ;;
   *) printf '[sunk] error: SUNK_SLURM_VERSION=%s: supported are 24.11 and 26.05\n' "$SUNK_SLURM_VERSION" >&2; exit 1 ;;
 esac
+# The Debian mirror of every root filesystem built with mmdebstrap (provision.sh, images.sh).
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-${TRIXIE_MIRROR:-http://deb.debian.org/debian}}
 SLURM_ROOTFS=$SUNK_CACHE/rootfs/slurm$SLURM_SUFFIX     # hack/provision.sh rootfs
 SLURM_STATE=$SUNK_STATE/slurm$SLURM_SUFFIX              # hack/env-slurm.sh
 export SUNK_SLURM_VERSION

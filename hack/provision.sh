@@ -5,7 +5,6 @@ source "$(dirname "$0")/lib.sh"
 
 HOST_PACKAGES=(etcd-server containerd runc containernetworking-plugins iptables conntrack
   mmdebstrap busybox-static iproute2 util-linux openssl curl prometheus)
-DEBIAN_MIRROR=${DEBIAN_MIRROR:-${TRIXIE_MIRROR:-http://deb.debian.org/debian}}
 
 host() {
   local missing=() p

@@ -55,6 +55,7 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 		Volumes:                       []corev1.Volume{configMapVolume("config", n.Config, 0o444), KeysVolume(n, true)},
 		DNSConfig:                     loginHostsSearch(n),
 	}
+	withSSSD(sc, &pod, &pod.Containers[0])
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: meta(n, n.Controller, wellknown.ComponentController),
 		Spec: appsv1.StatefulSetSpec{

@@ -124,15 +124,17 @@ func TestDeletingANodeSetWaitsForItsJobs(t *testing.T) {
 
 // TestDeletingASlurmClusterWaitsForItsJobs deletes a SlurmCluster whose node runs a job: the
 // cluster deletes its NodeSet and stays, slurmctld with it, until the job has ended COMPLETED
-// and the pods are gone. Its keys and saved state outlive it: the cluster created again under
-// the same name has the same key and goes on numbering jobs where the old one stopped.
+// and the pods are gone. Its keys, saved state and accounting database outlive it: the cluster
+// created again under the same name has the same key, goes on numbering jobs where the old one
+// stopped, sacct still lists the old job, and a compute pod joins it with the retained key.
 func TestDeletingASlurmClusterWaitsForItsJobs(t *testing.T) {
 	e := startOperator(t)
 	ctx := context.Background()
 	newCluster := func() *sunkv1.SlurmCluster {
 		return &sunkv1.SlurmCluster{
 			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gone"},
-			Spec:       sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever},
+			Spec: sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever,
+				Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}},
 		}
 	}
 	e.createReady(t, newCluster())
@@ -194,6 +196,11 @@ func TestDeletingASlurmClusterWaitsForItsJobs(t *testing.T) {
 	if next, old := atoi(t, out), atoi(t, job); next <= old {
 		t.Errorf("the re-created cluster numbered a job %d after the old cluster's %d: its saved state was lost", next, old)
 	}
+	e.waitSacct(t, login, "sacct -n -X -P -j "+job+" -o JobID,JobName,State", job+"|busy|COMPLETED")
+	// A compute pod joins with the key it is given, the retained one: slurmctld would not
+	// register a node whose key it does not share.
+	e.createReplicas(t, "gone", "work", 1)
+	e.waitIdle(t, login, 4*time.Minute, "work-0 idle in the re-created cluster", "work-0")
 }
 
 func atoi(t *testing.T, s string) int {

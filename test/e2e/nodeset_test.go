@@ -86,6 +86,18 @@ func (e *operatorEnv) waitIdle(t *testing.T, login string, timeout time.Duration
 	})
 }
 
+// waitSacct waits until the sacct command, run in the login pod, prints want.
+func (e *operatorEnv) waitSacct(t *testing.T, login, sacct, want string) {
+	t.Helper()
+	poll(t, 3*time.Minute, "sacct shows "+want, func() error {
+		out, err := e.sh(t, login, "login", sacct)
+		if err != nil || !strings.Contains(out, want) {
+			return fmt.Errorf("%s: %v %q", sacct, err, out)
+		}
+		return nil
+	})
+}
+
 // jobEnd waits until a job finished and returns its state, exit code and end time.
 func (e *operatorEnv) jobEnd(t *testing.T, login, id string, timeout time.Duration) (state, exit string, end time.Time) {
 	t.Helper()

@@ -1,0 +1,51 @@
+// SSSD beside slurmctld: users and groups from LDAP where Slurm looks them up.
+
+package render
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+)
+
+// Where SSSD's NSS responder listens (libnss_sss connects to SSSPipesDir/nss), and the
+// controller pod's SSSD container.
+const (
+	SSSPipesDir   = "/var/lib/sss/pipes"
+	SSSDContainer = "sssd"
+	sssPipes      = "sss-pipes"
+)
+
+// withSSSD gives the controller pod the login pods' SSSD when spec.login.sssdConfigSecretRef is
+// set. slurmctld itself resolves each job's user and groups: it puts them in the job's
+// credential (Slurm's default send_gids) and fails the launch of a job whose uid it cannot
+// resolve ("cred_create: fetch_identity() failed"), so LDAP users on login and compute pods
+// alone cannot run a job. SSSD runs in a container of its own (sunk-entrypoint login without
+// sshd runs only SSSD under s6, as in a login pod), and slurmctld's libnss_sss reaches it
+// through its pipes directory, an emptyDir both mount; slurmctld's container keeps its
+// capabilities and gets no LDAP configuration.
+func withSSSD(sc *sunkv1.SlurmCluster, pod *corev1.PodSpec, slurmctld *corev1.Container) {
+	ref := sc.Spec.Login.SSSDConfigSecretRef
+	if ref == nil {
+		return
+	}
+	s := slurmContainer(sc, SSSDContainer, sc.Spec.Controller.Image, corev1.ResourceRequirements{})
+	// The emptyDir is not the image's pipes directory: it lacks private/, where sssd's monitor
+	// binds its bus and which sssd does not make, and fsGroup made it setgid slurm, so what
+	// sssd makes in it would be slurm's group, which sssd's check of its bus socket refuses
+	// (both "Unable to start a D-Bus server": sssd stops). Made as the image has them.
+	d := SSSPipesDir
+	s.Command = []string{"/bin/sh", "-c", "chown 0:0 " + d + " && chmod 0755 " + d + " && chmod g-s " + d +
+		" && install -d -m 0700 " + d + "/private && exec /usr/local/sbin/sunk-entrypoint login"}
+	s.Args = nil
+	s.Env = []corev1.EnvVar{{Name: "SUNK_SSHD", Value: "false"}}
+	s.ReadinessProbe.Exec.Command = []string{"test", "-S", SSSPipesDir + "/nss"}
+	s.VolumeMounts = []corev1.VolumeMount{mount("sssd", SSSDConfDir), {Name: sssPipes, MountPath: SSSPipesDir}}
+	// sssd starts as root and switches its children to its own user.
+	s.SecurityContext = daemonSecurity("KILL")
+	// Connecting to a socket needs no write access to the file system it is on.
+	slurmctld.VolumeMounts = append(slurmctld.VolumeMounts, mount(sssPipes, SSSPipesDir))
+	pod.Containers = append(pod.Containers, s)
+	pod.Volumes = append(pod.Volumes, secretVolume("sssd", ref.Name),
+		corev1.Volume{Name: sssPipes, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+}

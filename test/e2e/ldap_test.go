@@ -1,0 +1,204 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/testenv"
+)
+
+// slapdImage is Debian's slapd with a seeding entrypoint (images/slapd, hack/images.sh slapd).
+const slapdImage = "sunk.dev/slapd:local"
+
+// ada, as testdata/ldap/directory.ldif has her and `id` must show her wherever SSSD runs.
+const adaID = "uid=20001(ada) gid=20001(ada) groups=20001(ada),20100(analysts)"
+
+// sssdRun is the s6 service that gives a NodeSet's pods SSSD, as docs/user-guide.md ("Users
+// from LDAP") tells admins to write it: sssd refuses a configuration file that others can read,
+// and Secret volume files are root's with the volume's mode.
+const sssdRun = `#!/bin/sh
+install -m 0600 /etc/sunk/sssd/sssd.conf /etc/sssd/sssd.conf
+rm -f /var/run/sssd.pid
+exec sssd -i --logger=stderr
+`
+
+// TestLDAPUserJobAndAccounting runs a real directory (slapd) and a cluster with accounting whose
+// login pods (spec.login.sssdConfigSecretRef), controller (the same SSSD, beside slurmctld) and
+// compute pods (a NodeSet's s6 service) resolve its users. ada, who exists only in LDAP, logs in
+// to the login pod with su, submits a batch job that runs as her uid and groups on the compute
+// pod, and sacct -u ada lists it. slurmdbd is then restarted while her job runs, and held down
+// until the job has ended: slurmctld keeps the job's end for slurmdbd, and sacct shows the job
+// COMPLETED once slurmdbd is back.
+func TestLDAPUserJobAndAccounting(t *testing.T) {
+	e := startOperator(t)
+	ctx := context.Background()
+	uri := e.startSlapd(t)
+	sssdConf := fmt.Sprintf(`[sssd]
+services = nss, pam
+domains = ldap
+
+[domain/ldap]
+id_provider = ldap
+auth_provider = none
+ldap_uri = %s
+ldap_search_base = dc=sunk,dc=test
+ldap_schema = rfc2307
+ldap_id_use_start_tls = false
+`, uri)
+	if err := e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ldap-sssd"},
+		StringData: map[string]string{"sssd.conf": sssdConf}}); err != nil {
+		t.Fatal(err)
+	}
+	const name = "ldap"
+	e.createReady(t, &sunkv1.SlurmCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever,
+			Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
+			Login:      sunkv1.LoginSpec{SSSDConfigSecretRef: &corev1.LocalObjectReference{Name: "ldap-sssd"}}},
+	})
+	if err := e.c.Create(ctx, &sunkv1.NodeSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "cpu"},
+		Spec: sunkv1.NodeSetSpec{ClusterRef: name, Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1)), Image: slurmImage,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")}},
+			Services: []sunkv1.S6Service{{Name: "sssd", Type: sunkv1.S6Longrun, Run: sssdRun}},
+			Volumes: []corev1.Volume{{Name: "sssd", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: "ldap-sssd", DefaultMode: ptr.To(int32(0o400))}}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "sssd", MountPath: render.SSSDConfDir, ReadOnly: true}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n := render.NamesFor(e.cluster(t, name), "")
+	login := e.podOf(t, name, wellknown.ComponentLogin).Name
+	e.waitIdle(t, login, 3*time.Minute, "cpu-0 idle", "cpu-0")
+
+	// ada resolves, with both groups, in the three places Slurm looks her up.
+	for _, at := range [][2]string{{login, render.LoginContainer}, {n.ControllerPod(0), render.ControllerContainer}, {"cpu-0", "slurmd"}} {
+		poll(t, time.Minute, "ada from LDAP in "+at[0]+"/"+at[1], func() error {
+			out, err := e.sh(t, at[0], at[1], "id ada")
+			if err != nil || strings.TrimSpace(out) != adaID {
+				return fmt.Errorf("id ada: %v %q", err, out)
+			}
+			return nil
+		})
+	}
+
+	// ada logs in and submits; her job waits for a file the test makes.
+	submit := `su - ada -c 'sbatch --parsable -w cpu-0 -J ldap-job -D /tmp -o /tmp/ldap-%j.out' <<'EOF'
+#!/bin/sh
+id
+while [ ! -e /tmp/ldap-release ]; do sleep 0.2; done
+EOF`
+	job := e.mustSh(t, login, render.LoginContainer, submit)
+	poll(t, 2*time.Minute, "ada's job writes its id", func() error {
+		out, err := e.sh(t, "cpu-0", "slurmd", "stat -c %u:%g /tmp/ldap-"+job+".out && cat /tmp/ldap-"+job+".out")
+		if err != nil || !strings.Contains(out, "20001:20001\n"+adaID) {
+			return fmt.Errorf("the job's output: %v %q", err, out)
+		}
+		return nil
+	})
+	sacct := "su - ada -c 'sacct -u ada -X -n -P -o JobID,User,Group,State'"
+	e.waitSacct(t, login, sacct, job+"|ada|ada|RUNNING")
+
+	// slurmdbd goes while the job runs, and stays away (a quota holds its pod back) until the
+	// job has ended.
+	e.holdBackPods(t)
+	stopped := time.Now()
+	dbd := n.AccountingPod()
+	if err := e.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: dbd}}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 2*time.Minute, "slurmdbd's pod gone", func() error {
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: dbd}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod %s: %v", dbd, err)
+		}
+		return nil
+	})
+	if out, err := e.sh(t, login, render.LoginContainer, sacct); err == nil {
+		t.Fatalf("sacct answered with slurmdbd gone:\n%s", out)
+	}
+	e.mustSh(t, "cpu-0", "slurmd", "touch /tmp/ldap-release")
+	if state, exit, _ := e.jobEnd(t, login, job, time.Minute); state != "COMPLETED" || exit != "0:0" {
+		t.Fatalf("ada's job ended %s, exit code %s", state, exit)
+	}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: dbd}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("slurmdbd's pod came back before the job ended (%v): the test proves nothing", err)
+	}
+	ended := time.Now()
+	e.releasePods(t, n.Accounting)
+	e.waitSacct(t, login, sacct, job+"|ada|ada|COMPLETED")
+	t.Logf("the job ended %s after slurmdbd's pod was deleted, with slurmdbd still away; sacct showed it COMPLETED %s after the pod was let back",
+		ended.Sub(stopped).Round(time.Second), time.Since(ended).Round(time.Second))
+}
+
+// startSlapd runs slapd with testdata/ldap/directory.ldif behind a Service and returns its URI
+// once it answers.
+func (e *operatorEnv) startSlapd(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	ldif, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "test", "e2e", "testdata", "ldap", "directory.ldif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "slapd"}
+	if err := e.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ldap-seed"},
+		Data: map[string]string{"directory.ldif": string(ldif)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "slapd", Labels: labels},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "slapd", Image: slapdImage, ImagePullPolicy: corev1.PullNever,
+				Ports:        []corev1.ContainerPort{{Name: "ldap", ContainerPort: 389}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "seed", MountPath: "/etc/ldap/seed", ReadOnly: true}},
+				ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+					Command: []string{"ldapsearch", "-x", "-H", "ldap://127.0.0.1", "-b", "dc=sunk,dc=test", "-s", "base"}}}}}},
+			Volumes: []corev1.Volume{{Name: "seed", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "ldap-seed"}}}}},
+			TerminationGracePeriodSeconds: ptr.To(int64(5)),
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	// Before the namespace goes (cleanups run last first): removeNamespace waits for every pod,
+	// and nothing else deletes this one.
+	t.Cleanup(func() {
+		if err := e.c.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "slapd"}}); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting slapd: %v", err)
+		}
+	})
+	if err := e.c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ldap"},
+		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "ldap", Port: 389, TargetPort: intstr.FromInt32(389)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, time.Minute, "slapd Ready", func() error {
+		p := &corev1.Pod{}
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "slapd"}, p); err != nil {
+			return err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("slapd: %s %+v", p.Status.Phase, p.Status.ContainerStatuses)
+	})
+	return "ldap://ldap." + e.ns + ".svc.cluster.local"
+}
