@@ -41,8 +41,10 @@ hack/env-kube.sh up cluster
 
 # -p 1: integration packages share one Slurm and one cluster; running them one at a time keeps
 # a test's view of "unchanged" or "idle" from being disturbed by another package's jobs.
+# -parallel 4: within test/e2e, the tests that keep to their own namespace and Slurm cluster run
+# four at a time once the ones that change the shared node (cordon, drain, node lock) are done.
 log "tests: unit, integration, end-to-end"
-go test -tags integration,e2e -count=1 -p 1 -timeout 40m ${SUNK_TEST_ARGS:-} ./...
+go test -tags integration,e2e -count=1 -p 1 -parallel 4 -timeout 40m ${SUNK_TEST_ARGS:-} ./...
 (cd scheduler && go test -tags integration -count=1 -p 1 -timeout 20m ${SUNK_TEST_ARGS:-} ./...)
 # The fast layer on Slurm 26.05 (docs/testbed.md): pkg/slurm against the 26.05 test bed, every
 # REST version it serves, about 100 s warm. The long e2e runs on 24.11 only, for now.

@@ -31,6 +31,7 @@ const busyboxImage = "docker.io/library/busybox:local"
 // the way slurmctld-0.<svc>.<ns>.svc.cluster.local will be resolved, and the answers are the
 // IPs the API server holds.
 func TestClusterDNSResolvesServicesAndPods(t *testing.T) {
+	parallel(t)
 	cluster := testenv.Cluster(t)
 	ctx := context.Background()
 	cs := cluster.Clientset
@@ -115,6 +116,7 @@ func TestClusterDNSResolvesServicesAndPods(t *testing.T) {
 // the shared claim, the data lives in the environment's state directory, and deleting the
 // claims deletes the volumes and their directories.
 func TestDefaultStorageClassProvisionsSharedVolumes(t *testing.T) {
+	parallel(t)
 	cluster := testenv.Cluster(t)
 	ctx := context.Background()
 	cs := cluster.Clientset

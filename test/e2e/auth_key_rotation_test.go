@@ -29,6 +29,7 @@ import (
 // afterwards (sackd signs with the new key, then the only one), the syncer still reads Slurm,
 // no pod was restarted but slurmdbd's, and no Slurm daemon refused a credential on the way.
 func TestAuthKeyRotation(t *testing.T) {
+	parallel(t)
 	e := startOperator(t)
 	b := e.rotationBed(t, "arot", sunkv1.SlurmClusterSpec{Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}}, 150)
 	n, login, running := b.names, b.login, b.running

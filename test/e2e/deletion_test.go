@@ -27,6 +27,7 @@ import (
 // goes at once, the busy one after the job, which ends COMPLETED, and then the NodeSet. A
 // second NodeSet is deleted with the force annotation while its job runs: it goes at once.
 func TestDeletingANodeSetWaitsForItsJobs(t *testing.T) {
+	parallel(t)
 	e := startOperator(t)
 	ctx := context.Background()
 	e.createReady(t, &sunkv1.SlurmCluster{
@@ -128,6 +129,7 @@ func TestDeletingANodeSetWaitsForItsJobs(t *testing.T) {
 // created again under the same name has the same key, goes on numbering jobs where the old one
 // stopped, sacct still lists the old job, and a compute pod joins it with the retained key.
 func TestDeletingASlurmClusterWaitsForItsJobs(t *testing.T) {
+	parallel(t)
 	e := startOperator(t)
 	ctx := context.Background()
 	newCluster := func() *sunkv1.SlurmCluster {

@@ -43,6 +43,7 @@ const (
 // SlurmctldTimeout passes: no failover happens. On this one-node cluster a ResourceQuota of
 // the test's namespace holds the replacement back instead, the way the lost node would.
 func TestControllerFailover(t *testing.T) {
+	parallel(t)
 	e := startOperator(t)
 	ctx := context.Background()
 	const name = "fo"

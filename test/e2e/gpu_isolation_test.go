@@ -62,6 +62,7 @@ echo "readable keys: $(` + keyFiles + ` | tr '\n' ' ')"
 // accounting records the GPU job's gres/gpu TRES, typed too (issue 18). The node advertises
 // nvidia.com/gpu for the test's duration.
 func TestJobSeesOnlyItsGPUs(t *testing.T) {
+	parallel(t)
 	e := startOperator(t)
 	e.advertiseGPUs(t, fakeGPUs)
 	e.createReady(t, &sunkv1.SlurmCluster{

@@ -30,6 +30,7 @@ import (
 // the running job completes, a new job runs, and the syncer still reads Slurm (it reports the
 // compute pod idle once the job is over) without having been restarted.
 func TestJWTKeyRotation(t *testing.T) {
+	parallel(t)
 	e := startOperator(t)
 	b := e.rotationBed(t, "rot", sunkv1.SlurmClusterSpec{}, 120)
 	n, login, running := b.names, b.login, b.running

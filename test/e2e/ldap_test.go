@@ -49,6 +49,7 @@ exec sssd -i --logger=stderr
 // until the job has ended: slurmctld keeps the job's end for slurmdbd, and sacct shows the job
 // COMPLETED once slurmdbd is back.
 func TestLDAPUserJobAndAccounting(t *testing.T) {
+	parallel(t)
 	e := startOperator(t)
 	ctx := context.Background()
 	uri := e.startSlapd(t)

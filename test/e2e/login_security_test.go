@@ -22,6 +22,7 @@ const keyFiles = `find / \( -path /proc -o -path /sys \) -prune -o \( -name slur
 // ServiceAccount token, not even for its root; sackd, in a container of its own, still signs a
 // normal user's job; and sshd refuses root by default (issue 21, docs/security.md).
 func TestLoginPodHoldsNoKey(t *testing.T) {
+	parallel(t)
 	e := startOperator(t)
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "sec"},

@@ -146,6 +146,7 @@ func (e *operatorEnv) sbatch(t *testing.T, login, args string) string {
 // the busy one only after its job completed; scaling 3 → 1 waits for a job the same way
 // and then removes the Slurm records.
 func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
+	parallel(t)
 	e := startOperator(t)
 	ctx := context.Background()
 	e.createReady(t, &sunkv1.SlurmCluster{

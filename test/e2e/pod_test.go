@@ -20,6 +20,7 @@ import (
 // A pod from an image built on this machine runs on the real kubelet (containerd + runc) and
 // its logs are read back through the API server.
 func TestPodFromLocalImageRunsOnRealKubelet(t *testing.T) {
+	parallel(t)
 	cluster := testenv.Cluster(t)
 	ctx := context.Background()
 

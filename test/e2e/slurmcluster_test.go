@@ -194,6 +194,13 @@ func (e *operatorEnv) dumpNamespace(t *testing.T) {
 	}
 }
 
+// parallel lets a test run beside the other parallel ones (go test -parallel): it keeps to its own
+// namespace, its own operator and its own Slurm cluster. A test that changes the one shared
+// Kubernetes node must not call it: a cordon, a kubectl drain, sunk-scheduler's node lock (a
+// NoSchedule taint) or kwok nodes would hold other tests' pods off the node or evict them. Those
+// run first, one at a time, as go test runs every serial test before the parallel ones.
+func parallel(t *testing.T) { t.Parallel() }
+
 // poll calls f until it returns nil or the timeout passes.
 func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
 	t.Helper()
