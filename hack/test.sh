@@ -28,8 +28,16 @@ env_cmd() {
 }
 started=()
 for e in "${envs[@]}"; do env_cmd "$e" status >/dev/null 2>&1 || started+=("$e"); done
+e2e_pid= e2e_log=$(mktemp "${TMPDIR:-/tmp}/sunk-e2e.XXXXXX")
 cleanup() {
   local rc=$? e
+  # An earlier step failed while the end-to-end tests ran: stop them (their whole process group)
+  # before their cluster goes, and show how far they got.
+  if [ -n "$e2e_pid" ] && kill -0 "$e2e_pid" 2>/dev/null; then
+    kill -- -"$e2e_pid" 2>/dev/null || true; wait "$e2e_pid" 2>/dev/null || true
+    log "end-to-end tests stopped; the end of their output:"; tail -n 40 "$e2e_log" >&2 || true
+  fi
+  rm -f "$e2e_log"
   for e in "${started[@]}"; do env_cmd "$e" down || rc=1; done
   # When this run owned every environment, stopping them must leave the host as it was.
   if [ ${#started[@]} -eq ${#envs[@]} ]; then hack/leftovers.sh || rc=1; fi
@@ -38,19 +46,29 @@ cleanup() {
 trap cleanup EXIT
 hack/env-slurm.sh up
 hack/env-kube.sh up cluster
+SUNK_SLURM_VERSION=26.05 hack/env-slurm.sh up
 
-# -p 1: integration packages share one Slurm and one cluster; running them one at a time keeps
-# a test's view of "unchanged" or "idle" from being disturbed by another package's jobs.
+# The end-to-end tests use only the cluster, and the unit and integration tests only the Slurm test
+# beds and their own kube-apiserver (envtest), so both run at once; the end-to-end tests, which
+# mostly wait on pods, take the longest. Their output is shown when they end.
 # -parallel 4: within test/e2e, the tests that keep to their own namespace and Slurm cluster run
 # four at a time once the ones that change the shared node (cordon, drain, node lock) are done.
-log "tests: unit, integration, end-to-end"
-go test -tags integration,e2e -count=1 -p 1 -parallel 4 -timeout 40m ${SUNK_TEST_ARGS:-} ./...
+log "tests: end-to-end (in the background), unit and integration"
+setsid go test -tags e2e -count=1 -parallel 4 -timeout 40m ${SUNK_TEST_ARGS:-} ./test/e2e/ >"$e2e_log" 2>&1 &
+e2e_pid=$!
+# -p 1: integration packages share one Slurm test bed; running them one at a time keeps
+# a test's view of "unchanged" or "idle" from being disturbed by another package's jobs.
+go test -tags integration -count=1 -p 1 -timeout 30m ${SUNK_TEST_ARGS:-} ./...
 (cd scheduler && go test -tags integration -count=1 -p 1 -timeout 20m ${SUNK_TEST_ARGS:-} ./...)
 # The fast layer on Slurm 26.05 (docs/testbed.md): pkg/slurm against the 26.05 test bed, every
 # REST version it serves, about 100 s warm. The long e2e runs on 24.11 only, for now.
 log "tests: integration on Slurm 26.05"
-SUNK_SLURM_VERSION=26.05 hack/env-slurm.sh up
 SUNK_SLURM_VERSION=26.05 go test -tags integration -count=1 -timeout 10m ${SUNK_TEST_ARGS:-} ./test/integration/slurm/
+log "tests: waiting for the end-to-end tests"
+e2e_rc=0; wait "$e2e_pid" || e2e_rc=$?
+e2e_pid=
+cat "$e2e_log"
+[ "$e2e_rc" = 0 ] || die "end-to-end tests failed (exit $e2e_rc)"
 # A short soak (docs/soak.md) on the demo's cluster: churn, scale 3→40→3 and a SIGKILL of every
 # component, judged by the same bounds as the full run. It installs the demo's releases and
 # removes them again unless they were there before. SUNK_SOAK_DURATION=0 skips it.
