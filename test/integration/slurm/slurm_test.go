@@ -71,11 +71,26 @@ func TestPingDiagPartitionsReconfigure(t *testing.T) {
 			if _, err := c.GetPartition(ctx, "no-such-partition"); !errors.Is(err, slurm.ErrNotFound) {
 				t.Fatalf("unknown partition: want ErrNotFound, got %v", err)
 			}
+			// Slurm's times have whole seconds: a slurmd that started in the second of the call
+			// counts as restarted by it (26.05's re-execute within that second).
+			called := time.Now().Truncate(time.Second)
 			if err := c.Reconfigure(ctx); err != nil {
 				t.Fatalf("reconfigure: %v", err)
 			}
-			// Reconfigure is asynchronous in slurmctld; wait until the nodes are back to normal.
-			eventually(t, 30*time.Second, func() error { return nodesIdle(ctx, c, env.Nodes) })
+			// Reconfigure is asynchronous: each slurmd re-executes itself (24.11 and 26.05) and
+			// registers with a new start time. Until it has, it is still idle, and a second
+			// reconfigure (the next REST version's pass) could reach it before its new process
+			// handles SIGHUP, which then kills it: on a loaded machine that left slurm-n1 not
+			// responding for every later test. Each look has its own deadline: on 26.05 a request
+			// that reaches slurmctld while it re-executes itself can go unanswered.
+			eventually(t, time.Minute, func() error {
+				look, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				if err := startedSince(look, c, env.Nodes, called); err != nil {
+					return err
+				}
+				return nodesIdle(look, c, env.Nodes)
+			})
 		})
 	}
 }
@@ -87,6 +102,20 @@ func slicesContains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// startedSince says whether the slurmd of every named node started at or after t.
+func startedSince(ctx context.Context, c slurm.Client, names []string, t time.Time) error {
+	for _, n := range names {
+		node, err := c.GetNode(ctx, n)
+		if err != nil {
+			return err
+		}
+		if node.SlurmdStartTime.Before(t) {
+			return fmt.Errorf("slurmd of %s not restarted yet (started %v)", n, node.SlurmdStartTime)
+		}
+	}
+	return nil
 }
 
 func nodesIdle(ctx context.Context, c slurm.Client, names []string) error {
