@@ -106,7 +106,7 @@ func jobsCommand(f *flags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return PrintJobs(cmd.OutOrStdout(), JobRows(compute.Items, bound.Items), f.output)
+			return PrintJobs(cmd.OutOrStdout(), InScope(JobRows(compute.Items, bound.Items), ns, f.cluster), f.output)
 		},
 	}
 	c.Flags().StringVar(&f.cluster, "cluster", "", "only this SlurmCluster's jobs")

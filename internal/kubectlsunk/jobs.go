@@ -91,6 +91,21 @@ func JobRows(compute, bound []corev1.Pod) []JobRow {
 	return out
 }
 
+// InScope drops the rows of bound pods that no compute pod's job matched (no cluster) when they
+// are outside what was asked: with a cluster named, all of them; with a namespace, those of
+// other namespaces.
+func InScope(rows []JobRow, namespace, cluster string) []JobRow {
+	return slices.DeleteFunc(rows, func(r JobRow) bool {
+		if r.Cluster != "" {
+			return false
+		}
+		if cluster != "" {
+			return true
+		}
+		return namespace != "" && !slices.ContainsFunc(r.Pods, func(p string) bool { return strings.HasPrefix(p, namespace+"/") })
+	})
+}
+
 // splitJobs reads the job mirror annotation (ids, comma-separated).
 func splitJobs(s string) []string {
 	var ids []string

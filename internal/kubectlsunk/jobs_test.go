@@ -3,6 +3,7 @@ package kubectlsunk
 import (
 	"bytes"
 	"flag"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,4 +55,13 @@ func TestJobsGolden(t *testing.T) {
 		}
 	}
 	golden.Check(t, "testdata/jobs.golden", b.String(), *update, "go test ./internal/kubectlsunk -update")
+
+	for _, c := range []struct {
+		ns, cluster string
+		want        int
+	}{{"", "", 4}, {"team-b", "", 4}, {"slurm", "", 3}, {"", "demo", 3}} {
+		if got := InScope(slices.Clone(rows), c.ns, c.cluster); len(got) != c.want {
+			t.Errorf("InScope(-n %q --cluster %q): %d rows, want %d", c.ns, c.cluster, len(got), c.want)
+		}
+	}
 }
