@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,8 +29,9 @@ func NewCommand(out io.Writer) *cobra.Command {
 	f := &flags{}
 	root := &cobra.Command{
 		Use:   "kubectl-sunk",
-		Short: "Slurm nodes as Kubernetes and Slurm see them, drain and resume, cluster health",
+		Short: "Slurm nodes and jobs as Kubernetes and Slurm see them, drain and resume, cluster health",
 		Long: "kubectl sunk shows each Slurm node of a sunk cluster beside its compute pod and Kubernetes node,\n" +
+			"the running Slurm jobs with their nodes and the pods sunk-scheduler bound to them,\n" +
 			"drains and resumes the Slurm nodes of a Kubernetes node through sunk's syncer, and reports\n" +
 			"the health of every SlurmCluster. It reads Kubernetes objects only.",
 		SilenceUsage: true,
@@ -41,7 +43,7 @@ func NewCommand(out io.Writer) *cobra.Command {
 	pf.StringVarP(&f.namespace, "namespace", "n", "", "namespace (default: the context's)")
 	pf.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "every namespace")
 	pf.StringVarP(&f.output, "output", "o", "", "output format: wide or json")
-	root.AddCommand(nodesCommand(f), healthCommand(f), drainCommand(f), resumeCommand(f))
+	root.AddCommand(nodesCommand(f), jobsCommand(f), healthCommand(f), drainCommand(f), resumeCommand(f))
 	return root
 }
 
@@ -70,6 +72,44 @@ func nodesCommand(f *flags) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&f.cluster, "cluster", "", "only this SlurmCluster's nodes")
+	return c
+}
+
+func jobsCommand(f *flags) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "jobs",
+		Short: "Running Slurm jobs with their Slurm nodes, Kubernetes nodes and the pods bound to them",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := CheckFormat(f.output); err != nil {
+				return err
+			}
+			cs, _, ns, err := f.clients()
+			if err != nil {
+				return err
+			}
+			sel := labels.Set{wellknown.LabelComponent: wellknown.ComponentCompute}
+			if f.cluster != "" {
+				sel[wellknown.LabelCluster] = f.cluster
+			}
+			compute, err := cs.CoreV1().Pods(ns).List(cmd.Context(), metav1.ListOptions{LabelSelector: sel.String()})
+			if err != nil {
+				return err
+			}
+			// Pods bound to Slurm jobs run in their users' namespaces, not the cluster's: every
+			// namespace when the person may list them, else the one asked for.
+			bound, err := cs.CoreV1().Pods(corev1.NamespaceAll).List(cmd.Context(), metav1.ListOptions{FieldSelector: "status.phase!=Succeeded,status.phase!=Failed"})
+			if apierrors.IsForbidden(err) && ns != corev1.NamespaceAll {
+				fmt.Fprintf(cmd.ErrOrStderr(), "kubectl sunk jobs: pods of other namespaces are not listed: %v\n", err)
+				bound, err = cs.CoreV1().Pods(ns).List(cmd.Context(), metav1.ListOptions{FieldSelector: "status.phase!=Succeeded,status.phase!=Failed"})
+			}
+			if err != nil {
+				return err
+			}
+			return PrintJobs(cmd.OutOrStdout(), InScope(JobRows(compute.Items, bound.Items), ns, f.cluster), f.output)
+		},
+	}
+	c.Flags().StringVar(&f.cluster, "cluster", "", "only this SlurmCluster's jobs")
 	return c
 }
 

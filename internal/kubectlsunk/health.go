@@ -37,7 +37,7 @@ func Health(clusters []sunkv1.SlurmCluster, nodeSets []sunkv1.NodeSet) []Cluster
 	var out []ClusterHealth
 	for _, c := range clusters {
 		h := ClusterHealth{Namespace: c.Namespace, Name: c.Name, Ready: "Unknown", Conditions: c.Status.Conditions}
-		if r := meta.FindStatusCondition(c.Status.Conditions, "Ready"); r != nil {
+		if r := meta.FindStatusCondition(c.Status.Conditions, sunkv1.ConditionReady); r != nil {
 			h.Ready = string(r.Status)
 		}
 		for _, ns := range nodeSets {
@@ -56,7 +56,8 @@ func Health(clusters []sunkv1.SlurmCluster, nodeSets []sunkv1.NodeSet) []Cluster
 }
 
 // PrintHealth writes one block per cluster: its Ready condition, every condition that is not
-// True with its reason and message (all of them with wide), and its NodeSets.
+// True with its reason and message (all of them with wide; and Ready when its reason is not
+// Ready, as while the backup slurmctld serves), and its NodeSets.
 func PrintHealth(w io.Writer, hs []ClusterHealth, format string) error {
 	if format == FormatJSON {
 		return writeJSON(w, map[string]any{"kind": "SlurmClusterHealthList", "items": nonNil(hs)})
@@ -68,7 +69,9 @@ func PrintHealth(w io.Writer, hs []ClusterHealth, format string) error {
 		}
 		fmt.Fprintf(tw, "SlurmCluster %s/%s\tReady=%s\n", h.Namespace, h.Name, h.Ready)
 		for _, c := range h.Conditions {
-			if c.Status == metav1.ConditionTrue && format != FormatWide {
+			// Ready True with a reason of its own (BackupInCharge) serves with a caveat.
+			caveat := c.Type == sunkv1.ConditionReady && c.Reason != sunkv1.ReasonReady
+			if c.Status == metav1.ConditionTrue && !caveat && format != FormatWide {
 				continue
 			}
 			fmt.Fprintf(tw, "  %s=%s\t%s\t%s\n", c.Type, c.Status, c.Reason, oneLine(c.Message))

@@ -113,6 +113,23 @@ func TestHealth(t *testing.T) {
 	if err := PrintHealth(&b, Health(clusters, nodeSets), FormatTable); err != nil {
 		t.Fatal(err)
 	}
+	failedOver := sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Name: "fo", Namespace: "slurm"},
+		Status: sunkv1.SlurmClusterStatus{Conditions: []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionTrue, Reason: "BackupInCharge", Message: "on the backup"},
+			{Type: "ControllerReady", Status: metav1.ConditionTrue, Reason: "BackupInCharge", Message: "fo-controller-1 serves"},
+		}}}
+	b.Reset()
+	if err := PrintHealth(&b, Health([]sunkv1.SlurmCluster{failedOver}, nil), FormatTable); err != nil {
+		t.Fatal(err)
+	}
+	if want := "SlurmCluster slurm/fo   Ready=True\n" +
+		"  Ready=True            BackupInCharge   on the backup\n"; b.String() != want {
+		t.Fatalf("health of a failed-over cluster:\n%q\nwant:\n%q", b.String(), want)
+	}
+	b.Reset()
+	if err := PrintHealth(&b, Health(clusters, nodeSets), FormatTable); err != nil {
+		t.Fatal(err)
+	}
 	want := "SlurmCluster slurm/demo   Ready=False\n" +
 		"  Ready=False             RestApiNotReady   slurmrestd: 0/1 ready\n" +
 		"  NodeSet cpu             desired 3, ready 2, busy 1, drained 0\n"

@@ -80,6 +80,9 @@ type Config struct {
 	// most this share of the cluster's Slurm nodes drained at once, at least one node
 	// (default DefaultDrainBudgetPercent; 100 lifts the limit). See HeldBy.
 	DrainBudgetPercent int
+	// JobPollInterval of the job cache behind the pods' job mirror (default
+	// DefaultJobPollInterval).
+	JobPollInterval time.Duration
 	// Resync enqueues every pod, node and record this often, a safety net (default 5m).
 	Resync time.Duration
 	// Workers that sync keys in parallel (default DefaultWorkers).
@@ -102,6 +105,8 @@ type Syncer struct {
 	cache  cache.Cache   // reads of pods and nodes
 	live   client.Reader // the one read that must not lag: is a pod really gone?
 	nodes  *slurm.Informer[string, slurm.Node]
+	jobs   *slurm.Informer[uint32, slurm.Job]
+	onNode *jobIndex // the running jobs per Slurm node, from jobs
 	queue  workqueue.TypedRateLimitingInterface[string]
 	writer *writer
 	budget *budget
@@ -149,6 +154,9 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 	if cfg.DrainBudgetPercent <= 0 {
 		cfg.DrainBudgetPercent = DefaultDrainBudgetPercent
 	}
+	if cfg.JobPollInterval == 0 {
+		cfg.JobPollInterval = DefaultJobPollInterval
+	}
 	if cfg.Resync == 0 {
 		cfg.Resync = 5 * time.Minute
 	}
@@ -157,7 +165,9 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 	}
 	return &Syncer{
 		cfg: cfg, client: c, cache: kc, live: live,
-		nodes: slurm.NewNodeInformer(cfg.Slurm, slurm.InformerOptions{Interval: cfg.PollInterval}),
+		nodes:  slurm.NewNodeInformer(cfg.Slurm, slurm.InformerOptions{Interval: cfg.PollInterval}),
+		jobs:   slurm.NewJobInformer(cfg.Slurm, slurm.InformerOptions{Interval: cfg.JobPollInterval}),
+		onNode: newJobIndex(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sunk-syncer-" + cfg.Namespace + "-" + cfg.Cluster}),
 		seen: map[string]observed{}, inflight: map[string]inflight{}, orphans: map[string]time.Time{},
@@ -212,6 +222,18 @@ func (s *Syncer) Run(ctx context.Context) error {
 		OnDelete: func(n slurm.Node) { onSlurm(n, true) },
 	})
 	go func() { _ = s.nodes.Run(ctx) }()
+	// Job changes only rewrite the job mirror: queued without the latency metric's stamps.
+	onJob := func(j slurm.Job, gone bool) {
+		for _, n := range s.onNode.observe(j, gone) {
+			s.queue.Add(n)
+		}
+	}
+	s.jobs.AddHandler(slurm.Handler[slurm.Job]{
+		OnAdd:    func(j slurm.Job) { onJob(j, false) },
+		OnUpdate: func(_, j slurm.Job) { onJob(j, false) },
+		OnDelete: func(j slurm.Job) { onJob(j, true) },
+	})
+	go func() { _ = s.jobs.Run(ctx) }()
 	go s.writer.run(ctx)
 	for range s.cfg.Workers {
 		go func() {

@@ -72,8 +72,13 @@ func (s *Syncer) toKube(ctx context.Context, pod *corev1.Pod, node *corev1.Node,
 // this).
 
 func (s *Syncer) mirrorPod(ctx context.Context, pod *corev1.Pod, m Mirror, msg string) (bool, error) {
+	// The job mirror is written once the job cache has listed; before, the pod keeps its own.
+	jobs, jobsKnown := pod.Annotations[wellknown.AnnotationSlurmJobs], s.jobs.HasSynced()
+	if jobsKnown {
+		jobs = s.onNode.on(pod.Name)
+	}
 	metaOK := pod.Annotations[wellknown.AnnotationSlurmState] == m.State && pod.Annotations[wellknown.AnnotationSlurmReason] == m.Reason &&
-		(pod.Labels[wellknown.LabelEvictable] == "true") == m.Evictable
+		(pod.Labels[wellknown.LabelEvictable] == "true") == m.Evictable && pod.Annotations[wellknown.AnnotationSlurmJobs] == jobs
 	var cur *corev1.PodCondition
 	for i := range pod.Status.Conditions {
 		if string(pod.Status.Conditions[i].Type) == wellknown.ConditionSlurmNode {
@@ -90,6 +95,11 @@ func (s *Syncer) mirrorPod(ctx context.Context, pod *corev1.Pod, m Mirror, msg s
 	orig := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy()}
 	p := orig.DeepCopy()
 	setMirrorAnnotations(&p.ObjectMeta, m)
+	if jobs == "" {
+		delete(p.Annotations, wellknown.AnnotationSlurmJobs)
+	} else {
+		p.Annotations[wellknown.AnnotationSlurmJobs] = jobs
+	}
 	if m.Evictable {
 		if p.Labels == nil {
 			p.Labels = map[string]string{}

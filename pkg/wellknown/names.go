@@ -104,6 +104,9 @@ const (
 	// Kubernetes node.
 	AnnotationSlurmState  = "slurm.sunk.dev/state"
 	AnnotationSlurmReason = "slurm.sunk.dev/reason"
+	// AnnotationSlurmJobs on a compute pod lists the Slurm jobs running on its Slurm node:
+	// job ids, ascending, comma-separated; absent when none.
+	AnnotationSlurmJobs = "slurm.sunk.dev/jobs"
 	// ConditionSlurmNode is the pod and node condition: True when Slurm may run jobs there.
 	ConditionSlurmNode = "sunk.dev/SlurmNodeAvailable"
 )

@@ -25,7 +25,8 @@ import (
 
 // TestKubectlDrainWaitsForTheJob runs the real `kubectl drain` on the node of a NodeSet whose
 // compute pod runs a job: the idle pod is evicted once the cordon's drain reached Slurm, the
-// busy one only after its job completed, and the job ends COMPLETED.
+// busy one only after its job completed, and the job ends COMPLETED. Before that, the real
+// `kubectl sunk` shows the nodes and a job, and drains and resumes them (checkKubectlSunk).
 func TestKubectlDrainWaitsForTheJob(t *testing.T) {
 	e := startOperator(t)
 	ctx := context.Background()
@@ -40,6 +41,11 @@ func TestKubectlDrainWaitsForTheJob(t *testing.T) {
 	poll(t, time.Minute, "the NodeSet's disruption budget", func() error {
 		return e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "cpu-slurm-jobs"}, pdb)
 	})
+
+	// kubectl sunk (the real binary) first: the nodes and the job as it shows them, and its
+	// drain and resume.
+	k := e.kubectlSunk(t)
+	e.checkKubectlSunk(t, k, login, e.sbatch(t, login, "-w cpu-1 -J short --wrap 'sleep 45'"))
 
 	job := e.sbatch(t, login, "-w cpu-1 -J busy --wrap 'sleep 40'")
 	idleBefore := e.memberPods(t, "cpu")["cpu-0"]

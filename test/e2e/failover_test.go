@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -71,6 +72,9 @@ func TestControllerFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Until the backup takes over, nothing serves, and the SlurmCluster says so.
+	e.waitControllerReason(t, name, 30*time.Second, metav1.ConditionFalse, slurmcluster.ReasonPrimaryDown, metav1.ConditionFalse)
+
 	// The backup serves: an RPC that a standby controller refuses is answered.
 	var served time.Duration
 	poll(t, 2*time.Minute, "the backup serves squeue", func() error {
@@ -89,6 +93,8 @@ func TestControllerFailover(t *testing.T) {
 	if bound := time.Duration(render.SlurmctldTimeout+render.SlurmctldTimeout/3+10) * time.Second; took.Sub(killed) > bound {
 		t.Errorf("the backup took over %s after the kill, beyond %s", took.Sub(killed).Round(time.Second), bound)
 	}
+	// The SlurmCluster is Ready again, with the reason an operator must see: the spare is in use.
+	e.waitControllerReason(t, name, time.Minute, metav1.ConditionTrue, slurmcluster.ReasonBackupInCharge, metav1.ConditionTrue)
 	out, err = e.sh(t, login, "login", "scontrol ping")
 	if err != nil || !strings.Contains(out, "Slurmctld(primary) at "+primary+" is DOWN") || !strings.Contains(out, "Slurmctld(backup) at "+backup+" is UP") {
 		t.Errorf("scontrol ping under the backup: %v\n%s", err, out)
@@ -129,6 +135,7 @@ func TestControllerFailover(t *testing.T) {
 		}
 		return nil
 	})
+	e.waitControllerReason(t, name, time.Minute, metav1.ConditionTrue, slurmcluster.ReasonReady, metav1.ConditionTrue)
 	started := e.containerStart(t, primary)
 	handed := e.logTime(t, backup, logRequestControl)
 	t.Logf("primary released %s after the kill; control back %s after the release (its slurmctld started %s after the release)",
@@ -141,6 +148,24 @@ func TestControllerFailover(t *testing.T) {
 	} else if state, exit, _ := e.jobEnd(t, login, strings.TrimSpace(out), time.Minute); state != "COMPLETED" || exit != "0:0" {
 		t.Fatalf("a job under the returned primary ended %s (exit %s)", state, exit)
 	}
+}
+
+// waitControllerReason waits until the SlurmCluster's ControllerReady has status ctld and
+// reason, and Ready has status ready with the same reason (PrimaryDown is only
+// ControllerReady's: Ready then names the conditions that are not true).
+func (e *operatorEnv) waitControllerReason(t *testing.T, name string, within time.Duration, ctld metav1.ConditionStatus, reason string, ready metav1.ConditionStatus) {
+	t.Helper()
+	start := time.Now()
+	poll(t, within, "ControllerReady="+string(ctld)+" "+reason, func() error {
+		conds := e.cluster(t, name).Status.Conditions
+		c, r := meta.FindStatusCondition(conds, sunkv1.ConditionControllerReady), meta.FindStatusCondition(conds, sunkv1.ConditionReady)
+		if c == nil || r == nil || c.Status != ctld || c.Reason != reason || r.Status != ready ||
+			(ready == metav1.ConditionTrue && r.Reason != reason) {
+			return fmt.Errorf("ControllerReady %+v, Ready %+v", c, r)
+		}
+		t.Logf("%s after %s: ControllerReady=%s %s %q; Ready=%s %s", name, time.Since(start).Round(time.Second), c.Status, c.Reason, c.Message, r.Status, r.Reason)
+		return nil
+	})
 }
 
 // holdBackPods stops new pods in the test's namespace with a ResourceQuota of one pod fewer than

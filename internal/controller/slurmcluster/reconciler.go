@@ -200,6 +200,10 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	if err := r.observeWorkloads(ctx, sc, n, st); err != nil {
 		return ctrl.Result{}, err
 	}
+	failoverWait, err := r.observeController(ctx, sc, n, *jwtKeys, st)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	result, err := r.applyConfigToController(ctx, sc, n, cfg, *jwtKeys, st)
 	if err == nil && st.configHash == cfg.Hash {
 		// 6. A rotated JWT key reaching slurmctld, once the configuration has.
@@ -214,9 +218,12 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 			}
 		}
 	}
-	// A topology change that waits for the nodes to settle comes back by itself.
-	if topologyWait > 0 && (result.RequeueAfter == 0 || topologyWait < result.RequeueAfter) {
-		result.RequeueAfter = topologyWait
+	// A topology change that waits for the nodes to settle, and a failover, come back by
+	// themselves.
+	for _, wait := range []time.Duration{topologyWait, failoverWait} {
+		if wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {
+			result.RequeueAfter = wait
+		}
 	}
 	return result, err
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"sunk.dev/sunk/internal/kube"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -64,22 +62,9 @@ func (s *status) set(typ string, ok bool, reason, msg string) {
 	meta.SetStatusCondition(&s.conditions, c)
 }
 
-// observeWorkloads turns the workloads' readiness into conditions and endpoints.
+// observeWorkloads turns the workloads' readiness into conditions and endpoints; slurmctld's
+// is observeController's (failover.go).
 func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, st *status) error {
-	ctld := &appsv1.StatefulSet{}
-	if err := r.get(ctx, n, n.Controller, ctld); err != nil {
-		return err
-	}
-	ctldPod := &corev1.Pod{}
-	if err := r.get(ctx, n, n.ControllerPod(0), ctldPod); err != nil {
-		return err
-	}
-	switch {
-	case kube.PodReady(ctldPod):
-		st.set(sunkv1.ConditionControllerReady, true, ReasonReady, "slurmctld answers on "+n.ControllerPod(0))
-	default:
-		st.set(sunkv1.ConditionControllerReady, false, ReasonNotReady, podProblem(ctldPod, "slurmctld"))
-	}
 	st.endpoints.Controller = fmt.Sprintf("%s:%d", n.ControllerAddr(0, render.Controllers(sc)), render.SlurmctldPort)
 
 	rest := &appsv1.Deployment{}
@@ -173,9 +158,14 @@ func (r *Reconciler) updateStatus(ctx context.Context, sc *sunkv1.SlurmCluster, 
 			notReady = append(notReady, t)
 		}
 	}
-	if len(notReady) == 0 {
+	ctld := meta.FindStatusCondition(st.conditions, sunkv1.ConditionControllerReady)
+	switch {
+	case len(notReady) == 0 && ctld.Reason == ReasonBackupInCharge:
+		// The cluster serves, but on its spare: Ready's reason (kubectl get's column) says so.
+		st.set(sunkv1.ConditionReady, true, ReasonBackupInCharge, "every component serves, but on the backup slurmctld: "+ctld.Message)
+	case len(notReady) == 0:
 		st.set(sunkv1.ConditionReady, true, ReasonReady, "every component is ready and runs the current configuration")
-	} else {
+	default:
 		reason := ReasonComponentsNotReady
 		if c := meta.FindStatusCondition(st.conditions, sunkv1.ConditionConfigApplied); c != nil && c.Status == metav1.ConditionFalse && len(notReady) == 1 {
 			reason = c.Reason
