@@ -1,0 +1,282 @@
+/*
+ * sunk_container: Pyxis's --container-* flags for srun, sbatch and salloc (docs/containers.md).
+ *
+ * The plugin is small on purpose: it registers the flags, checks their form so that srun
+ * refuses a malformed one before the job is queued, and on the compute node hands them to
+ * the helper sunk-container (Go, internal/container), which pulls, unpacks and prepares the
+ * container and answers with the path of a mount namespace. Each task then enters that
+ * namespace before slurmstepd drops to the user and execs the task, so the task stays
+ * slurmstepd's child: same cgroup, CPU binding, environment, uid/gid and stdio as without
+ * a container.
+ *
+ * Where each callback runs (slurm/spank.h, slurmstepd's mgr.c, Slurm 24.11):
+ *   init            everywhere: registers the options
+ *   init_post_opt   srun/sbatch/salloc (local, allocator) and slurmstepd (remote, root,
+ *                   once per step and node): the helper runs here, as root
+ *   user_init       slurmstepd, as the user: reports the helper's error. A failing
+ *                   init_post_opt makes slurmstepd answer slurmd "plugin name invalid" for
+ *                   the whole launch; a failing user_init fails only the step (a batch
+ *                   script with exit code 1), which leaves the node as it was.
+ *   task_init_privileged  each task, root, after fork: setns() into the container
+ *   task_init       each task, as the user: chdir to --container-workdir
+ *   exit            slurmstepd: the helper removes an unnamed container
+ *
+ * plugstack.conf must load it as "required": Slurm ignores the return codes of an optional
+ * plugin, and a step asking for a container must not run without one.
+ *   required /usr/local/lib/sunk/spank/sunk_container.so [helper=/usr/local/bin/sunk-container]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <slurm/spank.h>
+
+#include "helper.h"
+
+SPANK_PLUGIN(sunk_container, 1);
+
+#define PFX "sunk-container: "
+
+/* The flags as given, kept as strings (O_* in helper.h): the helper parses them again, as
+ * the authority. */
+static char *str_opt[O_NSTR];
+static const char *str_name[O_NSTR] = {
+	"container-image", "container-mounts", "container-workdir", "container-name",
+	"container-env", "container-save", "container-unshare",
+};
+/* Tri-state flags: -1 unset, 0 the --no- form (or --container-readonly), 1 the positive. */
+enum { T_HOME, T_REMAP, T_ENTRY, T_WRITABLE, T_ENTRYLOG, T_NTRI };
+static int tri_opt[T_NTRI] = { -1, -1, -1, -1, -1 };
+static const char *tri_pos[T_NTRI] = {
+	"container-mount-home", "container-remap-root", "container-entrypoint",
+	"container-writable", "container-entrypoint-log",
+};
+static const char *tri_neg[T_NTRI] = {
+	"no-container-mount-home", "no-container-remap-root", "no-container-entrypoint",
+	"container-readonly", NULL,
+};
+
+static char helper_path[PATH_MAX] = "/usr/local/bin/sunk-container";
+static char mntns_path[PATH_MAX]; /* from the helper: the container's mount namespace */
+static char *deferred_error;      /* the helper's one line, reported in user_init */
+
+static int opt_str(int val, const char *optarg, int remote)
+{
+	const char *name = str_name[val];
+	const char *err;
+
+	if (optarg == NULL || *optarg == '\0') {
+		slurm_error(PFX "--%s: argument required", name);
+		return -1;
+	}
+	/* Slurm may call an option's callback twice with the same value (Pyxis notes it). */
+	if (str_opt[val] != NULL) {
+		if (strcmp(str_opt[val], optarg) == 0)
+			return 0;
+		if (val != O_MOUNTS && val != O_ENV) {
+			slurm_error(PFX "--%s given twice (%s and %s)", name, str_opt[val], optarg);
+			return -1;
+		}
+	}
+	if ((err = check_str_option(val, optarg)) != NULL) {
+		slurm_error(PFX "--%s: %s", name, err);
+		return -1;
+	}
+	if (str_opt[val] != NULL && (val == O_MOUNTS || val == O_ENV)) {
+		/* Repeated list flags add up, as in Pyxis. */
+		char *joined;
+		if (asprintf(&joined, "%s,%s", str_opt[val], optarg) < 0)
+			return -1;
+		free(str_opt[val]);
+		str_opt[val] = joined;
+		return 0;
+	}
+	str_opt[val] = strdup(optarg);
+	return str_opt[val] ? 0 : -1;
+}
+
+/* val encodes the flag (val / 2) and its sense (val % 2). */
+static int opt_tri(int val, const char *optarg, int remote)
+{
+	int t = val / 2, v = val % 2;
+
+	if (tri_opt[t] != -1 && tri_opt[t] != v) {
+		slurm_error(PFX "both --%s and --%s were given", tri_pos[t], tri_neg[t]);
+		return -1;
+	}
+	tri_opt[t] = v;
+	return 0;
+}
+
+#define TRI(i, flag, sense, help) { (char *)flag, NULL, (char *)help, 0, (i) * 2 + (sense), opt_tri }
+/* Names as Pyxis has them; help texts say what sunk does. */
+static struct spank_option options[] = {
+	{ "container-image", "[USER@][REGISTRY#]IMAGE[:TAG]", "[sunk] run the step's tasks in this image "
+	  "(enroot syntax; REGISTRY/IMAGE:TAG also works)", 1, O_IMAGE, opt_str },
+	{ "container-mounts", "SRC:DST[:FLAGS][,...]", "[sunk] bind mounts into the container, FLAGS "
+	  "joined by +: ro, rw", 1, O_MOUNTS, opt_str },
+	{ "container-workdir", "PATH", "[sunk] working directory inside the container", 1, O_WORKDIR, opt_str },
+	{ "container-name", "NAME[:FLAGS]", "[sunk] keep the container for later steps of the job under "
+	  "this name (FLAGS: auto, create, exec, no_exec)", 1, O_NAME, opt_str },
+	{ "container-env", "NAME[,NAME...]", "[sunk] variables whose job value wins over the image's",
+	  1, O_ENV, opt_str },
+	{ "container-save", "PATH", "[sunk] not supported yet", 1, O_SAVE, opt_str },
+	{ "container-unshare", "NS[,NS...]", "[sunk] not supported yet", 1, O_UNSHARE, opt_str },
+	TRI(T_HOME, "container-mount-home", 1, "[sunk] bind mount the user's home directory"),
+	TRI(T_HOME, "no-container-mount-home", 0, "[sunk] do not bind mount the user's home directory"),
+	TRI(T_REMAP, "container-remap-root", 1, "[sunk] appear as root inside the container (no new privileges)"),
+	TRI(T_REMAP, "no-container-remap-root", 0, "[sunk] keep your own uid inside the container"),
+	TRI(T_ENTRY, "container-entrypoint", 1, "[sunk] run the image's entrypoint"),
+	TRI(T_ENTRY, "no-container-entrypoint", 0, "[sunk] do not run the image's entrypoint"),
+	TRI(T_WRITABLE, "container-writable", 1, "[sunk] a private writable layer over the image"),
+	TRI(T_WRITABLE, "container-readonly", 0, "[sunk] the image's filesystem read-only"),
+	TRI(T_ENTRYLOG, "container-entrypoint-log", 1, "[sunk] accepted for Pyxis compatibility"),
+	SPANK_OPTIONS_TABLE_END
+};
+
+static int requested(void)
+{
+	return str_opt[O_IMAGE] != NULL || str_opt[O_NAME] != NULL;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	for (int i = 0; i < ac; i++) {
+		if (strncmp(av[i], "helper=", 7) == 0) {
+			snprintf(helper_path, sizeof(helper_path), "%s", av[i] + 7);
+		} else {
+			slurm_error(PFX "unknown plugstack.conf argument %s", av[i]);
+			return -1;
+		}
+	}
+	/* spank_option_register, not a spank_options symbol: only it reaches sbatch/salloc. */
+	for (struct spank_option *o = options; o->name != NULL; o++) {
+		if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
+			slurm_error(PFX "could not register --%s", o->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* helper_argv: the helper's command line; the caller frees it with free_argv. */
+static char **helper_argv(spank_t sp, const char *cmd)
+{
+	uid_t uid; gid_t gid; uint32_t job, step;
+	gid_t *gids = NULL; int ngids = 0;
+	struct argv_buf b = { 0 };
+
+	if (spank_get_item(sp, S_JOB_UID, &uid) || spank_get_item(sp, S_JOB_GID, &gid) ||
+	    spank_get_item(sp, S_JOB_ID, &job) || spank_get_item(sp, S_JOB_STEPID, &step)) {
+		slurm_error(PFX "slurmstepd did not give the job's ids");
+		return NULL;
+	}
+	spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids);
+	argv_add(&b, "%s", helper_path);
+	argv_add(&b, "%s", cmd);
+	argv_add(&b, "--job-id=%u", job);
+	argv_add(&b, "--step-id=%u", step);
+	argv_add(&b, "--uid=%u", (unsigned)uid);
+	argv_add(&b, "--gid=%u", (unsigned)gid);
+	argv_add_gids(&b, gids, ngids);
+	for (int i = 0; i < O_NSTR; i++)
+		if (str_opt[i] != NULL)
+			argv_add(&b, "--%s=%s", str_name[i], str_opt[i]);
+	for (int i = 0; i < T_NTRI; i++)
+		if (tri_opt[i] != -1)
+			argv_add(&b, "--%s", tri_opt[i] ? tri_pos[i] : tri_neg[i]);
+	return argv_done(&b);
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	char **argv;
+	char *out = NULL, *err = NULL;
+
+	if (spank_context() != S_CTX_REMOTE || !requested())
+		return 0;
+	/* Errors are kept for user_init: see the top of this file. */
+	if ((argv = helper_argv(sp, "prepare")) == NULL) {
+		deferred_error = strdup(PFX "could not build the helper's command line");
+		return 0;
+	}
+	if (run_helper(argv, &out, &err) != 0) {
+		deferred_error = err ? err : strdup(PFX "the helper failed without a message");
+		err = NULL;
+	} else if (parse_helper_output(out, mntns_path, sizeof(mntns_path)) != 0) {
+		deferred_error = strdup(PFX "the helper did not name the container's namespace");
+	}
+	free(out);
+	free(err);
+	free_argv(argv);
+	return 0;
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+	if (deferred_error == NULL)
+		return 0;
+	slurm_error("%s", deferred_error);
+	return -1;
+}
+
+int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
+{
+	int fd;
+
+	if (!spank_remote(sp) || mntns_path[0] == '\0')
+		return 0;
+	/* Root, in the task's own process: a mount namespace needs CAP_SYS_ADMIN to enter.
+	 * Entering it also moves the task's root and cwd to the container's root (the helper
+	 * pivot_root'ed there); slurmstepd's chdir to the job's cwd follows. */
+	if ((fd = open(mntns_path, O_RDONLY | O_CLOEXEC)) < 0) {
+		slurm_error(PFX "open %s: %s", mntns_path, strerror(errno));
+		return -1;
+	}
+	if (setns(fd, CLONE_NEWNS) < 0) {
+		slurm_error(PFX "entering the container: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	/* As the user, after slurmstepd's chdir: the user's own permissions decide. */
+	if (!spank_remote(sp) || mntns_path[0] == '\0' || str_opt[O_WORKDIR] == NULL)
+		return 0;
+	if (chdir(str_opt[O_WORKDIR]) < 0) {
+		slurm_error(PFX "--container-workdir: %s: %s", str_opt[O_WORKDIR], strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	char **argv;
+	char *out = NULL, *err = NULL;
+
+	if (spank_context() != S_CTX_REMOTE || mntns_path[0] == '\0' || str_opt[O_NAME] != NULL)
+		return 0;
+	/* An unnamed container lives as long as its step. A named one stays for the job's later
+	 * steps; the epilog removes it (not yet: docs/containers.md). */
+	if ((argv = helper_argv(sp, "remove")) == NULL)
+		return 0;
+	if (run_helper(argv, &out, &err) != 0)
+		slurm_info("%s", err ? err : PFX "removing the container failed");
+	free(out);
+	free(err);
+	free_argv(argv);
+	return 0;
+}
