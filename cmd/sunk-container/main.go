@@ -3,11 +3,11 @@
 // internal/container; this file only dispatches and prints the one-line error the job's
 // output shows.
 //
-//	sunk-container check --job-id=J --step-id=S --uid=U --gid=G [--gids=G,...] --container-...
+//	sunk-container check|prepare|remove --job-id=J --step-id=S --uid=U --gid=G [--gids=G,...] --container-...
 //
-// check reads the flags as prepare will and prints what it understood (JSON): the plugin's
-// contract, testable without a node. prepare (pull, unpack, make the container's mount
-// namespace) and remove are not written yet.
+// check prints what the flags say (JSON). prepare builds the container's mount namespace and
+// prints "mntns=PATH"; it does not pull images yet, so it needs --rootfs=DIR, an unpacked
+// image. remove deletes the step's (or the named) container. ns-init is prepare's child.
 package main
 
 import (
@@ -28,20 +28,31 @@ func main() {
 
 func run(argv []string) error {
 	if len(argv) == 0 {
-		return fmt.Errorf("usage: sunk-container check|prepare FLAGS")
+		return fmt.Errorf("usage: sunk-container check|prepare|remove FLAGS")
+	}
+	if argv[0] == "ns-init" {
+		return container.NSInit(os.Stdin, os.Stdout)
+	}
+	a, err := container.ParseArgs(argv[1:])
+	if err != nil {
+		return err
 	}
 	switch argv[0] {
 	case "check":
-		a, err := container.ParseArgs(argv[1:])
+		return json.NewEncoder(os.Stdout).Encode(a)
+	case "prepare":
+		exe, err := os.Executable()
 		if err != nil {
 			return err
 		}
-		return json.NewEncoder(os.Stdout).Encode(a)
-	case "prepare", "remove":
-		if _, err := container.ParseArgs(argv[1:]); err != nil {
+		ns, err := container.Prepare(exe, a)
+		if err != nil {
 			return err
 		}
-		return fmt.Errorf("%s is not implemented yet (docs/containers.md, Not yet)", argv[0])
+		fmt.Printf("mntns=%s\n", ns)
+		return nil
+	case "remove":
+		return container.Remove(a)
 	default:
 		return fmt.Errorf("unknown command %q (check|prepare|remove)", argv[0])
 	}

@@ -39,11 +39,21 @@ type Options struct {
 	Env       []string
 }
 
-// Args are a parsed helper command line: the job facts and the step's options.
+// Args are a parsed helper command line: the job facts, the step's options, and the node's
+// settings (never a user's: the plugin does not pass them).
 type Args struct {
 	Job  Job
 	Opts Options
+	// StateDir holds each container's directory (StateDir/JOB/NAME). Not on an overlay
+	// filesystem: a writable container's upper layer is there.
+	StateDir string
+	// RootFS is an unpacked image to use instead of pulling --container-image: for tests, and
+	// until pulling is written.
+	RootFS string
 }
+
+// DefaultStateDir is the compute pod's container volume.
+const DefaultStateDir = "/var/lib/sunk/containers"
 
 // Errors name the flag as the user wrote it (--container-mounts: ...), so that the one line
 // the job's output shows says what to fix.
@@ -73,7 +83,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // A flag given twice with the same value is one flag (Slurm may pass an option twice, Pyxis
 // notes); with different values, or a --x beside its --no-x, it is an error.
 func ParseArgs(argv []string) (Args, error) {
-	var a Args
+	a := Args{StateDir: DefaultStateDir}
 	seen := map[string]string{}
 	var haveJob, haveStep, haveUID, haveGID bool
 	for _, arg := range argv {
@@ -121,6 +131,15 @@ func ParseArgs(argv []string) (Args, error) {
 					return Args{}, e
 				}
 				a.Job.GIDs = append(a.Job.GIDs, uint32(n))
+			}
+		case "state-dir", "rootfs":
+			if err = needVal(); err == nil && !path.IsAbs(val) {
+				err = ferr(name, "%q is not an absolute path", val)
+			}
+			if name == "state-dir" {
+				a.StateDir = path.Clean(val)
+			} else {
+				a.RootFS = path.Clean(val)
 			}
 		case "container-image":
 			if err = needVal(); err == nil {
