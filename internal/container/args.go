@@ -47,13 +47,19 @@ type Args struct {
 	// StateDir holds each container's directory (StateDir/JOB/NAME). Not on an overlay
 	// filesystem: a writable container's upper layer is there.
 	StateDir string
-	// RootFS is an unpacked image to use instead of pulling --container-image: for tests, and
-	// until pulling is written.
+	// RootFS is an unpacked image to use instead of pulling --container-image (tests).
 	RootFS string
+	// CacheDir is the node's image cache (Cache).
+	CacheDir string
+	// Insecure are registries reached over plain HTTP (--insecure-registry, the node's setting).
+	Insecure []string
 }
 
-// DefaultStateDir is the compute pod's container volume.
-const DefaultStateDir = "/var/lib/sunk/containers"
+// The compute pod's volumes for containers and images.
+const (
+	DefaultStateDir = "/var/lib/sunk/containers"
+	DefaultCacheDir = "/var/lib/sunk/images"
+)
 
 // Errors name the flag as the user wrote it (--container-mounts: ...), so that the one line
 // the job's output shows says what to fix.
@@ -83,7 +89,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // A flag given twice with the same value is one flag (Slurm may pass an option twice, Pyxis
 // notes); with different values, or a --x beside its --no-x, it is an error.
 func ParseArgs(argv []string) (Args, error) {
-	a := Args{StateDir: DefaultStateDir}
+	a := Args{StateDir: DefaultStateDir, CacheDir: DefaultCacheDir}
 	seen := map[string]string{}
 	var haveJob, haveStep, haveUID, haveGID bool
 	for _, arg := range argv {
@@ -91,7 +97,7 @@ func ParseArgs(argv []string) (Args, error) {
 			return Args{}, fmt.Errorf("unexpected argument %q", arg)
 		}
 		name, val, hasVal := strings.Cut(arg[2:], "=")
-		if prev, ok := seen[name]; ok && name != "container-mounts" && name != "container-env" {
+		if prev, ok := seen[name]; ok && name != "container-mounts" && name != "container-env" && name != "insecure-registry" {
 			if prev == val {
 				continue
 			}
@@ -132,14 +138,26 @@ func ParseArgs(argv []string) (Args, error) {
 				}
 				a.Job.GIDs = append(a.Job.GIDs, uint32(n))
 			}
-		case "state-dir", "rootfs":
+		case "state-dir", "rootfs", "cache-dir":
 			if err = needVal(); err == nil && !path.IsAbs(val) {
 				err = ferr(name, "%q is not an absolute path", val)
 			}
-			if name == "state-dir" {
+			switch name {
+			case "state-dir":
 				a.StateDir = path.Clean(val)
-			} else {
+			case "cache-dir":
+				a.CacheDir = path.Clean(val)
+			default:
 				a.RootFS = path.Clean(val)
+			}
+		case "insecure-registry":
+			if err = needVal(); err == nil {
+				for _, r := range strings.Split(val, ",") {
+					if !registryRE.MatchString(r) {
+						return Args{}, ferr(name, "%q is not HOST[:PORT]", r)
+					}
+					a.Insecure = append(a.Insecure, r)
+				}
 			}
 		case "container-image":
 			if err = needVal(); err == nil {

@@ -40,11 +40,15 @@ func Prepare(exe string, a Args) (string, error) {
 			return "", ferr("container-name", "no container %s in this job, and no --container-image to make it", a.Opts.Name)
 		}
 	}
-	if a.RootFS == "" {
-		return "", ferr("container-image", "pulling images is not implemented yet")
+	rootfs := a.RootFS
+	if rootfs == "" {
+		var err error
+		if rootfs, err = (Cache{Dir: a.CacheDir, Insecure: a.Insecure}).Unpacked(*a.Opts.Image); err != nil {
+			return "", ferr("container-image", "%v", err)
+		}
 	}
 	spec := NSSpec{
-		RootFS:   a.RootFS,
+		RootFS:   rootfs,
 		Dir:      dir,
 		Writable: a.Opts.Writable == nil || *a.Opts.Writable,
 		Job:      a.Job,
