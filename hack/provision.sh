@@ -4,7 +4,8 @@
 source "$(dirname "$0")/lib.sh"
 
 HOST_PACKAGES=(etcd-server containerd runc containernetworking-plugins iptables conntrack
-  mmdebstrap busybox-static iproute2 util-linux openssl curl prometheus)
+  mmdebstrap busybox-static iproute2 util-linux openssl curl prometheus
+  skopeo umoci docker-registry gcc libc6-dev make)
 
 host() {
   local missing=() p
@@ -20,6 +21,10 @@ host() {
   # (test/integration/prometheus) run their own on 127.0.0.1, so the service stays off.
   if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
     systemctl disable --now prometheus.service || true
+  fi
+  # Likewise docker-registry's on :5000: test/integration/container runs its own.
+  if [[ " ${missing[*]} " == *" docker-registry "* ]] && [ -d /run/systemd/system ]; then
+    systemctl disable --now docker-registry.service || true
   fi
 }
 

@@ -44,13 +44,13 @@ func (c Cache) Unpacked(img Image) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	hex, ok := strings.CutPrefix(digest, "sha256:")
+	sum, ok := strings.CutPrefix(digest, "sha256:")
 	if !ok || !digestRE.MatchString(digest) {
 		return "", fmt.Errorf("%s: the registry answered digest %q", img, digest)
 	}
-	rootfs := filepath.Join(c.Dir, "rootfs", hex)
+	rootfs := filepath.Join(c.Dir, "rootfs", sum)
 	// The second job asking for an image waits here while the first pulls it, then finds it.
-	unlock, err = c.lock("digest-" + hex)
+	unlock, err = c.lock("digest-" + sum)
 	if err != nil {
 		return "", err
 	}
@@ -58,7 +58,7 @@ func (c Cache) Unpacked(img Image) (string, error) {
 	if _, err := os.Stat(rootfs); err == nil {
 		return rootfs, nil
 	}
-	layout := filepath.Join(c.Dir, "oci", hex)
+	layout := filepath.Join(c.Dir, "oci", sum)
 	tmp := rootfs + ".tmp"
 	_ = os.RemoveAll(layout)
 	_ = os.RemoveAll(tmp)
@@ -86,13 +86,16 @@ func (c Cache) digest(img Image) (string, error) {
 	if img.Digest != "" {
 		return img.Digest, nil
 	}
-	args := append([]string{"inspect", "--format", "{{.Digest}}"}, c.tls("--tls-verify", img)...)
+	// --raw: the manifest (or multi-platform index) alone, whose sha256 is its digest. Plain
+	// inspect would also fetch the config blob and list every tag.
+	args := append([]string{"inspect", "--raw"}, c.tls("--tls-verify", img)...)
 	args = append(args, c.creds("--no-creds", img)...)
 	out, err := run("skopeo", append(args, img.Transport())...)
 	if err != nil {
 		return "", fmt.Errorf("%s: %v", img, err)
 	}
-	return strings.TrimSpace(out), nil
+	sum := sha256.Sum256([]byte(out))
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 func (c Cache) tls(flag string, img Image) []string {
