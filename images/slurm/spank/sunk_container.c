@@ -23,7 +23,7 @@
  *
  * plugstack.conf must load it as "required": Slurm ignores the return codes of an optional
  * plugin, and a step asking for a container must not run without one.
- *   required /usr/local/lib/sunk/spank/sunk_container.so [helper=/usr/local/bin/sunk-container]
+ *   required /usr/local/lib/sunk/spank/sunk_container.so [helper=PATH] [arg=--state-dir=DIR ...]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,6 +65,11 @@ static const char *tri_neg[T_NTRI] = {
 };
 
 static char helper_path[PATH_MAX] = "/usr/local/bin/sunk-container";
+/* plugstack.conf's arg=--x=y: the node's settings for the helper (--state-dir, --cache-dir,
+ * --insecure-registry), written by sunk, never by a user. */
+#define MAX_NODE_ARGS 16
+static char *node_args[MAX_NODE_ARGS];
+static int n_node_args;
 static char mntns_path[PATH_MAX]; /* from the helper: the container's mount namespace */
 static char *deferred_error;      /* the helper's one line, reported in user_init */
 
@@ -152,6 +157,8 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	for (int i = 0; i < ac; i++) {
 		if (strncmp(av[i], "helper=", 7) == 0) {
 			snprintf(helper_path, sizeof(helper_path), "%s", av[i] + 7);
+		} else if (strncmp(av[i], "arg=--", 6) == 0 && n_node_args < MAX_NODE_ARGS) {
+			node_args[n_node_args++] = av[i] + 4;
 		} else {
 			slurm_error(PFX "unknown plugstack.conf argument %s", av[i]);
 			return -1;
@@ -187,6 +194,8 @@ static char **helper_argv(spank_t sp, const char *cmd)
 	argv_add(&b, "--uid=%u", (unsigned)uid);
 	argv_add(&b, "--gid=%u", (unsigned)gid);
 	argv_add_gids(&b, gids, ngids);
+	for (int i = 0; i < n_node_args; i++)
+		argv_add(&b, "%s", node_args[i]);
 	for (int i = 0; i < O_NSTR; i++)
 		if (str_opt[i] != NULL)
 			argv_add(&b, "--%s=%s", str_name[i], str_opt[i]);
