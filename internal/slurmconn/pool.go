@@ -165,10 +165,17 @@ func (p *Pool) Probe(ctx context.Context, n render.Names, version string, key []
 	k := Key(n)
 	p.mu.Lock()
 	var t *http.Transport
+	var shared slurm.Client
 	if c := p.conns[k]; c != nil && c.url == url {
-		t = c.transport
+		t, shared = c.transport, c.client
 	}
 	p.mu.Unlock()
+	// The cluster's client has already asked slurmrestd which version to speak: a probe asks
+	// again (its OpenAPI document, about 0.9 MB) only when there is no such answer yet. The
+	// operator probes every few seconds while a rotation waits.
+	if d, ok := shared.(*slurm.Discovering); ok && version == "" {
+		version = d.APIVersion()
+	}
 	if t == nil {
 		t = slurm.NewTransport(1)
 		defer t.CloseIdleConnections()

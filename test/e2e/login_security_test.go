@@ -16,7 +16,7 @@ import (
 
 // keyFiles lists the key files under / that the caller can read; /proc and /sys are skipped
 // (a process's environment is checked on its own).
-const keyFiles = `find / \( -path /proc -o -path /sys \) -prune -o \( -name slurm.key -o -name 'jwt*.key' \) -type f -readable -print 2>/dev/null; true`
+const keyFiles = `find / \( -path /proc -o -path /sys \) -prune -o \( -name slurm.key -o -name slurm.jwks -o -name 'jwt*.key' \) -type f -readable -print 2>/dev/null; true`
 
 // TestLoginPodHoldsNoKey: the container users log into holds no slurm.key, no JWT key and no
 // ServiceAccount token, not even for its root; sackd, in a container of its own, still signs a

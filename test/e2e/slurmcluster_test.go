@@ -249,20 +249,27 @@ func (e *operatorEnv) cluster(t *testing.T, name string) *sunkv1.SlurmCluster {
 	return sc
 }
 
-// podOf returns the one running pod of a component.
+// podOf returns the one running pod of a component, waiting up to a minute for it: kubelet
+// reports a pod Running a moment after its container started, and slurmd may register (sinfo
+// shows the node idle) before that.
 func (e *operatorEnv) podOf(t *testing.T, cluster, component string) corev1.Pod {
-	var pods corev1.PodList
-	if err := e.c.List(context.Background(), &pods, client.InNamespace(e.ns),
-		client.MatchingLabels{wellknown.LabelCluster: cluster, wellknown.LabelComponent: component}); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning {
-			return p
+	t.Helper()
+	var running corev1.Pod
+	poll(t, time.Minute, "a running "+component+" pod", func() error {
+		var pods corev1.PodList
+		if err := e.c.List(context.Background(), &pods, client.InNamespace(e.ns),
+			client.MatchingLabels{wellknown.LabelCluster: cluster, wellknown.LabelComponent: component}); err != nil {
+			return err
 		}
-	}
-	t.Fatalf("no running %s pod", component)
-	return corev1.Pod{}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning {
+				running = p
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d pods", len(pods.Items))
+	})
+	return running
 }
 
 // TestSlurmClusterOnTheLocalCluster applies a SlurmCluster with managed accounting and a

@@ -192,7 +192,7 @@ func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, 
 		return wait(fmt.Sprintf("waiting for kubelet to deliver %s %s to %s (a pod of an image without sunk-keywatch never shows it: replace it)",
 			render.AuthRingName, ringID, strings.Join(missing, ", ")))
 	}
-	sl, err := r.Slurm.ForKeys(ctx, n, sc.Spec.RestAPI.Version, jwtKeys)
+	sl, err := r.slurmFor(ctx, sc, n, jwtKeys)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -242,7 +242,7 @@ func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, 
 // jobsStartedBefore counts the jobs still running (or suspended, or completing) that started
 // before t: their slurmstepds read the ring at their start and sign with its default key.
 func (r *Reconciler) jobsStartedBefore(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, jwtKeys slurmconn.Keys, t time.Time) (int, error) {
-	sl, err := r.Slurm.ForKeys(ctx, n, sc.Spec.RestAPI.Version, jwtKeys)
+	sl, err := r.slurmFor(ctx, sc, n, jwtKeys)
 	if err != nil {
 		return 0, err
 	}

@@ -146,7 +146,7 @@ func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	if err := r.annotate(ctx, pod, wellknown.AnnotationJWTKey, id); err != nil {
 		return ctrl.Result{}, err
 	}
-	sl, err := r.Slurm.ForKeys(ctx, n, sc.Spec.RestAPI.Version, keys)
+	sl, err := r.slurmFor(ctx, sc, n, keys)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -157,6 +157,12 @@ func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	}
 	r.event(sc, corev1.EventTypeNormal, ReasonJWTKeyPending, "slurmctld refused the JWT key "+id+": reconfigured it to load the key")
 	return ctrl.Result{RequeueAfter: jwtPollWhileRotating}, nil
+}
+
+// slurmFor is the cluster's REST client from the pool, with keys the caller has read, speaking
+// the version the SlurmCluster names (or the newest both sides know).
+func (r *Reconciler) slurmFor(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, keys slurmconn.Keys) (slurm.Client, error) {
+	return r.Slurm.ForKeys(ctx, n, sc.Spec.RestAPI.Version, keys)
 }
 
 // annotate sets an annotation on the slurmctld pod unless it has the value already. Any update

@@ -338,7 +338,7 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 		st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForRestAPI, "slurmrestd is not ready")
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
-	sl, err := r.Slurm.ForKeys(ctx, n, sc.Spec.RestAPI.Version, jwtKeys)
+	sl, err := r.slurmFor(ctx, sc, n, jwtKeys)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
