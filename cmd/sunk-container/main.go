@@ -5,9 +5,11 @@
 //
 //	sunk-container check|prepare|remove --job-id=J --step-id=S --uid=U --gid=G [--gids=G,...] --container-...
 //
-// check prints what the flags say (JSON). prepare builds the container's mount namespace and
-// prints "mntns=PATH"; it does not pull images yet, so it needs --rootfs=DIR, an unpacked
-// image. remove deletes the step's (or the named) container. ns-init is prepare's child.
+// check prints what the flags say (JSON). prepare pulls the image into the node's cache (or
+// takes --rootfs=DIR, an unpacked image), builds the container's mount namespace in a holder
+// process and prints "mntns=/proc/PID/ns/mnt"; the holder lives until prepare's standard input
+// reaches end of file (the plugin holds that pipe for the step). remove deletes the step's (or
+// the named) container once its holder ended. ns-init is the holder.
 package main
 
 import (
@@ -31,7 +33,8 @@ func run(argv []string) error {
 		return fmt.Errorf("usage: sunk-container check|prepare|remove FLAGS")
 	}
 	if argv[0] == "ns-init" {
-		return container.NSInit(os.Stdin, os.Stdout)
+		// fd 3: the spec, from prepare (internal/container.CreateNS).
+		return container.NSInit(os.NewFile(3, "spec"), os.Stdin)
 	}
 	a, err := container.ParseArgs(argv[1:])
 	if err != nil {

@@ -16,6 +16,10 @@ type Job struct {
 	UID, GID      uint32
 	// GIDs are the user's supplementary groups (S_JOB_SUPPLEMENTARY_GIDS).
 	GIDs []uint32
+	// BatchScript is the batch step's script (S_JOB_ARGV[0], in slurmd's spool directory):
+	// slurmstepd execs it by that path after the task entered the container, so the container
+	// must show it there (Pyxis binds it the same way). Empty for other steps.
+	BatchScript string
 }
 
 // Mount is one entry of --container-mounts.
@@ -138,6 +142,11 @@ func ParseArgs(argv []string) (Args, error) {
 				}
 				a.Job.GIDs = append(a.Job.GIDs, uint32(n))
 			}
+		case "batch-script":
+			if err = needVal(); err == nil && !path.IsAbs(val) {
+				err = ferr(name, "%q is not an absolute path", val)
+			}
+			a.Job.BatchScript = path.Clean(val)
 		case "state-dir", "rootfs", "cache-dir":
 			if err = needVal(); err == nil && !path.IsAbs(val) {
 				err = ferr(name, "%q is not an absolute path", val)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -25,21 +24,18 @@ func bindEtc(rootFD int, s NSSpec) error {
 		}
 	}
 	for _, db := range []struct {
-		path, entry string
-		key         uint32
+		path    string
+		entries []string
 	}{
-		{"/etc/passwd", s.User, s.Job.UID},
-		{"/etc/group", s.Group, s.Job.GID},
+		{"/etc/passwd", []string{s.User}},
+		{"/etc/group", s.Groups},
 	} {
-		if db.entry == "" {
-			continue
-		}
 		image, err := readIn(rootFD, db.path)
 		if err != nil {
 			return err
 		}
 		out := filepath.Join(s.Dir, filepath.Base(db.path))
-		if err := os.WriteFile(out, []byte(withEntry(image, db.entry, db.key)), 0o644); err != nil {
+		if err := os.WriteFile(out, []byte(withEntries(image, db.entries)), 0o644); err != nil {
 			return err
 		}
 		if err := bindFile(rootFD, out, db.path, s.Writable); err != nil {
@@ -49,19 +45,31 @@ func bindEtc(rootFD int, s NSSpec) error {
 	return nil
 }
 
-// withEntry is a passwd or group file with entry added, unless an entry with the same id
-// (third field) is there: the image's name for that id stays, as Pyxis's enroot leaves it.
-func withEntry(file, entry string, id uint32) string {
-	for _, l := range strings.Split(file, "\n") {
-		f := strings.Split(l, ":")
-		if len(f) > 2 && f[2] == strconv.FormatUint(uint64(id), 10) {
-			return file
+// withEntries is a passwd or group file with the cluster's entries in it: an image line with
+// the same name (first field) or id (third field) as one of them is dropped, so that `id`,
+// `whoami` and `ls -l` name the job's user and groups as the cluster does, not as the image's
+// author happened to (Docker images often have a user of their own at uid 1000).
+func withEntries(file string, entries []string) string {
+	names, ids := map[string]bool{}, map[string]bool{}
+	var add []string
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		f := strings.Split(e, ":")
+		if len(f) < 3 {
+			continue
 		}
+		names[f[0]], ids[f[2]] = true, true
+		add = append(add, e)
 	}
-	if file != "" && !strings.HasSuffix(file, "\n") {
-		file += "\n"
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(file, "\n"), "\n") {
+		f := strings.Split(l, ":")
+		if l == "" || (len(f) > 2 && (names[f[0]] || ids[f[2]])) {
+			continue
+		}
+		out = append(out, l)
 	}
-	return file + strings.TrimSpace(entry) + "\n"
+	return strings.Join(append(out, add...), "\n") + "\n"
 }
 
 // readIn reads path inside the container's root (not following links out of it); a missing

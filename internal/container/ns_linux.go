@@ -2,7 +2,6 @@ package container
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,87 +23,78 @@ type NSSpec struct {
 	// overlay whose upper layer is in Dir.
 	RootFS string
 	// Dir is the container's own directory: root/ (where the root is assembled), upper/ and
-	// work/ (the writable layer), passwd and group, and mntns, the namespace's file.
+	// work/ (the writable layer), passwd and group.
 	Dir      string
 	Writable bool
 	Job      Job
-	// User and Group are the user's passwd line and primary group's line (getent), added to
-	// the image's /etc/passwd and /etc/group.
-	User, Group string
+	// User is the user's passwd line and Groups the lines of the user's groups (getent), put
+	// into the image's /etc/passwd and /etc/group.
+	User   string
+	Groups []string
 	// Mounts are the user's --container-mounts: their sources are opened as the user.
 	Mounts []Mount
 }
 
-// NSFile is the file under Dir that keeps the namespace; the plugin setns()es into it.
-const NSFile = "mntns"
-
-// CreateNS builds the container's mount namespace in a child (exe ns-init, see NSInit) and
-// pins it on Dir/mntns, so that it lives without a process. exe is this program.
-func CreateNS(exe string, spec NSSpec) (string, error) {
+// CreateNS starts the container's holder: a child of this program (exe ns-init, NSInit) in a
+// mount namespace of its own, which assembles the container's root there and then keeps the
+// namespace alive until its standard input, inherited from this process, reaches end of file.
+// The plugin holds the other end of that pipe for as long as the step runs and enters the
+// namespace through /proc/PID/ns/mnt; slurmstepd ending, however it ends, closes the pipe.
+//
+// A process holds the namespace, not a bind mount of its nsfs file: Linux refuses (EINVAL) to
+// bind a mount namespace's file into a namespace whose id is not lower than the bound one's
+// (mnt_ns_loop), and since ids are handed out in per-CPU batches (6.x) a namespace made later
+// may have the lower id; the bind failed that way on a real slurmd.
+//
+// lock (the container's directory lock, lockDir) is inherited by the holder, so a named
+// container is not mounted by two steps at once. CreateNS returns the holder's pid.
+func CreateNS(exe string, spec NSSpec, lock *os.File) (int, error) {
 	// The overlay's root takes the upper layer's mode: 0755, or users could not enter it.
 	for d, mode := range map[string]os.FileMode{"root": 0o755, "upper": 0o755, "work": 0o700} {
 		if err := os.MkdirAll(filepath.Join(spec.Dir, d), mode); err != nil {
-			return "", err
+			return 0, err
 		}
-	}
-	// Binding a mount namespace's file is refused where the bind would propagate into that
-	// namespace (a loop): Dir becomes a private mount of its own first.
-	if err := unix.Mount(spec.Dir, spec.Dir, "", unix.MS_BIND, ""); err != nil {
-		return "", fmt.Errorf("bind %s: %w", spec.Dir, err)
-	}
-	if err := unix.Mount("", spec.Dir, "", unix.MS_PRIVATE, ""); err != nil {
-		return "", fmt.Errorf("make %s private: %w", spec.Dir, err)
 	}
 	in, err := json.Marshal(spec)
 	if err != nil {
-		return "", err
+		return 0, err
 	}
-	// The helper must run in a mount namespace made long before the container's (on a node:
-	// the pod's). The kernel refuses, with EINVAL, to bind a namespace's file into one whose
-	// id is not lower (mnt_ns_loop), and ids come in per-CPU batches: run under a fresh
-	// `unshare --mount`, the bind below failed about half the time (kernel 6.18), retries or not.
-	cmd := exec.Command(exe, "ns-init")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNS}
-	stdin, err := cmd.StdinPipe()
+	specR, specW, err := os.Pipe()
 	if err != nil {
-		return "", err
+		return 0, err
 	}
+	defer specR.Close()
+	cmd := exec.Command(exe, "ns-init")
+	// Its own session: no signal meant for the helper's process group reaches the holder.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNS, Setsid: true}
+	cmd.Stdin = os.Stdin
+	cmd.ExtraFiles = []*os.File{specR, lock} // fd 3: the spec; fd 4: held until the holder ends
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", err
+		specW.Close()
+		return 0, err
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		specW.Close()
+		return 0, err
+	}
 	if err := cmd.Start(); err != nil {
-		return "", err
+		specW.Close()
+		return 0, err
 	}
-	// The child reads the spec, builds the root, says "ready" and waits for stdin to close:
-	// its namespace must still exist when it is bound.
-	_, _ = stdin.Write(append(in, '\n'))
+	_, _ = specW.Write(in)
+	specW.Close()
+	// The holder says "ready" once the root is assembled, then lets go of stdout and stderr
+	// (the plugin reads this helper's output until end of file; the holder outlives it).
 	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	nsPath := filepath.Join(spec.Dir, NSFile)
-	var bindErr error
-	if line == "ready\n" {
-		if f, err := os.OpenFile(nsPath, os.O_CREATE|os.O_RDONLY, 0o600); err != nil {
-			bindErr = err
-		} else {
-			f.Close()
-			src := fmt.Sprintf("/proc/%d/ns/mnt", cmd.Process.Pid)
-			if err := unix.Mount(src, nsPath, "", unix.MS_BIND, ""); err != nil {
-				bindErr = fmt.Errorf("pin the container's namespace: %w", err)
-				_ = os.Remove(nsPath)
-			}
-		}
+	if line != "ready\n" {
+		msg, _ := io.ReadAll(io.LimitReader(stderr, 64<<10))
+		return 0, childError(string(msg), cmd.Wait())
 	}
-	stdin.Close()
-	waitErr := cmd.Wait()
-	switch {
-	case line != "ready\n":
-		return "", childError(stderr.String(), waitErr)
-	case bindErr != nil:
-		return "", bindErr
-	}
-	return nsPath, nil
+	pid := cmd.Process.Pid
+	_ = cmd.Process.Release()
+	return pid, nil
 }
 
 // childError is the last line the child wrote, else how it ended.
@@ -115,28 +105,13 @@ func childError(stderr string, waitErr error) error {
 	return fmt.Errorf("preparing the container failed: %v", waitErr)
 }
 
-// RemoveNS unpins the namespace and deletes Dir. The namespace (and the overlay in it) goes
-// once no task is left in it.
-func RemoveNS(dir string) error {
-	for _, p := range []string{filepath.Join(dir, NSFile), dir} {
-		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("unmount %s: %w", p, err)
-		}
-	}
-	return os.RemoveAll(dir)
-}
-
-// NSInit runs in the child CreateNS starts, in its new mount namespace: it assembles the root
-// under Dir/root, pivots into it, writes "ready" and waits until in is closed.
-func NSInit(in io.Reader, out io.Writer) error {
-	r := bufio.NewReader(in)
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("reading the spec: %w", err)
-	}
+// NSInit is the holder CreateNS starts, in its new mount namespace: it reads the spec from
+// specIn, assembles the root under Dir/root, pivots into it, writes "ready" on stdout, closes
+// its stdout and stderr and waits until hold (its stdin) reaches end of file.
+func NSInit(specIn io.Reader, hold io.Reader) error {
 	var s NSSpec
-	if err := json.Unmarshal(line, &s); err != nil {
-		return err
+	if err := json.NewDecoder(specIn).Decode(&s); err != nil {
+		return fmt.Errorf("reading the spec: %w", err)
 	}
 	// Nothing done here may reach the pod's mounts.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
@@ -195,6 +170,12 @@ func NSInit(in io.Reader, out io.Writer) error {
 			return fmt.Errorf("--container-mounts: %s: %w", m.Target, err)
 		}
 	}
+	if s.Job.BatchScript != "" {
+		// slurmstepd execs the batch script by its path in slurmd's spool directory.
+		if err := bindFile(rootFD, s.Job.BatchScript, s.Job.BatchScript, s.Writable); err != nil {
+			return fmt.Errorf("the batch script %s: %w", s.Job.BatchScript, err)
+		}
+	}
 	// pivot_root(".", ".") stacks the old root under the new one; unmounting it leaves the
 	// image as the only root this namespace has (pivot_root(2)).
 	if err := unix.Chdir(root); err != nil {
@@ -209,10 +190,16 @@ func NSInit(in io.Reader, out io.Writer) error {
 	if err := unix.Chdir("/"); err != nil {
 		return err
 	}
-	if _, err := io.WriteString(out, "ready\n"); err != nil {
+	if _, err := os.Stdout.WriteString("ready\n"); err != nil {
 		return err
 	}
-	_, _ = io.Copy(io.Discard, r)
+	// /dev/null of the container (the pod's /dev): the helper's pipes must close.
+	if null, err := os.OpenFile("/dev/null", os.O_RDWR, 0); err == nil {
+		_ = unix.Dup2(int(null.Fd()), 1)
+		_ = unix.Dup2(int(null.Fd()), 2)
+		null.Close()
+	}
+	_, _ = io.Copy(io.Discard, hold)
 	return nil
 }
 

@@ -1,11 +1,16 @@
 package container
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Dir is the container's directory: per job, named by --container-name or else by the step.
@@ -21,28 +26,49 @@ func (a Args) Dir() string {
 	return filepath.Join(a.StateDir, strconv.FormatUint(a.Job.JobID, 10), name)
 }
 
-// Prepare makes (or, for a named container that exists, finds) the step's container and
-// returns its namespace file. exe is this program, run again as the namespace's builder.
+// lockWait bounds how long a step waits for its named container while another step of the
+// job holds it: the step before, whose slurmstepd may still be ending after srun returned.
+const lockWait = 60 * time.Second
+
+// imageFile, in a container's directory, names the unpacked image its writable layer sits on:
+// a later step reusing a named container gets the same image under its layer.
+const imageFile = "image"
+
+// Prepare makes the step's container, or a named one's next use, and starts its holder
+// (CreateNS); it returns the path that enters the container's mount namespace,
+// /proc/PID/ns/mnt. exe is this program, run again as the holder.
 func Prepare(exe string, a Args) (string, error) {
 	dir := a.Dir()
-	ns := filepath.Join(dir, NSFile)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := lockDir(dir, lockWait)
+	if err != nil {
+		if a.Opts.Name != "" {
+			return "", ferr("container-name", "%s: %v", a.Opts.Name, err)
+		}
+		return "", err
+	}
+	defer lock.Close() // the holder has its own copy
+	recorded, err := os.ReadFile(filepath.Join(dir, imageFile))
+	exists := err == nil
 	if a.Opts.Name != "" {
-		_, err := os.Stat(ns)
-		switch exists := err == nil; {
+		switch {
 		case exists && a.Opts.NameFlags == "create":
 			return "", ferr("container-name", "%s exists already (flag create)", a.Opts.Name)
-		case exists:
-			return ns, nil
-		case a.Opts.NameFlags == "exec" || a.Opts.NameFlags == "no_exec":
+		case !exists && (a.Opts.NameFlags == "exec" || a.Opts.NameFlags == "no_exec"):
 			return "", ferr("container-name", "no container %s in this job (flag %s)", a.Opts.Name, a.Opts.NameFlags)
-		}
-		if a.Opts.Image == nil {
+		case !exists && a.Opts.Image == nil:
 			return "", ferr("container-name", "no container %s in this job, and no --container-image to make it", a.Opts.Name)
 		}
 	}
-	rootfs := a.RootFS
-	if rootfs == "" {
-		var err error
+	rootfs := string(recorded)
+	switch {
+	case exists:
+		// A named container keeps the image it was made from, as under Pyxis.
+	case a.RootFS != "":
+		rootfs = a.RootFS
+	default:
 		if rootfs, err = (Cache{Dir: a.CacheDir, Insecure: a.Insecure}).Unpacked(*a.Opts.Image); err != nil {
 			return "", ferr("container-image", "%v", err)
 		}
@@ -53,20 +79,67 @@ func Prepare(exe string, a Args) (string, error) {
 		Writable: a.Opts.Writable == nil || *a.Opts.Writable,
 		Job:      a.Job,
 		User:     getent("passwd", a.Job.UID),
-		Group:    getent("group", a.Job.GID),
 		Mounts:   a.Opts.Mounts,
 	}
-	path, err := CreateNS(exe, spec)
+	for _, gid := range append([]uint32{a.Job.GID}, a.Job.GIDs...) {
+		if g := getent("group", gid); g != "" {
+			spec.Groups = append(spec.Groups, g)
+		}
+	}
+	pid, err := CreateNS(exe, spec, lock)
 	if err != nil {
-		_ = RemoveNS(dir)
+		if !exists {
+			_ = os.RemoveAll(dir)
+		}
 		return "", err
 	}
-	return path, nil
+	if !exists {
+		if err := os.WriteFile(filepath.Join(dir, imageFile), []byte(rootfs), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("/proc/%d/ns/mnt", pid), nil
 }
 
-// Remove deletes the container Args name (a named one, or the step's).
+// Remove deletes the container Args name (a named one, or the step's), once its holder has
+// ended: the holder keeps the directory's lock while the step runs.
 func Remove(a Args) error {
-	return RemoveNS(a.Dir())
+	dir := a.Dir()
+	lock, err := lockDir(dir, lockWait)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	// The job's directory goes with its last container.
+	_ = os.Remove(filepath.Dir(dir))
+	return nil
+}
+
+// lockDir takes the exclusive flock of dir/lock, waiting at most wait.
+func lockDir(dir string, wait time.Duration) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- unix.Flock(int(f.Fd()), unix.LOCK_EX) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	case <-time.After(wait):
+		// The blocked flock ends with this short-lived process.
+		return nil, fmt.Errorf("still in use by another step of this job after %v", wait)
+	}
 }
 
 // getent is the NSS entry of id (files, sssd: whatever the pod resolves), or "".

@@ -223,7 +223,7 @@ static char *last_line(const char *s)
 	return strndup(start, end - start);
 }
 
-int run_helper(char **argv, char **out, char **err)
+int run_helper(char **argv, int in_fd, char **out, char **err)
 {
 	int po[2], pe[2], status;
 	char *obuf = NULL, *ebuf = NULL;
@@ -244,9 +244,9 @@ int run_helper(char **argv, char **out, char **err)
 	if (pid == 0) {
 		/* The job's environment must not steer a program that runs as root. */
 		char *env[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-		int devnull = open("/dev/null", O_RDONLY);
-		if (devnull >= 0)
-			dup2(devnull, 0);
+		int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
+		if (in >= 0 && in != 0)
+			dup2(in, 0); /* dup2 clears close-on-exec on the copy */
 		dup2(po[1], 1);
 		dup2(pe[1], 2);
 		execve(argv[0], argv, env);

@@ -31,10 +31,12 @@ void free_argv(char **argv);
 
 /*
  * run_helper: runs argv (argv[0] an absolute path) with an empty environment but PATH, waits,
- * and returns 0 when it exited 0. *out gets its stdout; *err its last line of stderr, which
- * is the one line the job's output shows (a helper killed by a signal gets a line saying so).
+ * and returns 0 when it exited 0. Its stdin is in_fd (-1: /dev/null). *out gets its stdout;
+ * *err its last line of stderr, which is the one line the job's output shows (a helper killed
+ * by a signal gets a line saying so). Processes the helper leaves behind must not keep its
+ * stdout or stderr open: run_helper reads both to their end.
  */
-int run_helper(char **argv, char **out, char **err);
+int run_helper(char **argv, int in_fd, char **out, char **err);
 
 /* parse_helper_output: copies the value of the "mntns=" line of out into path. */
 int parse_helper_output(const char *out, char *path, size_t len);

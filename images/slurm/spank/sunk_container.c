@@ -12,14 +12,17 @@
  * Where each callback runs (slurm/spank.h, slurmstepd's mgr.c, Slurm 24.11):
  *   init            everywhere: registers the options
  *   init_post_opt   srun/sbatch/salloc (local, allocator) and slurmstepd (remote, root,
- *                   once per step and node): the helper runs here, as root
+ *                   once per step and node, before any task is forked): the helper runs
+ *                   here, as root, and leaves a holder process in the container's mount
+ *                   namespace; slurmstepd opens the namespace and keeps the descriptor, which
+ *                   the tasks inherit
  *   user_init       slurmstepd, as the user: reports the helper's error. A failing
  *                   init_post_opt makes slurmstepd answer slurmd "plugin name invalid" for
  *                   the whole launch; a failing user_init fails only the step (a batch
  *                   script with exit code 1), which leaves the node as it was.
  *   task_init_privileged  each task, root, after fork: setns() into the container
  *   task_init       each task, as the user: chdir to --container-workdir
- *   exit            slurmstepd: the helper removes an unnamed container
+ *   exit            slurmstepd: lets the holder go; the helper removes an unnamed container
  *
  * plugstack.conf must load it as "required": Slurm ignores the return codes of an optional
  * plugin, and a step asking for a container must not run without one.
@@ -37,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <slurm/slurm.h> /* SLURM_BATCH_SCRIPT */
 #include <slurm/spank.h>
 
 #include "helper.h"
@@ -70,8 +74,9 @@ static char helper_path[PATH_MAX] = "/usr/local/bin/sunk-container";
 #define MAX_NODE_ARGS 16
 static char *node_args[MAX_NODE_ARGS];
 static int n_node_args;
-static char mntns_path[PATH_MAX]; /* from the helper: the container's mount namespace */
-static char *deferred_error;      /* the helper's one line, reported in user_init */
+static int ns_fd = -1;       /* the container's mount namespace, opened by slurmstepd */
+static int hold_fd = -1;     /* the write end of the holder's stdin: open while the step runs */
+static char *deferred_error; /* the helper's one line, reported in user_init */
 
 static int opt_str(int val, const char *optarg, int remote)
 {
@@ -194,6 +199,18 @@ static char **helper_argv(spank_t sp, const char *cmd)
 	argv_add(&b, "--uid=%u", (unsigned)uid);
 	argv_add(&b, "--gid=%u", (unsigned)gid);
 	argv_add_gids(&b, gids, ngids);
+	/* The batch step execs its script by its path in slurmd's spool directory: the
+	 * container must show that file (Pyxis binds it too). */
+	if (step == SLURM_BATCH_SCRIPT && strcmp(cmd, "prepare") == 0) {
+		int argc = 0;
+		char **args = NULL;
+		if (spank_get_item(sp, S_JOB_ARGV, &argc, &args) != ESPANK_SUCCESS || argc < 1) {
+			slurm_error(PFX "slurmstepd did not give the batch script's path");
+			free_argv(b.v);
+			return NULL;
+		}
+		argv_add(&b, "--batch-script=%s", args[0]);
+	}
 	for (int i = 0; i < n_node_args; i++)
 		argv_add(&b, "%s", node_args[i]);
 	for (int i = 0; i < O_NSTR; i++)
@@ -209,6 +226,8 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
 	char **argv;
 	char *out = NULL, *err = NULL;
+	char path[PATH_MAX];
+	int hold[2];
 
 	if (spank_context() != S_CTX_REMOTE || !requested())
 		return 0;
@@ -217,12 +236,30 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 		deferred_error = strdup(PFX "could not build the helper's command line");
 		return 0;
 	}
-	if (run_helper(argv, &out, &err) != 0) {
+	/* The holder lives until this end of its stdin closes: at slurm_spank_exit, or when
+	 * slurmstepd dies. Close-on-exec, so no task's program keeps it open. */
+	if (pipe2(hold, O_CLOEXEC) < 0) {
+		deferred_error = strdup(PFX "pipe failed");
+		free_argv(argv);
+		return 0;
+	}
+	if (run_helper(argv, hold[0], &out, &err) != 0) {
 		deferred_error = err ? err : strdup(PFX "the helper failed without a message");
 		err = NULL;
-	} else if (parse_helper_output(out, mntns_path, sizeof(mntns_path)) != 0) {
+	} else if (parse_helper_output(out, path, sizeof(path)) != 0) {
 		deferred_error = strdup(PFX "the helper did not name the container's namespace");
+	} else if ((ns_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		/* The holder waits for hold[1] to close, so it is there to be opened. */
+		if (asprintf(&deferred_error, PFX "open %s: %s", path, strerror(errno)) < 0)
+			deferred_error = NULL;
 	}
+	close(hold[0]);
+	if (ns_fd >= 0)
+		hold_fd = hold[1];
+	else
+		close(hold[1]);
+	if (deferred_error == NULL && ns_fd < 0)
+		deferred_error = strdup(PFX "no container namespace");
 	free(out);
 	free(err);
 	free_argv(argv);
@@ -239,30 +276,24 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 {
-	int fd;
-
-	if (!spank_remote(sp) || mntns_path[0] == '\0')
+	if (!spank_remote(sp) || ns_fd < 0)
 		return 0;
-	/* Root, in the task's own process: a mount namespace needs CAP_SYS_ADMIN to enter.
-	 * Entering it also moves the task's root and cwd to the container's root (the helper
+	/* Root, in the task's own process: entering a mount namespace needs CAP_SYS_ADMIN.
+	 * It also moves the task's root and cwd to the container's root (the holder
 	 * pivot_root'ed there); slurmstepd's chdir to the job's cwd follows. */
-	if ((fd = open(mntns_path, O_RDONLY | O_CLOEXEC)) < 0) {
-		slurm_error(PFX "open %s: %s", mntns_path, strerror(errno));
-		return -1;
-	}
-	if (setns(fd, CLONE_NEWNS) < 0) {
+	if (setns(ns_fd, CLONE_NEWNS) < 0) {
 		slurm_error(PFX "entering the container: %s", strerror(errno));
-		close(fd);
 		return -1;
 	}
-	close(fd);
+	close(ns_fd);
+	ns_fd = -1;
 	return 0;
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	/* As the user, after slurmstepd's chdir: the user's own permissions decide. */
-	if (!spank_remote(sp) || mntns_path[0] == '\0' || str_opt[O_WORKDIR] == NULL)
+	if (!spank_remote(sp) || hold_fd < 0 || str_opt[O_WORKDIR] == NULL)
 		return 0;
 	if (chdir(str_opt[O_WORKDIR]) < 0) {
 		slurm_error(PFX "--container-workdir: %s: %s", str_opt[O_WORKDIR], strerror(errno));
@@ -276,13 +307,20 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	char **argv;
 	char *out = NULL, *err = NULL;
 
-	if (spank_context() != S_CTX_REMOTE || mntns_path[0] == '\0' || str_opt[O_NAME] != NULL)
+	if (spank_context() != S_CTX_REMOTE || hold_fd < 0)
+		return 0;
+	/* The holder ends, and with it the lock that keeps a named container to this step. */
+	if (ns_fd >= 0)
+		close(ns_fd);
+	close(hold_fd);
+	ns_fd = hold_fd = -1;
+	if (str_opt[O_NAME] != NULL)
 		return 0;
 	/* An unnamed container lives as long as its step. A named one stays for the job's later
 	 * steps; the epilog removes it (not yet: docs/containers.md). */
 	if ((argv = helper_argv(sp, "remove")) == NULL)
 		return 0;
-	if (run_helper(argv, &out, &err) != 0)
+	if (run_helper(argv, -1, &out, &err) != 0)
 		slurm_info("%s", err ? err : PFX "removing the container failed");
 	free(out);
 	free(err);

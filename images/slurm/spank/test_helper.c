@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helper.h"
 
@@ -57,14 +58,14 @@ int main(void)
 
 	/* The helper's stdout, stderr's last line and exit status. */
 	char *ok[] = { "/bin/sh", "-c", "echo x=1; echo mntns=/run/c/ns; echo noise >&2", NULL };
-	if (run_helper(ok, &out, &err) != 0 || parse_helper_output(out, path, sizeof(path)) != 0 ||
+	if (run_helper(ok, -1, &out, &err) != 0 || parse_helper_output(out, path, sizeof(path)) != 0 ||
 	    strcmp(path, "/run/c/ns") != 0 || strcmp(err, "noise") != 0) {
 		fprintf(stderr, "FAIL run_helper ok: out=%s err=%s\n", out, err);
 		failures++;
 	}
 	free(out); free(err);
 	char *bad[] = { "/bin/sh", "-c", "echo progress >&2; echo 'sunk-container: --container-image: no such image' >&2; exit 1", NULL };
-	if (run_helper(bad, &out, &err) == 0 || err == NULL ||
+	if (run_helper(bad, -1, &out, &err) == 0 || err == NULL ||
 	    strcmp(err, "sunk-container: --container-image: no such image") != 0) {
 		fprintf(stderr, "FAIL run_helper bad: err=%s\n", err);
 		failures++;
@@ -73,14 +74,29 @@ int main(void)
 	/* The job's environment does not reach the helper. */
 	setenv("SUNK_SECRET_TEST", "leak", 1);
 	char *env[] = { "/bin/sh", "-c", "echo \"mntns=/$SUNK_SECRET_TEST\"", NULL };
-	if (run_helper(env, &out, &err) != 0 || parse_helper_output(out, path, sizeof(path)) != 0 ||
+	if (run_helper(env, -1, &out, &err) != 0 || parse_helper_output(out, path, sizeof(path)) != 0 ||
 	    strcmp(path, "/") != 0) {
 		fprintf(stderr, "FAIL run_helper env: out=%s\n", out);
 		failures++;
 	}
 	free(out); free(err);
+	/* The helper's stdin is the descriptor given: prepare's holder waits on it. */
+	int hold[2];
+	if (pipe(hold) < 0 || write(hold[1], "x", 1) != 1) {
+		fprintf(stderr, "FAIL pipe\n");
+		return 1;
+	}
+	close(hold[1]);
+	char *in[] = { "/bin/sh", "-c", "read v; echo \"mntns=/$v\"", NULL };
+	if (run_helper(in, hold[0], &out, &err) != 0 || parse_helper_output(out, path, sizeof(path)) != 0 ||
+	    strcmp(path, "/x") != 0) {
+		fprintf(stderr, "FAIL run_helper stdin: out=%s\n", out);
+		failures++;
+	}
+	close(hold[0]);
+	free(out); free(err);
 	char *missing[] = { "/nonexistent/sunk-container", NULL };
-	if (run_helper(missing, &out, &err) == 0 || err == NULL || strstr(err, "cannot run") == NULL) {
+	if (run_helper(missing, -1, &out, &err) == 0 || err == NULL || strstr(err, "cannot run") == NULL) {
 		fprintf(stderr, "FAIL run_helper missing: err=%s\n", err);
 		failures++;
 	}

@@ -5,13 +5,14 @@
 // and enters the container as the plugin's tasks do (nsenter: setns, then the user's ids).
 // Not yet through slurmd: docs/containers.md, Not yet.
 //
-// The helper runs in the test's own mount namespace, not under a fresh `unshare --mount`: the
-// kernel refuses to pin a namespace made moments after the helper's (internal/container,
-// CreateNS). Every mount it makes is under the test's directory and removed at the end; the
-// test fails if one is left.
+// prepare leaves a holder process in the container's mount namespace for as long as its stdin
+// stays open (the plugin holds that pipe for the step); the tests hold it the same way and
+// close it before remove. The helper makes no mount in the test's own namespace; the test fails
+// if one is left under its directory.
 package container_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,7 +50,9 @@ func TestPrepareEnterRemove(t *testing.T) {
 		}
 		return string(out), err
 	}
+	var holders holders
 	t.Cleanup(func() {
+		holders.release()
 		for _, step := range []string{"0", "1", "2"} {
 			if _, err := helperRun(append([]string{"remove"}, job(step)...)...); err != nil {
 				t.Errorf("remove step %s: %v", step, err)
@@ -61,13 +64,9 @@ func TestPrepareEnterRemove(t *testing.T) {
 		}
 	})
 
-	out, err := helperRun(append([]string{"prepare"}, append(job("0"), "--container-mounts="+shared+":/data:ro")...)...)
+	ns, err := holders.prepare(helper, append(job("0"), "--container-mounts="+shared+":/data:ro")...)
 	if err != nil {
 		t.Fatalf("prepare: %v", err)
-	}
-	ns, ok := strings.CutPrefix(strings.TrimSpace(out), "mntns=")
-	if !ok {
-		t.Fatalf("prepare printed %q, want mntns=PATH", out)
 	}
 	enter := func(script string) string {
 		t.Helper()
@@ -90,21 +89,58 @@ func TestPrepareEnterRemove(t *testing.T) {
 	}
 
 	// A mount source under a directory the user cannot search is refused, naming the flag.
-	_, err = helperRun(append([]string{"prepare"}, append(job("1"), "--container-mounts="+filepath.Join(shared, "private/pub")+":/p")...)...)
+	_, err = holders.prepare(helper, append(job("1"), "--container-mounts="+filepath.Join(shared, "private/pub")+":/p")...)
 	if err == nil || !strings.HasPrefix(err.Error(), "sunk-container: --container-mounts: ") || !strings.Contains(err.Error(), "permission denied") {
 		t.Errorf("prepare with a mount the user cannot reach: err = %v, want a --container-mounts permission error", err)
 	}
 
 	// --container-readonly: nothing but /tmp can be written, even where the image's modes allow.
 	must(t, os.Chmod(filepath.Join(rootfs, "etc"), 0o777))
-	out, err = helperRun(append([]string{"prepare"}, append(job("2"), "--container-readonly")...)...)
+	ns, err = holders.prepare(helper, append(job("2"), "--container-readonly")...)
 	if err != nil {
 		t.Fatalf("prepare --container-readonly: %v", err)
 	}
-	ns = strings.TrimPrefix(strings.TrimSpace(out), "mntns=")
 	if got := enter("touch /etc/x 2>&1"); !strings.Contains(got, "Read-only file system") {
 		t.Errorf("read-only container: touch /etc/x printed %q", got)
 	}
+}
+
+// holders runs sunk-container prepare as the plugin does and keeps what the plugin keeps: the
+// write end of the holder's stdin.
+type holders []*os.File
+
+// prepare returns the namespace path prepare printed, or its one-line error.
+func (h *holders) prepare(helper string, args ...string) (string, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	cmd := exec.Command(helper, append([]string{"prepare"}, args...)...)
+	cmd.Stdin = r
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		w.Close()
+		return "", errorString(string(ee.Stderr))
+	}
+	if err != nil {
+		w.Close()
+		return "", err
+	}
+	*h = append(*h, w)
+	ns, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "mntns=")
+	if !ok || !strings.HasPrefix(ns, "/proc/") {
+		return "", fmt.Errorf("prepare printed %q, want mntns=/proc/PID/ns/mnt", out)
+	}
+	return ns, nil
+}
+
+// release lets every holder go, as slurm_spank_exit does.
+func (h *holders) release() {
+	for _, w := range *h {
+		w.Close()
+	}
+	*h = nil
 }
 
 type errorString string

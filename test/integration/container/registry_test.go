@@ -51,19 +51,26 @@ func TestPullFromRegistry(t *testing.T) {
 	}
 
 	state, cache := filepath.Join(dir, "state"), filepath.Join(dir, "cache")
-	step := func(cmd, step, image string) (string, error) {
-		out, err := exec.Command(helper, cmd, "--job-id=9", "--step-id="+step, "--uid="+uid, "--gid="+gid,
-			"--state-dir="+state, "--cache-dir="+cache, "--insecure-registry="+addr,
-			"--container-image="+image).Output()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return string(out), errorString(string(ee.Stderr))
-		}
-		return strings.TrimSpace(string(out)), err
+	args := func(step, image string) []string {
+		return []string{"--job-id=9", "--step-id=" + step, "--uid=" + uid, "--gid=" + gid,
+			"--state-dir=" + state, "--cache-dir=" + cache, "--insecure-registry=" + addr,
+			"--container-image=" + image}
+	}
+	var held holders
+	var mu sync.Mutex
+	prepare := func(step, image string) (string, error) {
+		var h holders
+		ns, err := h.prepare(helper, args(step, image)...)
+		mu.Lock()
+		held = append(held, h...)
+		mu.Unlock()
+		return ns, err
 	}
 	t.Cleanup(func() {
-		for _, s := range []string{"0", "1"} {
-			if _, err := step("remove", s, "x"); err != nil {
-				t.Errorf("remove step %s: %v", s, err)
+		held.release()
+		for _, s := range []string{"0", "1", "2"} {
+			if out, err := exec.Command(helper, append([]string{"remove"}, args(s, "x")...)...).CombinedOutput(); err != nil {
+				t.Errorf("remove step %s: %v: %s", s, err, out)
 			}
 		}
 		mi, _ := os.ReadFile("/proc/self/mountinfo")
@@ -79,7 +86,7 @@ func TestPullFromRegistry(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i], errs[i] = step("prepare", fmt.Sprint(i), image)
+			outs[i], errs[i] = prepare(fmt.Sprint(i), image)
 		}()
 	}
 	wg.Wait()
@@ -87,8 +94,7 @@ func TestPullFromRegistry(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("prepare step %d: %v", i, errs[i])
 		}
-		ns := strings.TrimPrefix(outs[i], "mntns=")
-		out, _ := exec.Command("nsenter", "--mount="+ns, "-S", uid, "-G", gid, "cat", "/etc/os-release").CombinedOutput()
+		out, _ := exec.Command("nsenter", "--mount="+outs[i], "-S", uid, "-G", gid, "cat", "/etc/os-release").CombinedOutput()
 		if !strings.Contains(string(out), "sunk test image 1") {
 			t.Errorf("step %d: /etc/os-release in the container is %q", i, out)
 		}
@@ -108,11 +114,11 @@ func TestPullFromRegistry(t *testing.T) {
 		}
 	}
 
-	for _, tc := range []struct{ image, want string }{
+	for i, tc := range []struct{ image, want string }{
 		{addr + "#test/nothing:1", "sunk-container: --container-image: " + addr + "/test/nothing:1: "},
 		{closedPort(t) + "#test/busybox:1", "connection refused"},
 	} {
-		_, err := step("prepare", "1", tc.image)
+		_, err := prepare(fmt.Sprint(2+i), tc.image)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("prepare %s: err = %v, want one line containing %q", tc.image, err, tc.want)
 		}
