@@ -7,7 +7,7 @@
 //
 // check prints what the flags say (JSON). prepare pulls the image into the node's cache (or
 // takes --rootfs=DIR, an unpacked image), builds the container's mount namespace in a holder
-// process and prints "mntns=/proc/PID/ns/mnt"; the holder lives until prepare's standard input
+// process and prints "mntns=/proc/PID/ns/mnt" and "root=/proc/PID/root"; the holder lives until prepare's standard input
 // reaches end of file (the plugin holds that pipe for the step). remove deletes the step's (or
 // the named) container once its holder ended. ns-init is the holder.
 package main
@@ -16,6 +16,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
 	"sunk.dev/sunk/internal/container"
 )
@@ -52,9 +55,16 @@ func run(argv []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("mntns=%s\n", ns)
+		// The plugin enters the namespace, then chroots to the holder's root (the namespace's
+		// root mount is the container's only when the helper was not chrooted itself).
+		fmt.Printf("mntns=%s\nroot=%s\n", ns, strings.TrimSuffix(ns, "/ns/mnt")+"/root")
 		return nil
 	case "remove":
+		// slurm_spank_exit runs remove when the step's processes are being signalled: for a
+		// step whose srun made the allocation, the job ends with the step and slurmd sends
+		// SIGTERM to every process slurmstepd started, this one too (KillWait later, SIGKILL).
+		// Removing takes a moment; stopping half way would leave the container behind.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		return container.Remove(a)
 	default:
 		return fmt.Errorf("unknown command %q (check|prepare|remove)", argv[0])

@@ -118,7 +118,7 @@ func NSInit(specIn io.Reader, hold io.Reader) error {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
 	// The user's sources are opened first, as the user, while the pod's paths are visible.
-	trees, err := openUserMounts(s)
+	trees, dirs, err := openUserMounts(s)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func NSInit(specIn io.Reader, hold io.Reader) error {
 		return err
 	}
 	for i, m := range s.Mounts {
-		if err := moveInto(rootFD, trees[i], m.Target, s.Writable, true); err != nil {
+		if err := moveInto(rootFD, trees[i], m.Target, s.Writable, dirs[i]); err != nil {
 			return fmt.Errorf("--container-mounts: %s: %w", m.Target, err)
 		}
 	}
@@ -205,9 +205,10 @@ func NSInit(specIn io.Reader, hold io.Reader) error {
 
 // openUserMounts opens each --container-mounts source as the user (fsuid, fsgid and groups
 // of one OS thread, which is then thrown away) and clones it, nosuid and nodev (read-only
-// when asked), as a detached mount tree. Opening as the user means the user could reach the
-// path: a bind made by root alone would skip the search permission of its directories.
-func openUserMounts(s NSSpec) ([]int, error) {
+// when asked), as a detached mount tree, and says whether it is a directory (a missing target
+// is made as what its source is). Opening as the user means the user could reach the path: a
+// bind made by root alone would skip the search permission of its directories.
+func openUserMounts(s NSSpec) (trees []int, dirs []bool, err error) {
 	type result struct {
 		fds []int
 		err error
@@ -237,10 +238,15 @@ func openUserMounts(s NSSpec) ([]int, error) {
 	}()
 	r := <-done
 	if r.err != nil {
-		return nil, r.err
+		return nil, nil, r.err
 	}
-	trees := make([]int, len(r.fds))
+	trees, dirs = make([]int, len(r.fds)), make([]bool, len(r.fds))
 	for i, fd := range r.fds {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return nil, nil, fmt.Errorf("--container-mounts: %s: %w", s.Mounts[i].Source, err)
+		}
+		dirs[i] = st.Mode&unix.S_IFMT == unix.S_IFDIR
 		attr := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
 		if s.Mounts[i].ReadOnly {
 			attr |= unix.MOUNT_ATTR_RDONLY
@@ -248,11 +254,11 @@ func openUserMounts(s NSSpec) ([]int, error) {
 		t, err := cloneTree(fd, "", attr)
 		unix.Close(fd)
 		if err != nil {
-			return nil, fmt.Errorf("--container-mounts: %s: %w", s.Mounts[i].Source, err)
+			return nil, nil, fmt.Errorf("--container-mounts: %s: %w", s.Mounts[i].Source, err)
 		}
 		trees[i] = t
 	}
-	return trees, nil
+	return trees, dirs, nil
 }
 
 // cloneTree is a detached copy of the mounts at dirfd/path (path "" means dirfd itself),

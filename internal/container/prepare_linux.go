@@ -37,7 +37,7 @@ const imageFile = "image"
 // Prepare makes the step's container, or a named one's next use, and starts its holder
 // (CreateNS); it returns the path that enters the container's mount namespace,
 // /proc/PID/ns/mnt. exe is this program, run again as the holder.
-func Prepare(exe string, a Args) (string, error) {
+func Prepare(exe string, a Args) (ns string, err error) {
 	dir := a.Dir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -50,8 +50,15 @@ func Prepare(exe string, a Args) (string, error) {
 		return "", err
 	}
 	defer lock.Close() // the holder has its own copy
-	recorded, err := os.ReadFile(filepath.Join(dir, imageFile))
-	exists := err == nil
+	recorded, rerr := os.ReadFile(filepath.Join(dir, imageFile))
+	exists := rerr == nil
+	defer func() {
+		// A container that could not be made leaves nothing behind.
+		if err != nil && !exists {
+			_ = os.RemoveAll(dir)
+			_ = os.Remove(filepath.Dir(dir))
+		}
+	}()
 	if a.Opts.Name != "" {
 		switch {
 		case exists && a.Opts.NameFlags == "create":
@@ -88,9 +95,6 @@ func Prepare(exe string, a Args) (string, error) {
 	}
 	pid, err := CreateNS(exe, spec, lock)
 	if err != nil {
-		if !exists {
-			_ = os.RemoveAll(dir)
-		}
 		return "", err
 	}
 	if !exists {

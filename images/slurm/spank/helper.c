@@ -287,13 +287,16 @@ int run_helper(char **argv, int in_fd, char **out, char **err)
 	return -1;
 }
 
-int parse_helper_output(const char *out, char *path, size_t len)
+int parse_helper_output(const char *out, const char *key, char *path, size_t len)
 {
+	size_t k = strlen(key);
+
 	for (const char *s = out; s && *s;) {
 		const char *e = strchrnul(s, '\n');
-		if (strncmp(s, "mntns=/", 7) == 0 && (size_t)(e - s - 6) < len) {
-			memcpy(path, s + 6, e - s - 6);
-			path[e - s - 6] = '\0';
+		if (strncmp(s, key, k) == 0 && s[k] == '=' && s[k + 1] == '/' &&
+		    (size_t)(e - s - k - 1) < len) {
+			memcpy(path, s + k + 1, e - s - k - 1);
+			path[e - s - k - 1] = '\0';
 			return 0;
 		}
 		s = *e ? e + 1 : e;

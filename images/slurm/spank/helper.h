@@ -38,7 +38,7 @@ void free_argv(char **argv);
  */
 int run_helper(char **argv, int in_fd, char **out, char **err);
 
-/* parse_helper_output: copies the value of the "mntns=" line of out into path. */
-int parse_helper_output(const char *out, char *path, size_t len);
+/* parse_helper_output: copies the value of out's line "KEY=/absolute/path" into path. */
+int parse_helper_output(const char *out, const char *key, char *path, size_t len);
 
 #endif

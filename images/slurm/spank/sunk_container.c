@@ -75,6 +75,7 @@ static char helper_path[PATH_MAX] = "/usr/local/bin/sunk-container";
 static char *node_args[MAX_NODE_ARGS];
 static int n_node_args;
 static int ns_fd = -1;       /* the container's mount namespace, opened by slurmstepd */
+static int root_fd = -1;     /* the container's root directory (the holder's root) */
 static int hold_fd = -1;     /* the write end of the holder's stdin: open while the step runs */
 static char *deferred_error; /* the helper's one line, reported in user_init */
 
@@ -246,18 +247,27 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	if (run_helper(argv, hold[0], &out, &err) != 0) {
 		deferred_error = err ? err : strdup(PFX "the helper failed without a message");
 		err = NULL;
-	} else if (parse_helper_output(out, path, sizeof(path)) != 0) {
+	} else if (parse_helper_output(out, "mntns", path, sizeof(path)) != 0) {
 		deferred_error = strdup(PFX "the helper did not name the container's namespace");
 	} else if ((ns_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 		/* The holder waits for hold[1] to close, so it is there to be opened. */
 		if (asprintf(&deferred_error, PFX "open %s: %s", path, strerror(errno)) < 0)
 			deferred_error = NULL;
+	} else if (parse_helper_output(out, "root", path, sizeof(path)) != 0) {
+		deferred_error = strdup(PFX "the helper did not name the container's root");
+	} else if ((root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		if (asprintf(&deferred_error, PFX "open %s: %s", path, strerror(errno)) < 0)
+			deferred_error = NULL;
 	}
 	close(hold[0]);
-	if (ns_fd >= 0)
+	if (root_fd >= 0) {
 		hold_fd = hold[1];
-	else
+	} else {
 		close(hold[1]);
+		if (ns_fd >= 0)
+			close(ns_fd);
+		ns_fd = -1;
+	}
 	if (deferred_error == NULL && ns_fd < 0)
 		deferred_error = strdup(PFX "no container namespace");
 	free(out);
@@ -279,14 +289,21 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	if (!spank_remote(sp) || ns_fd < 0)
 		return 0;
 	/* Root, in the task's own process: entering a mount namespace needs CAP_SYS_ADMIN.
-	 * It also moves the task's root and cwd to the container's root (the holder
-	 * pivot_root'ed there); slurmstepd's chdir to the job's cwd follows. */
+	 * setns() puts the task at the namespace's root mount, which is the container's only
+	 * when the helper ran at the root of its mount namespace (a pod), not when slurmd runs
+	 * chrooted; so the task then chroots to the holder's root, the container's root in
+	 * either case. slurmstepd's chdir to the job's cwd follows. */
 	if (setns(ns_fd, CLONE_NEWNS) < 0) {
 		slurm_error(PFX "entering the container: %s", strerror(errno));
 		return -1;
 	}
+	if (fchdir(root_fd) < 0 || chroot(".") < 0) {
+		slurm_error(PFX "entering the container's root: %s", strerror(errno));
+		return -1;
+	}
 	close(ns_fd);
-	ns_fd = -1;
+	close(root_fd);
+	ns_fd = root_fd = -1;
 	return 0;
 }
 
@@ -312,8 +329,10 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	/* The holder ends, and with it the lock that keeps a named container to this step. */
 	if (ns_fd >= 0)
 		close(ns_fd);
+	if (root_fd >= 0)
+		close(root_fd);
 	close(hold_fd);
-	ns_fd = hold_fd = -1;
+	ns_fd = root_fd = hold_fd = -1;
 	if (str_opt[O_NAME] != NULL)
 		return 0;
 	/* An unnamed container lives as long as its step. A named one stays for the job's later

@@ -58,7 +58,7 @@ int main(void)
 
 	/* The helper's stdout, stderr's last line and exit status. */
 	char *ok[] = { "/bin/sh", "-c", "echo x=1; echo mntns=/run/c/ns; echo noise >&2", NULL };
-	if (run_helper(ok, -1, &out, &err) != 0 || parse_helper_output(out, path, sizeof(path)) != 0 ||
+	if (run_helper(ok, -1, &out, &err) != 0 || parse_helper_output(out, "mntns", path, sizeof(path)) != 0 ||
 	    strcmp(path, "/run/c/ns") != 0 || strcmp(err, "noise") != 0) {
 		fprintf(stderr, "FAIL run_helper ok: out=%s err=%s\n", out, err);
 		failures++;
@@ -74,7 +74,7 @@ int main(void)
 	/* The job's environment does not reach the helper. */
 	setenv("SUNK_SECRET_TEST", "leak", 1);
 	char *env[] = { "/bin/sh", "-c", "echo \"mntns=/$SUNK_SECRET_TEST\"", NULL };
-	if (run_helper(env, -1, &out, &err) != 0 || parse_helper_output(out, path, sizeof(path)) != 0 ||
+	if (run_helper(env, -1, &out, &err) != 0 || parse_helper_output(out, "mntns", path, sizeof(path)) != 0 ||
 	    strcmp(path, "/") != 0) {
 		fprintf(stderr, "FAIL run_helper env: out=%s\n", out);
 		failures++;
@@ -88,7 +88,7 @@ int main(void)
 	}
 	close(hold[1]);
 	char *in[] = { "/bin/sh", "-c", "read v; echo \"mntns=/$v\"", NULL };
-	if (run_helper(in, hold[0], &out, &err) != 0 || parse_helper_output(out, path, sizeof(path)) != 0 ||
+	if (run_helper(in, hold[0], &out, &err) != 0 || parse_helper_output(out, "mntns", path, sizeof(path)) != 0 ||
 	    strcmp(path, "/x") != 0) {
 		fprintf(stderr, "FAIL run_helper stdin: out=%s\n", out);
 		failures++;
@@ -101,9 +101,15 @@ int main(void)
 		failures++;
 	}
 	free(out); free(err);
-	if (parse_helper_output("mntns=/a/very/long/path/that/does/not/fit/into/the/buffer/given/x/y/z", path, 16) == 0 ||
-	    parse_helper_output("mntns=relative", path, sizeof(path)) == 0) {
+	if (parse_helper_output("mntns=/a/very/long/path/that/does/not/fit/into/the/buffer/given/x/y/z", "mntns", path, 16) == 0 ||
+	    parse_helper_output("mntns=relative", "mntns", path, sizeof(path)) == 0) {
 		fprintf(stderr, "FAIL parse_helper_output accepted a bad line\n");
+		failures++;
+	}
+	if (parse_helper_output("mntns=/proc/7/ns/mnt\nroot=/proc/7/root\n", "root", path, sizeof(path)) != 0 ||
+	    strcmp(path, "/proc/7/root") != 0 ||
+	    parse_helper_output("rootfs=/x\n", "root", path, sizeof(path)) == 0) {
+		fprintf(stderr, "FAIL parse_helper_output by key\n");
 		failures++;
 	}
 
