@@ -9,7 +9,8 @@
 // takes --rootfs=DIR, an unpacked image), builds the container's mount namespace in a holder
 // process and prints "mntns=/proc/PID/ns/mnt" and "root=/proc/PID/root"; the holder lives until prepare's standard input
 // reaches end of file (the plugin holds that pipe for the step). remove deletes the step's (or
-// the named) container once its holder ended. ns-init is the holder.
+// the named) container once its holder ended. ns-init is the holder; reap, started by prepare,
+// removes an unnamed container once its step let the holder go.
 package main
 
 import (
@@ -34,6 +35,11 @@ func main() {
 func run(argv []string) error {
 	if len(argv) == 0 {
 		return fmt.Errorf("usage: sunk-container check|prepare|remove FLAGS")
+	}
+	if argv[0] == "reap" && len(argv) == 2 {
+		// Detached from the step (prepare started it); a node's shutdown ends it with SIGKILL.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		return container.Reap(argv[1])
 	}
 	if argv[0] == "ns-init" {
 		// fd 3: the spec, from prepare (internal/container.CreateNS).
@@ -60,11 +66,6 @@ func run(argv []string) error {
 		fmt.Printf("mntns=%s\nroot=%s\n", ns, strings.TrimSuffix(ns, "/ns/mnt")+"/root")
 		return nil
 	case "remove":
-		// slurm_spank_exit runs remove when the step's processes are being signalled: for a
-		// step whose srun made the allocation, the job ends with the step and slurmd sends
-		// SIGTERM to every process slurmstepd started, this one too (KillWait later, SIGKILL).
-		// Removing takes a moment; stopping half way would leave the container behind.
-		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		return container.Remove(a)
 	default:
 		return fmt.Errorf("unknown command %q (check|prepare|remove)", argv[0])

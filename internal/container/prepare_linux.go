@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -97,6 +98,9 @@ func Prepare(exe string, a Args) (ns string, err error) {
 	if err != nil {
 		return "", err
 	}
+	if a.Opts.Name == "" {
+		startReaper(exe, dir)
+	}
 	if !exists {
 		if err := os.WriteFile(filepath.Join(dir, imageFile), []byte(rootfs), 0o644); err != nil {
 			return "", err
@@ -125,11 +129,49 @@ func Remove(a Args) error {
 	return nil
 }
 
-// lockDir takes the exclusive flock of dir/lock, waiting at most wait.
+// startReaper starts `exe reap DIR` (Reap), detached: it removes an unnamed container once its
+// step ended. Not slurm_spank_exit's work: slurmstepd's children are signalled as the step's
+// job ends (slurmd's terminate request signals every descendant of slurmstepd with
+// proctrack/linuxproc), and a remove run from there was killed half way. By the time the step
+// ends the reaper is no descendant of slurmstepd: this helper has exited and it was reparented.
+func startReaper(exe, dir string) {
+	cmd := exec.Command(exe, "reap", dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if cmd.Start() == nil {
+		_ = cmd.Process.Release()
+	}
+}
+
+// Reap waits for the container at dir to be let go (its holder ended and with it the lock),
+// then deletes it. A failure leaves the directory to the job's epilog.
+func Reap(dir string) error {
+	lock, err := lockDir(dir, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	_ = os.Remove(filepath.Dir(dir))
+	return nil
+}
+
+// lockDir takes the exclusive flock of dir/lock, waiting at most wait (0: as long as it takes).
 func lockDir(dir string, wait time.Duration) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
+	}
+	if wait == 0 {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
 	}
 	done := make(chan error, 1)
 	go func() { done <- unix.Flock(int(f.Fd()), unix.LOCK_EX) }()

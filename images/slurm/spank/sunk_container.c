@@ -22,7 +22,7 @@
  *                   script with exit code 1), which leaves the node as it was.
  *   task_init_privileged  each task, root, after fork: setns() into the container
  *   task_init       each task, as the user: chdir to --container-workdir
- *   exit            slurmstepd: lets the holder go; the helper removes an unnamed container
+ *   exit            slurmstepd: lets the holder go (a reaper then removes an unnamed container)
  *
  * plugstack.conf must load it as "required": Slurm ignores the return codes of an optional
  * plugin, and a step asking for a container must not run without one.
@@ -321,28 +321,17 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
-	char **argv;
-	char *out = NULL, *err = NULL;
-
 	if (spank_context() != S_CTX_REMOTE || hold_fd < 0)
 		return 0;
-	/* The holder ends, and with it the lock that keeps a named container to this step. */
+	/* The holder ends, and with it the lock that keeps a named container to this step. An
+	 * unnamed container is then removed by the reaper the helper left (not by a helper run
+	 * from here: slurmd signals slurmstepd's children as the job ends). A named one stays
+	 * for the job's later steps; the epilog removes it (not yet: docs/containers.md). */
 	if (ns_fd >= 0)
 		close(ns_fd);
 	if (root_fd >= 0)
 		close(root_fd);
 	close(hold_fd);
 	ns_fd = root_fd = hold_fd = -1;
-	if (str_opt[O_NAME] != NULL)
-		return 0;
-	/* An unnamed container lives as long as its step. A named one stays for the job's later
-	 * steps; the epilog removes it (not yet: docs/containers.md). */
-	if ((argv = helper_argv(sp, "remove")) == NULL)
-		return 0;
-	if (run_helper(argv, -1, &out, &err) != 0)
-		slurm_info("%s", err ? err : PFX "removing the container failed");
-	free(out);
-	free(err);
-	free_argv(argv);
 	return 0;
 }

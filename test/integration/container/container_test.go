@@ -70,7 +70,7 @@ func TestPrepareEnterRemove(t *testing.T) {
 	}
 	enter := func(script string) string {
 		t.Helper()
-		out, _ := exec.Command("nsenter", "--mount="+ns, "-S", uid, "-G", gid, "sh", "-c", script).CombinedOutput()
+		out, _ := exec.Command("nsenter", append(enterArgs(ns), "-S", uid, "-G", gid, "sh", "-c", script)...).CombinedOutput()
 		return string(out)
 	}
 	for _, tc := range []struct{ script, want string }{
@@ -109,7 +109,7 @@ func TestPrepareEnterRemove(t *testing.T) {
 // write end of the holder's stdin.
 type holders []*os.File
 
-// prepare returns the namespace path prepare printed, or its one-line error.
+// prepare returns the holder prepare named (/proc/PID), or its one-line error.
 func (h *holders) prepare(helper string, args ...string) (string, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -128,11 +128,20 @@ func (h *holders) prepare(helper string, args ...string) (string, error) {
 		return "", err
 	}
 	*h = append(*h, w)
-	ns, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "mntns=")
-	if !ok || !strings.HasPrefix(ns, "/proc/") {
-		return "", fmt.Errorf("prepare printed %q, want mntns=/proc/PID/ns/mnt", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	ns, ok1 := strings.CutPrefix(lines[0], "mntns=/proc/")
+	root, ok2 := strings.CutPrefix(lines[len(lines)-1], "root=/proc/")
+	pid := strings.TrimSuffix(ns, "/ns/mnt")
+	if len(lines) != 2 || !ok1 || !ok2 || root != pid+"/root" {
+		return "", fmt.Errorf("prepare printed %q, want mntns=/proc/PID/ns/mnt and root=/proc/PID/root", out)
 	}
-	return ns, nil
+	return "/proc/" + pid, nil
+}
+
+// enterArgs are nsenter's arguments that enter the container of holder (/proc/PID) as the
+// plugin does: its mount namespace, then its root.
+func enterArgs(holder string) []string {
+	return []string{"--mount=" + holder + "/ns/mnt", "--root=" + holder + "/root"}
 }
 
 // release lets every holder go, as slurm_spank_exit does.

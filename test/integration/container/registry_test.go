@@ -94,7 +94,7 @@ func TestPullFromRegistry(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("prepare step %d: %v", i, errs[i])
 		}
-		out, _ := exec.Command("nsenter", "--mount="+outs[i], "-S", uid, "-G", gid, "cat", "/etc/os-release").CombinedOutput()
+		out, _ := exec.Command("nsenter", append(enterArgs(outs[i]), "-S", uid, "-G", gid, "cat", "/etc/os-release")...).CombinedOutput()
 		if !strings.Contains(string(out), "sunk test image 1") {
 			t.Errorf("step %d: /etc/os-release in the container is %q", i, out)
 		}
