@@ -70,6 +70,9 @@ func Prepare(exe string, a Args) (ns string, err error) {
 			return "", ferr("container-name", "no container %s in this job, and no --container-image to make it", a.Opts.Name)
 		}
 	}
+	if a.Opts.Entry != nil && *a.Opts.Entry {
+		return "", ferr("container-entrypoint", "running the image's entrypoint is not supported yet")
+	}
 	rootfs := string(recorded)
 	switch {
 	case exists:
@@ -88,6 +91,14 @@ func Prepare(exe string, a Args) (ns string, err error) {
 		Job:      a.Job,
 		User:     getent("passwd", a.Job.UID),
 		Mounts:   a.Opts.Mounts,
+	}
+	if a.Opts.MountHome != nil && *a.Opts.MountHome {
+		// The home directory the cluster gives the user, at the same path, opened as the user.
+		f := strings.Split(spec.User, ":")
+		if len(f) < 6 || !filepath.IsAbs(f[5]) {
+			return "", ferr("container-mount-home", "uid %d has no home directory on this node", a.Job.UID)
+		}
+		spec.Mounts = append(spec.Mounts, Mount{Source: f[5], Target: f[5]})
 	}
 	for _, gid := range append([]uint32{a.Job.GID}, a.Job.GIDs...) {
 		if g := getent("group", gid); g != "" {

@@ -41,4 +41,11 @@ int run_helper(char **argv, int in_fd, char **out, char **err);
 /* parse_helper_output: copies the value of out's line "KEY=/absolute/path" into path. */
 int parse_helper_output(const char *out, const char *key, char *path, size_t len);
 
+/*
+ * make_userns: a user namespace owned by uid in which uid and gid are 0 and nothing else is
+ * mapped, made from inside the mount namespace ns_fd; a descriptor of it, or -1 with *error
+ * set (userns.c). Root only: slurmstepd calls it.
+ */
+int make_userns(int ns_fd, uid_t uid, gid_t gid, const gid_t *gids, int ngids, char **error);
+
 #endif

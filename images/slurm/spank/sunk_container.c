@@ -76,6 +76,7 @@ static char *node_args[MAX_NODE_ARGS];
 static int n_node_args;
 static int ns_fd = -1;       /* the container's mount namespace, opened by slurmstepd */
 static int root_fd = -1;     /* the container's root directory (the holder's root) */
+static int userns_fd = -1;   /* --container-remap-root: the user's namespace, uid -> 0 */
 static int hold_fd = -1;     /* the write end of the holder's stdin: open while the step runs */
 static char *deferred_error; /* the helper's one line, reported in user_init */
 
@@ -270,6 +271,18 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	}
 	if (deferred_error == NULL && ns_fd < 0)
 		deferred_error = strdup(PFX "no container namespace");
+	if (deferred_error == NULL && tri_opt[T_REMAP] == 1) {
+		uid_t uid; gid_t gid;
+		gid_t *gids = NULL; int ngids = 0;
+		if (spank_get_item(sp, S_JOB_UID, &uid) || spank_get_item(sp, S_JOB_GID, &gid)) {
+			deferred_error = strdup(PFX "--container-remap-root: slurmstepd did not give the job's ids");
+		} else {
+			spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids);
+			userns_fd = make_userns(ns_fd, uid, gid, gids, ngids, &deferred_error);
+			if (userns_fd < 0 && deferred_error == NULL)
+				deferred_error = strdup(PFX "--container-remap-root failed");
+		}
+	}
 	free(out);
 	free(err);
 	free_argv(argv);
@@ -309,8 +322,20 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
+	if (!spank_remote(sp) || hold_fd < 0)
+		return 0;
+	/* As the user: the user owns the namespace, so may enter it; "root" inside has no
+	 * power over anything outside it (nothing else is mapped, every mount is the node's). */
+	if (userns_fd >= 0) {
+		if (setns(userns_fd, CLONE_NEWUSER) < 0) {
+			slurm_error(PFX "--container-remap-root: entering the user namespace: %s", strerror(errno));
+			return -1;
+		}
+		close(userns_fd);
+		userns_fd = -1;
+	}
 	/* As the user, after slurmstepd's chdir: the user's own permissions decide. */
-	if (!spank_remote(sp) || hold_fd < 0 || str_opt[O_WORKDIR] == NULL)
+	if (str_opt[O_WORKDIR] == NULL)
 		return 0;
 	if (chdir(str_opt[O_WORKDIR]) < 0) {
 		slurm_error(PFX "--container-workdir: %s: %s", str_opt[O_WORKDIR], strerror(errno));
@@ -331,7 +356,9 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		close(ns_fd);
 	if (root_fd >= 0)
 		close(root_fd);
+	if (userns_fd >= 0)
+		close(userns_fd);
 	close(hold_fd);
-	ns_fd = root_fd = hold_fd = -1;
+	ns_fd = root_fd = userns_fd = hold_fd = -1;
 	return 0;
 }

@@ -40,12 +40,30 @@ func TestSlurmSteps(t *testing.T) {
 		t.Errorf("id in the container printed %q, want the job's user: 1000, 1000, alice", out)
 	}
 
+	// --container-remap-root: uid 0 inside, mapped from the user's alone; no power over the
+	// image's files, which belong to the node's root.
+	out = n.user(t, "srun --container-remap-root --container-image="+image+" sh -c 'id -u; cat /proc/self/uid_map; touch /etc/x 2>/dev/null || echo refused'")
+	if f := strings.Fields(out); len(f) != 5 || f[0] != "0" || strings.Join(f[1:4], " ") != "0 1000 1" || f[4] != "refused" {
+		t.Errorf("--container-remap-root printed %q, want uid 0, the map 0 1000 1 and a refused write to /etc", out)
+	}
+
 	// Enroot's REGISTRY#IMAGE form, a read-only host file, the working directory.
 	n.write(t, "/home/alice/hostfile", "from the node\n")
 	out = n.user(t, "srun --container-image=127.0.0.1:5000#test/os:1 --container-mounts=/home/alice/hostfile:/data/hostfile:ro "+
 		"--container-workdir=/data sh -c 'cat hostfile; pwd; echo x >> hostfile 2>&1 || echo refused'")
 	if out != "from the node\n/data\nrefused\n" {
 		t.Errorf("--container-mounts step printed %q, want the host file, /data and a refused write", out)
+	}
+
+	// --container-mount-home: the home directory at its path, so a job started there starts
+	// there in the container too. The entrypoint is refused, not ignored.
+	out = n.user(t, "cd /home/alice && srun --container-mount-home --container-image="+image+" sh -c 'pwd; cat hostfile'")
+	if out != "/home/alice\nfrom the node\n" {
+		t.Errorf("--container-mount-home printed %q, want /home/alice and the host file", out)
+	}
+	out, err := n.userErr("srun --container-entrypoint --container-image=" + image + " true")
+	if err == nil || !strings.Contains(out, "sunk-container: --container-entrypoint: running the image's entrypoint is not supported yet") {
+		t.Errorf("srun --container-entrypoint: err = %v, output %q; want it refused", err, out)
 	}
 
 	// --container-name: steps of one job share the container's writable layer.
@@ -66,7 +84,7 @@ func TestSlurmSteps(t *testing.T) {
 	}
 
 	// Bad input fails the step with the helper's one line and leaves the node as it was.
-	out, err := n.userErr("srun --container-image=127.0.0.1:5000/test/nothing:1 true")
+	out, err = n.userErr("srun --container-image=127.0.0.1:5000/test/nothing:1 true")
 	if err == nil || !strings.Contains(out, "sunk-container: --container-image: 127.0.0.1:5000/test/nothing:1: ") {
 		t.Errorf("srun with a missing image: err = %v, output %q; want a failure naming --container-image", err, out)
 	}
