@@ -84,6 +84,10 @@ func TestSlurmSteps(t *testing.T) {
 	}
 
 	// Bad input fails the step with the helper's one line and leaves the node as it was.
+	out, err = n.userErr("srun --container-image=" + image + " --container-mounts=data:/x true")
+	if err == nil || !strings.Contains(out, "sunk-container: --container-mounts: ") || strings.Contains(out, "job ") {
+		t.Errorf("srun with a malformed mount: err = %v, output %q; want srun to refuse it before any job", err, out)
+	}
 	out, err = n.userErr("srun --container-image=127.0.0.1:5000/test/nothing:1 true")
 	if err == nil || !strings.Contains(out, "sunk-container: --container-image: 127.0.0.1:5000/test/nothing:1: ") {
 		t.Errorf("srun with a missing image: err = %v, output %q; want a failure naming --container-image", err, out)
