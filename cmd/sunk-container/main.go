@@ -10,7 +10,8 @@
 // process and prints "mntns=/proc/PID/ns/mnt" and "root=/proc/PID/root"; the holder lives until prepare's standard input
 // reaches end of file (the plugin holds that pipe for the step). remove deletes the step's (or
 // the named) container once its holder ended. ns-init is the holder; reap, started by prepare,
-// removes an unnamed container once its step let the holder go.
+// removes an unnamed container once its step let the holder go. remove-job --job-id=J (the
+// job's epilog) removes every container of the job.
 package main
 
 import (
@@ -40,6 +41,13 @@ func run(argv []string) error {
 		// Detached from the step (prepare started it); a node's shutdown ends it with SIGKILL.
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		return container.Reap(argv[1])
+	}
+	if argv[0] == "remove-job" {
+		job, state, err := container.ParseJobArgs(argv[1:])
+		if err != nil {
+			return err
+		}
+		return container.RemoveJob(state, job)
 	}
 	if argv[0] == "ns-init" {
 		// fd 3: the spec, from prepare (internal/container.CreateNS).

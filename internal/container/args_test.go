@@ -112,3 +112,30 @@ func TestParseArgsJobFacts(t *testing.T) {
 		}
 	}
 }
+
+func TestParseJobArgs(t *testing.T) {
+	for _, tc := range []struct {
+		argv    []string
+		job     uint64
+		state   string
+		wantErr string
+	}{
+		{[]string{"--job-id=7"}, 7, DefaultStateDir, ""},
+		{[]string{"--job-id=7", "--state-dir=/s/", "--cache-dir=/c", "--insecure-registry=r:5000"}, 7, "/s", ""},
+		{[]string{"--state-dir=/s"}, 0, "", "--job-id is required"},
+		{[]string{"--job-id=7", "--state-dir=s"}, 0, "", `--state-dir: "s" is not an absolute path`},
+		{[]string{"--job-id=x"}, 0, "", "--job-id"},
+		{[]string{"--job-id=7", "--container-image=x"}, 0, "", "unknown flag --container-image"},
+	} {
+		job, state, err := ParseJobArgs(tc.argv)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: err = %v, want %q", tc.argv, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || job != tc.job || state != tc.state {
+			t.Errorf("%v = %d, %q, %v; want %d, %q", tc.argv, job, state, err, tc.job, tc.state)
+		}
+	}
+}

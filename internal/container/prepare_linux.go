@@ -140,6 +140,37 @@ func Remove(a Args) error {
 	return nil
 }
 
+// RemoveJob deletes every container of a job (the job's epilog: named containers stay until
+// then), each once no step holds it.
+func RemoveJob(stateDir string, jobID uint64) error {
+	jobDir := filepath.Join(stateDir, strconv.FormatUint(jobID, 10))
+	entries, err := os.ReadDir(jobDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		dir := filepath.Join(jobDir, e.Name())
+		lock, err := lockDir(dir, lockWait)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a reaper was quicker
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", dir, err))
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+		lock.Close()
+	}
+	_ = os.Remove(jobDir)
+	return errors.Join(errs...)
+}
+
 // startReaper starts `exe reap DIR` (Reap), detached: it removes an unnamed container once its
 // step ended. Not slurm_spank_exit's work: slurmstepd's children are signalled as the step's
 // job ends (slurmd's terminate request signals every descendant of slurmstepd with

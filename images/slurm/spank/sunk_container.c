@@ -23,6 +23,7 @@
  *   task_init_privileged  each task, root, after fork: setns() into the container
  *   task_init       each task, as the user: chdir to --container-workdir
  *   exit            slurmstepd: lets the holder go (a reaper then removes an unnamed container)
+ *   job_epilog      the job's epilog, root: the helper removes the job's containers
  *
  * plugstack.conf must load it as "required": Slurm ignores the return codes of an optional
  * plugin, and a step asking for a container must not run without one.
@@ -159,8 +160,10 @@ static int requested(void)
 	return str_opt[O_IMAGE] != NULL || str_opt[O_NAME] != NULL;
 }
 
-int slurm_spank_init(spank_t sp, int ac, char **av)
+/* plugstack_args reads plugstack.conf's arguments; -1 for one it does not know. */
+static int plugstack_args(int ac, char **av)
 {
+	n_node_args = 0;
 	for (int i = 0; i < ac; i++) {
 		if (strncmp(av[i], "helper=", 7) == 0) {
 			snprintf(helper_path, sizeof(helper_path), "%s", av[i] + 7);
@@ -171,6 +174,13 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 			return -1;
 		}
 	}
+	return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	if (plugstack_args(ac, av) < 0)
+		return -1;
 	/* spank_option_register, not a spank_options symbol: only it reaches sbatch/salloc. */
 	for (struct spank_option *o = options; o->name != NULL; o++) {
 		if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
@@ -360,5 +370,35 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		close(userns_fd);
 	close(hold_fd);
 	ns_fd = root_fd = userns_fd = hold_fd = -1;
+	return 0;
+}
+
+/*
+ * The job's epilog, on every node of the job, as root (slurmd runs it through slurmstepd;
+ * slurm_spank_init is not called there): the helper removes every container the job left,
+ * named ones included. It always returns 0: a required plugin's failing epilog drains the
+ * node, and a container left behind is no reason to take a node away from other jobs.
+ */
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	uint32_t job;
+	struct argv_buf b = { 0 };
+	char **argv;
+	char *out = NULL, *err = NULL;
+
+	if (plugstack_args(ac, av) < 0 || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+		return 0;
+	argv_add(&b, "%s", helper_path);
+	argv_add(&b, "%s", "remove-job");
+	argv_add(&b, "--job-id=%u", job);
+	for (int i = 0; i < n_node_args; i++)
+		argv_add(&b, "%s", node_args[i]);
+	if ((argv = argv_done(&b)) == NULL)
+		return 0;
+	if (run_helper(argv, -1, &out, &err) != 0)
+		slurm_error("%s", err ? err : PFX "removing the job's containers failed");
+	free(out);
+	free(err);
+	free_argv(argv);
 	return 0;
 }

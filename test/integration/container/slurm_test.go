@@ -99,18 +99,10 @@ func TestSlurmSteps(t *testing.T) {
 		}
 		return nil
 	})
-	// Unnamed containers go once their steps ended (slurmstepd removes them after srun
-	// returned); the named one stays for the job's later steps (the epilog does not remove it
-	// yet: docs/containers.md, Not yet).
-	wait.For(t, "unnamed containers removed", 30*time.Second, 200*time.Millisecond, func() error {
-		var left []string
-		dirs, _ := filepath.Glob(filepath.Join(n.dir, "sunk/containers/*/*"))
-		for _, d := range dirs {
-			if !strings.HasPrefix(filepath.Base(d), "name-") {
-				left = append(left, d)
-			}
-		}
-		if len(left) > 0 {
+	// Every container is gone once its job ended: unnamed ones when their steps end (a
+	// reaper, after srun returned), named ones in the job's epilog.
+	wait.For(t, "every job's containers removed", 30*time.Second, 200*time.Millisecond, func() error {
+		if left, _ := filepath.Glob(filepath.Join(n.dir, "sunk/containers/*")); len(left) > 0 {
 			return fmt.Errorf("left: %v", left)
 		}
 		return nil
