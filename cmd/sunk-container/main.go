@@ -7,7 +7,8 @@
 //
 // check prints what the flags say (JSON). prepare pulls the image into the node's cache (or
 // takes --rootfs=DIR, an unpacked image), builds the container's mount namespace in a holder
-// process and prints "mntns=/proc/PID/ns/mnt" and "root=/proc/PID/root"; the holder lives until prepare's standard input
+// process and prints "mntns=/proc/PID/ns/mnt", "root=/proc/PID/root" and "environ=FILE" (the
+// image's environment); the holder lives until prepare's standard input
 // reaches end of file (the plugin holds that pipe for the step). remove deletes the step's (or
 // the named) container once its holder ended. ns-init is the holder; reap, started by prepare,
 // removes an unnamed container once its step let the holder go. remove-job --job-id=J (the
@@ -19,7 +20,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"sunk.dev/sunk/internal/container"
@@ -65,13 +65,14 @@ func run(argv []string) error {
 		if err != nil {
 			return err
 		}
-		ns, err := container.Prepare(exe, a)
+		p, err := container.Prepare(exe, a)
 		if err != nil {
 			return err
 		}
 		// The plugin enters the namespace, then chroots to the holder's root (the namespace's
-		// root mount is the container's only when the helper was not chrooted itself).
-		fmt.Printf("mntns=%s\nroot=%s\n", ns, strings.TrimSuffix(ns, "/ns/mnt")+"/root")
+		// root mount is the container's only when the helper was not chrooted itself), and
+		// gives the tasks the image's environment.
+		fmt.Printf("mntns=%s/ns/mnt\nroot=%s/root\nenviron=%s\n", p.Holder, p.Holder, p.Environ)
 		return nil
 	case "remove":
 		return container.Remove(a)

@@ -35,20 +35,30 @@ const lockWait = 60 * time.Second
 // a later step reusing a named container gets the same image under its layer.
 const imageFile = "image"
 
+// Prepared is what the plugin needs of a prepared container.
+type Prepared struct {
+	// Holder is /proc/PID of the holder: the plugin enters PID's mount namespace and root.
+	Holder string
+	// Environ is the image's environment (environFile's format) for the tasks.
+	Environ string
+}
+
+// environName, in a container's directory, is the image's environment for its tasks.
+const environName = "environ"
+
 // Prepare makes the step's container, or a named one's next use, and starts its holder
-// (CreateNS); it returns the path that enters the container's mount namespace,
-// /proc/PID/ns/mnt. exe is this program, run again as the holder.
-func Prepare(exe string, a Args) (ns string, err error) {
+// (CreateNS). exe is this program, run again as the holder.
+func Prepare(exe string, a Args) (p Prepared, err error) {
 	dir := a.Dir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return Prepared{}, err
 	}
 	lock, err := lockDir(dir, lockWait)
 	if err != nil {
 		if a.Opts.Name != "" {
-			return "", ferr("container-name", "%s: %v", a.Opts.Name, err)
+			return Prepared{}, ferr("container-name", "%s: %v", a.Opts.Name, err)
 		}
-		return "", err
+		return Prepared{}, err
 	}
 	defer lock.Close() // the holder has its own copy
 	recorded, rerr := os.ReadFile(filepath.Join(dir, imageFile))
@@ -63,15 +73,15 @@ func Prepare(exe string, a Args) (ns string, err error) {
 	if a.Opts.Name != "" {
 		switch {
 		case exists && a.Opts.NameFlags == "create":
-			return "", ferr("container-name", "%s exists already (flag create)", a.Opts.Name)
+			return Prepared{}, ferr("container-name", "%s exists already (flag create)", a.Opts.Name)
 		case !exists && (a.Opts.NameFlags == "exec" || a.Opts.NameFlags == "no_exec"):
-			return "", ferr("container-name", "no container %s in this job (flag %s)", a.Opts.Name, a.Opts.NameFlags)
+			return Prepared{}, ferr("container-name", "no container %s in this job (flag %s)", a.Opts.Name, a.Opts.NameFlags)
 		case !exists && a.Opts.Image == nil:
-			return "", ferr("container-name", "no container %s in this job, and no --container-image to make it", a.Opts.Name)
+			return Prepared{}, ferr("container-name", "no container %s in this job, and no --container-image to make it", a.Opts.Name)
 		}
 	}
 	if a.Opts.Entry != nil && *a.Opts.Entry {
-		return "", ferr("container-entrypoint", "running the image's entrypoint is not supported yet")
+		return Prepared{}, ferr("container-entrypoint", "running the image's entrypoint is not supported yet")
 	}
 	rootfs := string(recorded)
 	switch {
@@ -81,7 +91,7 @@ func Prepare(exe string, a Args) (ns string, err error) {
 		rootfs = a.RootFS
 	default:
 		if rootfs, err = (Cache{Dir: a.CacheDir, Insecure: a.Insecure}).Unpacked(*a.Opts.Image); err != nil {
-			return "", ferr("container-image", "%v", err)
+			return Prepared{}, ferr("container-image", "%v", err)
 		}
 	}
 	spec := NSSpec{
@@ -96,7 +106,7 @@ func Prepare(exe string, a Args) (ns string, err error) {
 		// The home directory the cluster gives the user, at the same path, opened as the user.
 		f := strings.Split(spec.User, ":")
 		if len(f) < 6 || !filepath.IsAbs(f[5]) {
-			return "", ferr("container-mount-home", "uid %d has no home directory on this node", a.Job.UID)
+			return Prepared{}, ferr("container-mount-home", "uid %d has no home directory on this node", a.Job.UID)
 		}
 		spec.Mounts = append(spec.Mounts, Mount{Source: f[5], Target: f[5]})
 	}
@@ -107,17 +117,25 @@ func Prepare(exe string, a Args) (ns string, err error) {
 	}
 	pid, err := CreateNS(exe, spec, lock)
 	if err != nil {
-		return "", err
+		return Prepared{}, err
 	}
 	if a.Opts.Name == "" {
 		startReaper(exe, dir)
 	}
 	if !exists {
+		env, err := ImageEnv(rootfs)
+		if err != nil {
+			return Prepared{}, ferr("container-image", "the image's environment: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, environName), environFile(env), 0o644); err != nil {
+			return Prepared{}, err
+		}
+		// Last: its presence says the container exists (a later step of a named one).
 		if err := os.WriteFile(filepath.Join(dir, imageFile), []byte(rootfs), 0o644); err != nil {
-			return "", err
+			return Prepared{}, err
 		}
 	}
-	return fmt.Sprintf("/proc/%d/ns/mnt", pid), nil
+	return Prepared{Holder: fmt.Sprintf("/proc/%d", pid), Environ: filepath.Join(dir, environName)}, nil
 }
 
 // Remove deletes the container Args name (a named one, or the step's), once its holder has

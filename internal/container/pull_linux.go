@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 //	DIR/locks/KEY      flock per reference, then per digest: concurrent pulls of one image pull once
 //	DIR/oci/HEX        the image as skopeo copied it (an OCI layout), deleted once unpacked
 //	DIR/rootfs/HEX     the unpacked root filesystem, named by the manifest's digest; read-only
+//	DIR/rootfs/HEX.env the image's environment (imageenv.go)
 type Cache struct {
 	Dir string
 	// Insecure are registries (HOST[:PORT]) reached over plain HTTP: the node's setting, for a
@@ -74,6 +76,14 @@ func (c Cache) Unpacked(img Image) (string, error) {
 	// mount of it is nosuid,nodev (ns_linux.go).
 	if _, err := run("umoci", "raw", "unpack", "--image", layout+":image", tmp); err != nil {
 		return "", fmt.Errorf("%s: unpacking: %v", img, err)
+	}
+	env, err := layoutEnv(layout, "image")
+	if err != nil {
+		return "", fmt.Errorf("%s: reading its configuration: %v", img, err)
+	}
+	b, _ := json.Marshal(env)
+	if err := os.WriteFile(rootfs+".env", b, 0o644); err != nil {
+		return "", err
 	}
 	if err := os.Rename(tmp, rootfs); err != nil {
 		return "", err

@@ -303,3 +303,36 @@ int parse_helper_output(const char *out, const char *key, char *path, size_t len
 	}
 	return -1;
 }
+
+char *read_environ(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf = NULL;
+	size_t n = 0;
+
+	*len = 0;
+	if (fd < 0)
+		return NULL;
+	while (append(fd, &buf, &n) && n <= (1 << 20))
+		;
+	close(fd);
+	if (n > (1 << 20)) {
+		free(buf);
+		return NULL;
+	}
+	if (buf == NULL)
+		buf = calloc(1, 1);
+	*len = n;
+	return buf;
+}
+
+int name_in_list(const char *name, size_t name_len, const char *list)
+{
+	for (const char *s = list; s && *s;) {
+		const char *e = strchrnul(s, ',');
+		if ((size_t)(e - s) == name_len && strncmp(s, name, name_len) == 0)
+			return 1;
+		s = *e ? e + 1 : e;
+	}
+	return 0;
+}

@@ -42,6 +42,15 @@ int run_helper(char **argv, int in_fd, char **out, char **err);
 int parse_helper_output(const char *out, const char *key, char *path, size_t len);
 
 /*
+ * read_environ: the helper's environ file (NAME=VALUE entries each ended by a NUL), at most
+ * 1 MiB; NULL if it cannot be read. *len is its length.
+ */
+char *read_environ(const char *path, size_t *len);
+
+/* name_in_list: whether the name_len bytes of name are one of list's comma-separated names. */
+int name_in_list(const char *name, size_t name_len, const char *list);
+
+/*
  * make_userns: a user namespace owned by uid in which uid and gid are 0 and nothing else is
  * mapped, made from inside the mount namespace ns_fd; a descriptor of it, or -1 with *error
  * set (userns.c). Root only: slurmstepd calls it.

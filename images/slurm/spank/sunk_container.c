@@ -45,29 +45,11 @@
 #include <slurm/spank.h>
 
 #include "helper.h"
+#include "options.h"
 
 SPANK_PLUGIN(sunk_container, 1);
 
 #define PFX "sunk-container: "
-
-/* The flags as given, kept as strings (O_* in helper.h): the helper parses them again, as
- * the authority. */
-static char *str_opt[O_NSTR];
-static const char *str_name[O_NSTR] = {
-	"container-image", "container-mounts", "container-workdir", "container-name",
-	"container-env", "container-save", "container-unshare",
-};
-/* Tri-state flags: -1 unset, 0 the --no- form (or --container-readonly), 1 the positive. */
-enum { T_HOME, T_REMAP, T_ENTRY, T_WRITABLE, T_ENTRYLOG, T_NTRI };
-static int tri_opt[T_NTRI] = { -1, -1, -1, -1, -1 };
-static const char *tri_pos[T_NTRI] = {
-	"container-mount-home", "container-remap-root", "container-entrypoint",
-	"container-writable", "container-entrypoint-log",
-};
-static const char *tri_neg[T_NTRI] = {
-	"no-container-mount-home", "no-container-remap-root", "no-container-entrypoint",
-	"container-readonly", NULL,
-};
 
 static char helper_path[PATH_MAX] = "/usr/local/bin/sunk-container";
 /* plugstack.conf's arg=--x=y: the node's settings for the helper (--state-dir, --cache-dir,
@@ -78,87 +60,10 @@ static int n_node_args;
 static int ns_fd = -1;       /* the container's mount namespace, opened by slurmstepd */
 static int root_fd = -1;     /* the container's root directory (the holder's root) */
 static int userns_fd = -1;   /* --container-remap-root: the user's namespace, uid -> 0 */
+static char *image_env;      /* the image's environment: NAME=VALUE entries ended by NULs */
+static size_t image_env_len;
 static int hold_fd = -1;     /* the write end of the holder's stdin: open while the step runs */
 static char *deferred_error; /* the helper's one line, reported in user_init */
-
-static int opt_str(int val, const char *optarg, int remote)
-{
-	const char *name = str_name[val];
-	const char *err;
-
-	if (optarg == NULL || *optarg == '\0') {
-		slurm_error(PFX "--%s: argument required", name);
-		return -1;
-	}
-	/* Slurm may call an option's callback twice with the same value (Pyxis notes it). */
-	if (str_opt[val] != NULL) {
-		if (strcmp(str_opt[val], optarg) == 0)
-			return 0;
-		if (val != O_MOUNTS && val != O_ENV) {
-			slurm_error(PFX "--%s given twice (%s and %s)", name, str_opt[val], optarg);
-			return -1;
-		}
-	}
-	if ((err = check_str_option(val, optarg)) != NULL) {
-		slurm_error(PFX "--%s: %s", name, err);
-		return -1;
-	}
-	if (str_opt[val] != NULL && (val == O_MOUNTS || val == O_ENV)) {
-		/* Repeated list flags add up, as in Pyxis. */
-		char *joined;
-		if (asprintf(&joined, "%s,%s", str_opt[val], optarg) < 0)
-			return -1;
-		free(str_opt[val]);
-		str_opt[val] = joined;
-		return 0;
-	}
-	str_opt[val] = strdup(optarg);
-	return str_opt[val] ? 0 : -1;
-}
-
-/* val encodes the flag (val / 2) and its sense (val % 2). */
-static int opt_tri(int val, const char *optarg, int remote)
-{
-	int t = val / 2, v = val % 2;
-
-	if (tri_opt[t] != -1 && tri_opt[t] != v) {
-		slurm_error(PFX "both --%s and --%s were given", tri_pos[t], tri_neg[t]);
-		return -1;
-	}
-	tri_opt[t] = v;
-	return 0;
-}
-
-#define TRI(i, flag, sense, help) { (char *)flag, NULL, (char *)help, 0, (i) * 2 + (sense), opt_tri }
-/* Names as Pyxis has them; help texts say what sunk does. */
-static struct spank_option options[] = {
-	{ "container-image", "[USER@][REGISTRY#]IMAGE[:TAG]", "[sunk] run the step's tasks in this image "
-	  "(enroot syntax; REGISTRY/IMAGE:TAG also works)", 1, O_IMAGE, opt_str },
-	{ "container-mounts", "SRC:DST[:FLAGS][,...]", "[sunk] bind mounts into the container, FLAGS "
-	  "joined by +: ro, rw", 1, O_MOUNTS, opt_str },
-	{ "container-workdir", "PATH", "[sunk] working directory inside the container", 1, O_WORKDIR, opt_str },
-	{ "container-name", "NAME[:FLAGS]", "[sunk] keep the container for later steps of the job under "
-	  "this name (FLAGS: auto, create, exec, no_exec)", 1, O_NAME, opt_str },
-	{ "container-env", "NAME[,NAME...]", "[sunk] variables whose job value wins over the image's",
-	  1, O_ENV, opt_str },
-	{ "container-save", "PATH", "[sunk] not supported yet", 1, O_SAVE, opt_str },
-	{ "container-unshare", "NS[,NS...]", "[sunk] not supported yet", 1, O_UNSHARE, opt_str },
-	TRI(T_HOME, "container-mount-home", 1, "[sunk] bind mount the user's home directory"),
-	TRI(T_HOME, "no-container-mount-home", 0, "[sunk] do not bind mount the user's home directory"),
-	TRI(T_REMAP, "container-remap-root", 1, "[sunk] appear as root inside the container (no new privileges)"),
-	TRI(T_REMAP, "no-container-remap-root", 0, "[sunk] keep your own uid inside the container"),
-	TRI(T_ENTRY, "container-entrypoint", 1, "[sunk] run the image's entrypoint"),
-	TRI(T_ENTRY, "no-container-entrypoint", 0, "[sunk] do not run the image's entrypoint"),
-	TRI(T_WRITABLE, "container-writable", 1, "[sunk] a private writable layer over the image"),
-	TRI(T_WRITABLE, "container-readonly", 0, "[sunk] the image's filesystem read-only"),
-	TRI(T_ENTRYLOG, "container-entrypoint-log", 1, "[sunk] accepted for Pyxis compatibility"),
-	SPANK_OPTIONS_TABLE_END
-};
-
-static int requested(void)
-{
-	return str_opt[O_IMAGE] != NULL || str_opt[O_NAME] != NULL;
-}
 
 /* plugstack_args reads plugstack.conf's arguments; -1 for one it does not know. */
 static int plugstack_args(int ac, char **av)
@@ -181,14 +86,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	if (plugstack_args(ac, av) < 0)
 		return -1;
-	/* spank_option_register, not a spank_options symbol: only it reaches sbatch/salloc. */
-	for (struct spank_option *o = options; o->name != NULL; o++) {
-		if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
-			slurm_error(PFX "could not register --%s", o->name);
-			return -1;
-		}
-	}
-	return 0;
+	return register_options(sp);
 }
 
 /* helper_argv: the helper's command line; the caller frees it with free_argv. */
@@ -269,6 +167,9 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	} else if ((root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		if (asprintf(&deferred_error, PFX "open %s: %s", path, strerror(errno)) < 0)
 			deferred_error = NULL;
+	} else if (parse_helper_output(out, "environ", path, sizeof(path)) != 0 ||
+		   (image_env = read_environ(path, &image_env_len)) == NULL) {
+		deferred_error = strdup(PFX "the helper did not give the image's environment");
 	}
 	close(hold[0]);
 	if (root_fd >= 0) {
@@ -334,6 +235,26 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	if (!spank_remote(sp) || hold_fd < 0)
 		return 0;
+	/* The image's environment, as Pyxis gives it: the image's value wins, except for the
+	 * names of --container-env that the job has. slurmstepd searches PATH for the command
+	 * after this, so the image's PATH finds the image's programs. */
+	for (size_t i = 0; i < image_env_len;) {
+		const char *e = image_env + i, *eq = strchr(e, '=');
+		char name[256], one[1];
+		size_t n = eq ? (size_t)(eq - e) : 0;
+		i += strlen(e) + 1;
+		if (n == 0 || n >= sizeof(name))
+			continue;
+		memcpy(name, e, n);
+		name[n] = '\0';
+		if (str_opt[O_ENV] != NULL && name_in_list(name, n, str_opt[O_ENV]) &&
+		    spank_getenv(sp, name, one, sizeof(one)) != ESPANK_ENV_NOEXIST)
+			continue;
+		if (spank_setenv(sp, name, eq + 1, 1) != ESPANK_SUCCESS) {
+			slurm_error(PFX "setting %s from the image failed", name);
+			return -1;
+		}
+	}
 	/* As the user: the user owns the namespace, so may enter it; "root" inside has no
 	 * power over anything outside it (nothing else is mapped, every mount is the node's). */
 	if (userns_fd >= 0) {
@@ -370,6 +291,9 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		close(userns_fd);
 	close(hold_fd);
 	ns_fd = root_fd = userns_fd = hold_fd = -1;
+	free(image_env);
+	image_env = NULL;
+	image_env_len = 0;
 	return 0;
 }
 

@@ -113,6 +113,28 @@ int main(void)
 		failures++;
 	}
 
+	/* The image's environment file and --container-env's names. */
+	char envf[] = "/tmp/sunk-environ-XXXXXX";
+	int efd = mkstemp(envf);
+	size_t elen = 0;
+	char *ebuf = NULL;
+	if (efd < 0 || write(efd, "PATH=/opt/bin\0A=x\ny\0", 21) != 21 ||
+	    (ebuf = read_environ(envf, &elen)) == NULL || elen != 21 || strcmp(ebuf + 14, "A=x\ny") != 0) {
+		fprintf(stderr, "FAIL read_environ: len %zu\n", elen);
+		failures++;
+	}
+	if (efd >= 0) { close(efd); unlink(envf); }
+	free(ebuf);
+	if (read_environ("/nonexistent/environ", &elen) != NULL) {
+		fprintf(stderr, "FAIL read_environ of a missing file\n");
+		failures++;
+	}
+	if (!name_in_list("PATH=x", 4, "HOME,PATH") || name_in_list("PAT", 3, "HOME,PATH") ||
+	    name_in_list("PATH", 4, "") || !name_in_list("A", 1, "A")) {
+		fprintf(stderr, "FAIL name_in_list\n");
+		failures++;
+	}
+
 	struct argv_buf b = { 0 };
 	gid_t gids[] = { 5, 27 };
 	argv_add(&b, "%s", "/h");

@@ -129,11 +129,15 @@ func (h *holders) prepare(helper string, args ...string) (string, error) {
 	}
 	*h = append(*h, w)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 3 {
+		return "", fmt.Errorf("prepare printed %q, want mntns=, root= and environ= lines", out)
+	}
 	ns, ok1 := strings.CutPrefix(lines[0], "mntns=/proc/")
-	root, ok2 := strings.CutPrefix(lines[len(lines)-1], "root=/proc/")
+	root, ok2 := strings.CutPrefix(lines[1], "root=/proc/")
+	_, ok3 := strings.CutPrefix(lines[2], "environ=/")
 	pid := strings.TrimSuffix(ns, "/ns/mnt")
-	if len(lines) != 2 || !ok1 || !ok2 || root != pid+"/root" {
-		return "", fmt.Errorf("prepare printed %q, want mntns=/proc/PID/ns/mnt and root=/proc/PID/root", out)
+	if !ok1 || !ok2 || !ok3 || root != pid+"/root" {
+		return "", fmt.Errorf("prepare printed %q, want mntns=/proc/PID/ns/mnt, root=/proc/PID/root and environ=FILE", out)
 	}
 	return "/proc/" + pid, nil
 }

@@ -40,6 +40,17 @@ func TestSlurmSteps(t *testing.T) {
 		t.Errorf("id in the container printed %q, want the job's user: 1000, 1000, alice", out)
 	}
 
+	// The image's environment: its PATH finds its programs; --container-env keeps the job's
+	// value of a name.
+	out = n.user(t, "SHARED=job srun --container-image="+image+" sh -c 'tool; echo $FROM_IMAGE $SHARED'")
+	if out != "tool-ran\nyes image\n" {
+		t.Errorf("the image's environment: printed %q, want tool-ran and \"yes image\"", out)
+	}
+	out = n.user(t, "SHARED=job srun --container-env=SHARED --container-image="+image+" sh -c 'echo $FROM_IMAGE $SHARED'")
+	if out != "yes job\n" {
+		t.Errorf("--container-env=SHARED printed %q, want \"yes job\"", out)
+	}
+
 	// --container-remap-root: uid 0 inside, mapped from the user's alone; no power over the
 	// image's files, which belong to the node's root.
 	out = n.user(t, "srun --container-remap-root --container-image="+image+" sh -c 'id -u; cat /proc/self/uid_map; touch /etc/x 2>/dev/null || echo refused'")
@@ -293,6 +304,9 @@ func (n *node) pushImage(t *testing.T, ref string) {
 		_ = os.Symlink("busybox", filepath.Join(rootfs, "bin", a))
 		must(t, os.Symlink("../../bin/busybox", filepath.Join(rootfs, "usr/bin", a)))
 	}
+	// A program only the image's PATH finds, as in images that install under /opt.
+	must(t, os.MkdirAll(filepath.Join(rootfs, "opt/tool/bin"), 0o755))
+	must(t, os.WriteFile(filepath.Join(rootfs, "opt/tool/bin/tool"), []byte("#!/bin/sh\necho tool-ran\n"), 0o755))
 	layout := filepath.Join(n.dir, "layout")
 	wait.For(t, "the node's registry", 30*time.Second, 100*time.Millisecond, func() error {
 		out, err := exec.Command("nsenter", "--target", strconv.Itoa(n.pid), "--net", "curl", "-sf", "http://127.0.0.1:5000/v2/").CombinedOutput()
@@ -305,6 +319,8 @@ func (n *node) pushImage(t *testing.T, ref string) {
 		{"umoci", "init", "--layout", layout},
 		{"umoci", "new", "--image", layout + ":1"},
 		{"umoci", "insert", "--image", layout + ":1", rootfs, "/"},
+		{"umoci", "config", "--image", layout + ":1", "--config.env=PATH=/opt/tool/bin:/usr/bin:/bin",
+			"--config.env=FROM_IMAGE=yes", "--config.env=SHARED=image"},
 		{"nsenter", "--target", strconv.Itoa(n.pid), "--net", "skopeo", "copy", "--dest-tls-verify=false", "oci:" + layout + ":1", "docker://" + ref},
 	} {
 		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
