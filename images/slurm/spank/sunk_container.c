@@ -4,8 +4,9 @@
  * The plugin is small on purpose: it registers the flags, checks their form so that srun
  * refuses a malformed one before the job is queued, and on the compute node hands them to
  * the helper sunk-container (Go, internal/container), which pulls, unpacks and prepares the
- * container and answers with the path of a mount namespace. Each task then enters that
- * namespace before slurmstepd drops to the user and execs the task, so the task stays
+ * container and answers with its holder's mount namespace and root and the image's
+ * environment. Each task then enters that namespace and root before slurmstepd drops to the
+ * user and execs the task, so the task stays
  * slurmstepd's child: same cgroup, CPU binding, environment, uid/gid and stdio as without
  * a container.
  *
@@ -20,8 +21,10 @@
  *                   init_post_opt makes slurmstepd answer slurmd "plugin name invalid" for
  *                   the whole launch; a failing user_init fails only the step (a batch
  *                   script with exit code 1), which leaves the node as it was.
- *   task_init_privileged  each task, root, after fork: setns() into the container
- *   task_init       each task, as the user: chdir to --container-workdir
+ *   task_init_privileged  each task, root, after fork: setns() into the container's mount
+ *                   namespace, chroot to the holder's root
+ *   task_init       each task, as the user: the image's environment, the user namespace of
+ *                   --container-remap-root, chdir to --container-workdir
  *   exit            slurmstepd: lets the holder go (a reaper then removes an unnamed container)
  *   job_epilog      the job's epilog, root: the helper removes the job's containers
  *
