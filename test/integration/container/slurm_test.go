@@ -94,6 +94,13 @@ func TestSlurmSteps(t *testing.T) {
 		t.Errorf("#SBATCH --container-image printed %q, want the image's os-release and uid 1000", out)
 	}
 
+	// The flag on sbatch's command line does the same.
+	n.write(t, "/home/alice/plain.sh", "#!/bin/sh\ncat /etc/os-release\n")
+	out = n.user(t, "sbatch --wait --container-image="+image+" -o /home/alice/plain.out /home/alice/plain.sh >/dev/null; cat /home/alice/plain.out")
+	if !strings.Contains(out, `PRETTY_NAME="sunk test image 1"`) {
+		t.Errorf("sbatch --container-image printed %q, want the image's os-release", out)
+	}
+
 	// Bad input fails the step with the helper's one line and leaves the node as it was.
 	out, err = n.userErr("srun --container-image=" + image + " --container-mounts=data:/x true")
 	if err == nil || !strings.Contains(out, "sunk-container: --container-mounts: ") || strings.Contains(out, "job ") {
