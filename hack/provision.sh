@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# provision.sh [host|tools|rootfs|images|all]...: install everything the tests and the demo need.
+# provision.sh [host|tools|rootfs|containers|images|all]...: install everything the tests and the demo need.
 # Idempotent and cached in SUNK_CACHE: a step whose inputs did not change does nothing.
 source "$(dirname "$0")/lib.sh"
 
 HOST_PACKAGES=(etcd-server containerd runc containernetworking-plugins iptables conntrack
-  mmdebstrap busybox-static iproute2 util-linux openssl curl prometheus)
+  mmdebstrap busybox-static iproute2 util-linux openssl curl prometheus
+  skopeo umoci docker-registry gcc libc6-dev make)
 
 host() {
   local missing=() p
@@ -20,6 +21,10 @@ host() {
   # (test/integration/prometheus) run their own on 127.0.0.1, so the service stays off.
   if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
     systemctl disable --now prometheus.service || true
+  fi
+  # Likewise docker-registry's on :5000: test/integration/container runs its own.
+  if [[ " ${missing[*]} " == *" docker-registry "* ]] && [ -d /run/systemd/system ]; then
+    systemctl disable --now docker-registry.service || true
   fi
 }
 
@@ -89,6 +94,32 @@ rootfs() {
   stamp_set "$stamp" <(rootfs_inputs)
 }
 
+# containers: a layer over the Slurm root filesystem with what containers for jobs need on a
+# node and are not in packages.txt yet (docs/containers.md): skopeo and umoci, run by
+# sunk-container, and libslurm-dev, whose slurm/spank.h the SPANK plugin is built against.
+# test/integration/container mounts it over the root filesystem (overlayfs); adding the
+# packages to packages.txt instead would rebuild the root filesystem every test bed runs in.
+# Built by apt in a chroot of an overlay, so it holds only what the packages add.
+CONTAINER_PACKAGES=(skopeo umoci libslurm-dev)
+containers() {
+  local out=$SLURM_ROOTFS-containers stamp=rootfs-containers$SLURM_SUFFIX
+  local inputs=("$SUNK_CACHE/stamps/rootfs-slurm$SLURM_SUFFIX" <(echo "${CONTAINER_PACKAGES[*]}"))
+  stamp_ok "$stamp" "${inputs[@]}" && [ -d "$out/usr/bin" ] && return 0
+  log "building the containers layer over the Slurm $SUNK_SLURM_VERSION root filesystem (${CONTAINER_PACKAGES[*]})"
+  rm -rf "$out.tmp" && mkdir -p "$out.tmp"/{upper,work,merged}
+  # A private mount namespace: the overlay and the chroot's mounts vanish with it.
+  unshare --mount --propagation private bash -euc '
+    lower=$1 t=$2; shift 2
+    mount -t overlay overlay -o "lowerdir=$lower,upperdir=$t/upper,workdir=$t/work" "$t/merged"
+    mount -t proc proc "$t/merged/proc"
+    mount -t tmpfs tmpfs "$t/merged/tmp"
+    mount --bind /etc/resolv.conf "$t/merged/etc/resolv.conf"
+    chroot "$t/merged" sh -euc "apt-get update -q; DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $*; apt-get clean; rm -rf /var/lib/apt/lists/*"
+  ' containers "$SLURM_ROOTFS" "$out.tmp" "${CONTAINER_PACKAGES[@]}"
+  rm -rf "$out" && mv "$out.tmp/upper" "$out" && rm -rf "$out.tmp"
+  stamp_set "$stamp" "${inputs[@]}"
+}
+
 images() {
   "$SUNK_ROOT/hack/images.sh"
 }
@@ -96,8 +127,8 @@ images() {
 [ $# -gt 0 ] || set -- all
 for step in "$@"; do
   case $step in
-    all) host; tools; rootfs; images ;;
-    host|tools|rootfs|images) $step ;;
-    *) die "unknown step $step (host|tools|rootfs|images|all)" ;;
+    all) host; tools; rootfs; containers; images ;;
+    host|tools|rootfs|containers|images) $step ;;
+    *) die "unknown step $step (host|tools|rootfs|containers|images|all)" ;;
   esac
 done

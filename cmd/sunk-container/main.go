@@ -1,0 +1,82 @@
+// Command sunk-container is the helper sunk's SPANK plugin (images/slurm/spank) runs on a
+// compute node, as root, to give a job step a container (docs/containers.md). The logic is in
+// internal/container; this file only dispatches and prints the one-line error the job's
+// output shows.
+//
+//	sunk-container check|prepare|remove --job-id=J --step-id=S --uid=U --gid=G [--gids=G,...] --container-...
+//
+// check prints what the flags say (JSON). prepare pulls the image into the node's cache (or
+// takes --rootfs=DIR, an unpacked image), builds the container's mount namespace in a holder
+// process and prints "mntns=/proc/PID/ns/mnt", "root=/proc/PID/root" and "environ=FILE" (the
+// image's environment); the holder lives until prepare's standard input
+// reaches end of file (the plugin holds that pipe for the step). remove deletes the step's (or
+// the named) container once its holder ended. ns-init is the holder; reap, started by prepare,
+// removes an unnamed container once its step let the holder go. remove-job --job-id=J (the
+// job's epilog) removes every container of the job.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"sunk.dev/sunk/internal/container"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		// One line: the plugin copies it into the step's error output.
+		fmt.Fprintf(os.Stderr, "sunk-container: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(argv []string) error {
+	if len(argv) == 0 {
+		return fmt.Errorf("usage: sunk-container check|prepare|remove FLAGS")
+	}
+	if argv[0] == "reap" && len(argv) == 2 {
+		// Detached from the step (prepare started it); a node's shutdown ends it with SIGKILL.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		return container.Reap(argv[1])
+	}
+	if argv[0] == "remove-job" {
+		job, state, err := container.ParseJobArgs(argv[1:])
+		if err != nil {
+			return err
+		}
+		return container.RemoveJob(state, job)
+	}
+	if argv[0] == "ns-init" {
+		// fd 3: the spec, from prepare (internal/container.CreateNS).
+		return container.NSInit(os.NewFile(3, "spec"), os.Stdin)
+	}
+	a, err := container.ParseArgs(argv[1:])
+	if err != nil {
+		return err
+	}
+	switch argv[0] {
+	case "check":
+		return json.NewEncoder(os.Stdout).Encode(a)
+	case "prepare":
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		p, err := container.Prepare(exe, a)
+		if err != nil {
+			return err
+		}
+		// The plugin enters the namespace, then chroots to the holder's root (the namespace's
+		// root mount is the container's only when the helper was not chrooted itself), and
+		// gives the tasks the image's environment.
+		fmt.Printf("mntns=%s/ns/mnt\nroot=%s/root\nenviron=%s\n", p.Holder, p.Holder, p.Environ)
+		return nil
+	case "remove":
+		return container.Remove(a)
+	default:
+		return fmt.Errorf("unknown command %q (check|prepare|remove)", argv[0])
+	}
+}

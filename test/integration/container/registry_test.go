@@ -1,0 +1,176 @@
+//go:build integration
+
+package container_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sunk.dev/sunk/test/wait"
+)
+
+// TestPullFromRegistry: sunk-container pulls from a real registry (Debian's docker-registry,
+// distribution 2.8) an image the test built (umoci) and pushed (skopeo); two steps asking for
+// it at once fetch its layer once; a missing image and a closed registry fail in one line
+// naming --container-image.
+func TestPullFromRegistry(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("sunk-container needs root (mount namespaces, overlayfs)")
+	}
+	for _, tool := range []string{"docker-registry", "skopeo", "umoci"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed (a host package of hack/provision.sh)", tool)
+		}
+	}
+	dir := t.TempDir()
+	must(t, os.Chmod(dir, 0o755))
+	must(t, os.Chmod(filepath.Dir(dir), 0o755))
+	helper := buildHelper(t, dir)
+	rootfs := testImage(t, dir)
+	addr, accessLog := startRegistry(t, dir)
+
+	layout := filepath.Join(dir, "layout")
+	for _, args := range [][]string{
+		{"umoci", "init", "--layout", layout},
+		{"umoci", "new", "--image", layout + ":1"},
+		{"umoci", "insert", "--image", layout + ":1", rootfs, "/"},
+		{"skopeo", "copy", "--dest-tls-verify=false", "oci:" + layout + ":1", "docker://" + addr + "/test/busybox:1"},
+	} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+
+	state, cache := filepath.Join(dir, "state"), filepath.Join(dir, "cache")
+	args := func(step, image string) []string {
+		return []string{"--job-id=9", "--step-id=" + step, "--uid=" + uid, "--gid=" + gid,
+			"--state-dir=" + state, "--cache-dir=" + cache, "--insecure-registry=" + addr,
+			"--container-image=" + image}
+	}
+	var held holders
+	var mu sync.Mutex
+	prepare := func(step, image string) (string, error) {
+		var h holders
+		ns, err := h.prepare(helper, args(step, image)...)
+		mu.Lock()
+		held = append(held, h...)
+		mu.Unlock()
+		return ns, err
+	}
+	t.Cleanup(func() {
+		held.release()
+		for _, s := range []string{"0", "1", "2"} {
+			if out, err := exec.Command(helper, append([]string{"remove"}, args(s, "x")...)...).CombinedOutput(); err != nil {
+				t.Errorf("remove step %s: %v: %s", s, err, out)
+			}
+		}
+		mi, _ := os.ReadFile("/proc/self/mountinfo")
+		if strings.Contains(string(mi), dir) {
+			t.Errorf("mounts left under the test's directory:\n%s", grepLines(string(mi), dir))
+		}
+	})
+
+	// Two steps at once, one in enroot's syntax and one in Docker's: one image.
+	var wg sync.WaitGroup
+	outs, errs := make([]string, 2), make([]error, 2)
+	for i, image := range []string{addr + "#test/busybox:1", addr + "/test/busybox:1"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = prepare(fmt.Sprint(i), image)
+		}()
+	}
+	wg.Wait()
+	for i := range outs {
+		if errs[i] != nil {
+			t.Fatalf("prepare step %d: %v", i, errs[i])
+		}
+		out, _ := exec.Command("nsenter", append(enterArgs(outs[i]), "-S", uid, "-G", gid, "cat", "/etc/os-release")...).CombinedOutput()
+		if !strings.Contains(string(out), "sunk test image 1") {
+			t.Errorf("step %d: /etc/os-release in the container is %q", i, out)
+		}
+	}
+	// The layer is the largest blob: GETs of each blob, counted in the registry's access log.
+	blobGet := regexp.MustCompile(`"GET /v2/test/busybox/blobs/(sha256:[0-9a-f]{64}) `)
+	counts := map[string]int{}
+	for _, m := range blobGet.FindAllStringSubmatch(readFile(t, accessLog), -1) {
+		counts[m[1]]++
+	}
+	if len(counts) == 0 {
+		t.Fatalf("no blob was fetched, says the registry's log")
+	}
+	for blob, n := range counts {
+		if n != 1 {
+			t.Errorf("blob %s fetched %d times by two steps pulling one image, want once", blob, n)
+		}
+	}
+
+	for i, tc := range []struct{ image, want string }{
+		{addr + "#test/nothing:1", "sunk-container: --container-image: " + addr + "/test/nothing:1: "},
+		{closedPort(t) + "#test/busybox:1", "connection refused"},
+	} {
+		_, err := prepare(fmt.Sprint(2+i), tc.image)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("prepare %s: err = %v, want one line containing %q", tc.image, err, tc.want)
+		}
+	}
+}
+
+// startRegistry runs docker-registry on a free port of 127.0.0.1, storage and access log under
+// dir, until the test ends.
+func startRegistry(t *testing.T, dir string) (addr, accessLog string) {
+	t.Helper()
+	addr = closedPort(t)
+	conf := filepath.Join(dir, "registry.yml")
+	must(t, os.WriteFile(conf, []byte(fmt.Sprintf("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n",
+		filepath.Join(dir, "registry"), addr)), 0o644))
+	accessLog = filepath.Join(dir, "registry.log")
+	logf, err := os.Create(accessLog)
+	must(t, err)
+	cmd := exec.Command("docker-registry", "serve", conf)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	must(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logf.Close()
+	})
+	wait.For(t, "the registry answers /v2/", 30*time.Second, 100*time.Millisecond, func() error {
+		resp, err := http.Get("http://" + addr + "/v2/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	})
+	return addr, accessLog
+}
+
+// closedPort is 127.0.0.1:PORT where nothing listens (it did a moment ago).
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	must(t, err)
+	return string(b)
+}
