@@ -24,6 +24,7 @@ import (
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
+	"sunk.dev/sunk/internal/slurmversion"
 	"sunk.dev/sunk/internal/webhook"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -53,6 +54,9 @@ type Reconciler struct {
 	// SlurmConfigCheck has Slurm's own parser check each new configuration in a pod of the
 	// cluster's image before it is applied (configcheck.go).
 	SlurmConfigCheck bool
+	// Images are the operator's Slurm image per release (--slurm-images), for clusters
+	// without spec.image.
+	Images slurmversion.Images
 	// Namespaces are the namespaces this operator manages (nil: all), as its manager's cache
 	// has them: the metadata cache of script ConfigMaps (watches.go) must not see more.
 	Namespaces map[string]cache.Config
@@ -94,6 +98,7 @@ const (
 	ReasonNotReady           = "NotReady"
 	ReasonDisabled           = "Disabled"
 	ReasonComponentsNotReady = "ComponentsNotReady"
+	ReasonNoImage            = "NoImage"
 )
 
 // pollWhileConverging is how soon to look again while waiting for something outside the
@@ -152,6 +157,17 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	if !r.validSpec(sc, st) {
 		return ctrl.Result{}, nil
 	}
+	// 1b. The Slurm release: its image unless the spec names one, what it lacks, what runs.
+	resolved, err := r.Images.Resolve(sc)
+	if err != nil {
+		r.event(sc, corev1.EventTypeWarning, ReasonNoImage, err.Error())
+		st.set(sunkv1.ConditionConfigApplied, false, ReasonNoImage, err.Error())
+		return ctrl.Result{}, nil
+	}
+	sc = resolved
+	if err := r.observeVersion(ctx, sc, st); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	// 2. Keys: generated when absent, never replaced.
 	jwtKeys, err := r.ensureKeys(ctx, sc, n, st)
@@ -175,6 +191,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		return ctrl.Result{}, err
 	}
 	in.Topology = topology
+	in.TopologyYAML = slurmversion.FeaturesOf(sc.Spec.Version()).TopologyYAML
 	if in.GPUs, in.GPUTypes, err = r.clusterGPUs(ctx, sc); err != nil {
 		return ctrl.Result{}, err
 	}
