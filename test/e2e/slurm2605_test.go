@@ -19,7 +19,8 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// slurmImage2605 is Slurm 26.05 from Debian sid (hack/images.sh).
+// slurmImage2605 is Slurm 26.05 from Debian sid (hack/images.sh), the operator's image of
+// 26.05 in these tests (localImages).
 const slurmImage2605 = "sunk.dev/slurm:26.05-local"
 
 // TestSlurm2605Cluster runs a SlurmCluster with managed accounting on the 26.05 image: every
@@ -32,7 +33,7 @@ func TestSlurm2605Cluster(t *testing.T) {
 	sc := &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "s26"},
 		Spec: sunkv1.SlurmClusterSpec{
-			Image:           slurmImage2605,
+			SlurmVersion:    sunkv1.SlurmVersion2605, // no image: the operator's 26.05 image
 			ImagePullPolicy: corev1.PullNever,
 			Accounting:      sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
 			Partitions:      []sunkv1.PartitionSpec{{Name: "main", Default: true}},
@@ -48,7 +49,7 @@ func TestSlurm2605Cluster(t *testing.T) {
 
 	if err := e.c.Create(ctx, &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "compute"},
-		Spec:       sunkv1.NodeSetSpec{ClusterRef: "s26", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1)), Image: slurmImage2605},
+		Spec:       sunkv1.NodeSetSpec{ClusterRef: "s26", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1))},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -78,11 +79,16 @@ func TestSlurm2605Cluster(t *testing.T) {
 		}
 		return nil
 	})
-	// The syncer reads the nodes through slurmrestd (v0.0.45 on 26.05).
-	poll(t, time.Minute, "NodesSynced", func() error {
-		c := meta.FindStatusCondition(e.cluster(t, "s26").Status.Conditions, sunkv1.ConditionNodesSynced)
-		if c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("NodesSynced = %+v", c)
+	// The syncer reads the nodes through slurmrestd (v0.0.45 on 26.05); the status names the
+	// release, and 26.05 lacks nothing.
+	poll(t, time.Minute, "NodesSynced, SlurmVersion 26.05", func() error {
+		conds := e.cluster(t, "s26").Status.Conditions
+		c := meta.FindStatusCondition(conds, sunkv1.ConditionNodesSynced)
+		v := meta.FindStatusCondition(conds, sunkv1.ConditionSlurmVersion)
+		f := meta.FindStatusCondition(conds, sunkv1.ConditionFeaturesAvailable)
+		if c == nil || c.Status != metav1.ConditionTrue || v == nil || v.Message != "26.05" || v.Status != metav1.ConditionTrue ||
+			f == nil || f.Status != metav1.ConditionTrue {
+			return fmt.Errorf("NodesSynced = %+v, SlurmVersion = %+v, FeaturesAvailable = %+v", c, v, f)
 		}
 		return nil
 	})

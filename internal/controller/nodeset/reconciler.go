@@ -179,6 +179,11 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		}
 		sc = resolved
 	}
+	// 1b. An upgrade moves compute pods only once slurmctld runs the new release.
+	sc, held, err := r.computeRelease(ctx, ns, sc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	w.sc, w.names = sc, render.NamesFor(sc, r.ClusterDomain)
 	w.gpuWait = gpuConfigWait(ns, sc)
 	w.hash = render.ComputeTemplateHash(ns, sc, w.names)
@@ -240,7 +245,14 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 
 	// 7. Status: counts from both worlds, and what the NodeSet waits for.
 	r.count(w, st)
-	return r.conclude(w, st, o), nil
+	res := r.conclude(w, st, o)
+	if held {
+		// slurmctld's rollout is no event of this controller's: look again.
+		if res.RequeueAfter == 0 || r.poll() < res.RequeueAfter {
+			res.RequeueAfter = r.poll()
+		}
+	}
+	return res, nil
 }
 
 func (r *Reconciler) poll() time.Duration {

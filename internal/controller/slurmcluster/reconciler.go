@@ -75,6 +75,9 @@ type Reconciler struct {
 	TopologySettle, TopologyMaxDelay time.Duration
 	pendingTopologies                sync.Map // types.UID -> *pendingTopology
 
+	// upgradeStep is, per cluster, the upgrade step last reported by an event (version.go).
+	upgradeStep sync.Map // types.UID -> string
+
 	// unsafeReported is the spec.controller.unsafeConfKeys use last reported per cluster.
 	unsafeReported sync.Map // types.UID -> string
 }
@@ -165,7 +168,8 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		return ctrl.Result{}, nil
 	}
 	sc = resolved
-	if err := r.observeVersion(ctx, sc, st); err != nil {
+	plan, err := r.observeVersion(ctx, sc, n, st)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -191,7 +195,8 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		return ctrl.Result{}, err
 	}
 	in.Topology = topology
-	in.TopologyYAML = slurmversion.FeaturesOf(sc.Spec.Version()).TopologyYAML
+	// While an upgrade goes on, for the oldest release still running.
+	in.TopologyYAML = slurmversion.FeaturesOf(plan.ConfVersion).TopologyYAML
 	if in.GPUs, in.GPUTypes, err = r.clusterGPUs(ctx, sc); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -209,7 +214,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	}
 
 	// 4. Workloads.
-	if err := r.applyWorkloads(ctx, sc, n, cfg, jwtKeys); err != nil {
+	if err := r.applyWorkloads(ctx, sc, n, cfg, jwtKeys, plan); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -231,6 +236,10 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 			}
 		}
 	}
+	// An upgrade's next step shows in workloads and pods that this controller may not watch.
+	if plan.Upgrading && (result.RequeueAfter == 0 || pollWhileConverging < result.RequeueAfter) {
+		result.RequeueAfter = pollWhileConverging
+	}
 	// A topology change that waits for the nodes to settle comes back by itself.
 	if topologyWait > 0 && (result.RequeueAfter == 0 || topologyWait < result.RequeueAfter) {
 		result.RequeueAfter = topologyWait
@@ -238,7 +247,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	return result, err
 }
 
-func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, jwtKeys *slurmconn.Keys) error {
+func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, jwtKeys *slurmconn.Keys, plan upgradePlan) error {
 	objs := []client.Object{
 		render.ControllerService(n), render.ControllerStatefulSet(sc, n, cfg),
 		render.RestAPIService(n), render.RestAPIDeployment(sc, n, cfg),
@@ -292,6 +301,10 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 		}
 	}
 	for _, o := range objs {
+		// An upgrade moves the tiers one at a time (upgrade.go).
+		if err := r.holdIfWaiting(ctx, n, o, plan); err != nil {
+			return err
+		}
 		if err := r.apply(ctx, sc, o); err != nil {
 			return err
 		}
