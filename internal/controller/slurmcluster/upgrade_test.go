@@ -3,6 +3,11 @@ package slurmcluster
 import (
 	"reflect"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 func TestPlanUpgrade(t *testing.T) {
@@ -48,5 +53,31 @@ func TestPlanUpgrade(t *testing.T) {
 			t.Errorf("%s:\n got move %v conf %s upgrading %v waiting %q\nwant move %v conf %s upgrading %v waiting %q", tc.name,
 				p.Move, p.ConfVersion, p.Upgrading, p.Waiting, tc.move, tc.conf, tc.upgrading, tc.waiting)
 		}
+	}
+}
+
+func TestHoldTemplate(t *testing.T) {
+	existing := &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmctld", Image: "old:24.11"}, {Name: "sssd", Image: "old:24.11"}}},
+	}
+	rendered := &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b", wellknown.LabelSlurmVersion: "26.05"}, Annotations: map[string]string{"h": "new"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmctld", Image: "new:26.05", Args: []string{"-x"}}, {Name: "added", Image: "new:26.05"}}},
+	}
+	holdTemplate(rendered, existing)
+	if rendered.Spec.Containers[0].Image != "old:24.11" || rendered.Spec.Containers[0].Args[0] != "-x" {
+		t.Errorf("slurmctld: %+v, want the old image and the new rendering otherwise", rendered.Spec.Containers[0])
+	}
+	if rendered.Spec.Containers[1].Image != "new:26.05" {
+		t.Errorf("a container the old template lacks keeps the rendered image: %q", rendered.Spec.Containers[1].Image)
+	}
+	if _, ok := rendered.Labels[wellknown.LabelSlurmVersion]; ok || rendered.Annotations["h"] != "new" {
+		t.Errorf("labels %v annotations %v: want no release label (the old template had none) and the new annotations", rendered.Labels, rendered.Annotations)
+	}
+	existing.Labels[wellknown.LabelSlurmVersion] = "24.11"
+	holdTemplate(rendered, existing)
+	if rendered.Labels[wellknown.LabelSlurmVersion] != "24.11" {
+		t.Errorf("release label %q, want the old template's 24.11", rendered.Labels[wellknown.LabelSlurmVersion])
 	}
 }
