@@ -291,6 +291,7 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 	sc := &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "e2e"},
 		Spec: sunkv1.SlurmClusterSpec{
+			SlurmVersion:    sunkv1.SlurmVersion2411,
 			Image:           slurmImage,
 			ImagePullPolicy: corev1.PullNever,
 			Accounting:      sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
