@@ -118,7 +118,7 @@ func TestUpgrade2411To2605(t *testing.T) {
 	if !(moved[wellknown.ComponentAccounting] <= moved[wellknown.ComponentController] && moved[wellknown.ComponentController] <= moved[wellknown.ComponentCompute]) {
 		t.Errorf("out of order: slurmdbd %s, slurmctld %s, compute %s", moved[wellknown.ComponentAccounting], moved[wellknown.ComponentController], moved[wellknown.ComponentCompute])
 	}
-	if v, err := login("sinfo --version"); err != nil || !strings.HasPrefix(strings.TrimSpace(v), "slurm 26.05") {
+	if v, err := login("sinfo --version"); err != nil || !sinfoSays2605(v) {
 		t.Errorf("sinfo --version in the login pod: %v %q", err, v)
 	}
 	if out, err := login("scontrol show node compute-0"); err != nil || !strings.Contains(out, "Version=26.05") {
