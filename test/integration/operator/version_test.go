@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
@@ -28,6 +29,8 @@ func TestSlurmVersionDefaultsImagesAndAdmission(t *testing.T) {
 
 	sc := newCluster(h.ns, "v1")
 	sc.Spec.SlurmVersion, sc.Spec.Image, sc.Spec.Prolog = "", "", nil
+	tree := &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{LabelKeys: []string{"example.com/spine", "example.com/leaf"}}}
+	sc.Spec.Topology = tree
 	if err := h.c.Create(ctx, sc); err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +62,21 @@ func TestSlurmVersionDefaultsImagesAndAdmission(t *testing.T) {
 		return nil
 	})
 
+	// The topology of a 26.05 cluster is topology.yaml; 24.11's is topology.conf (below).
+	eventually(t, "topology.yaml in the 26.05 cluster's configuration", func() error {
+		var cm corev1.ConfigMap
+		if err := h.get(t, "v1-config", &cm); err != nil {
+			return err
+		}
+		if _, ok := cm.Data["topology.yaml"]; !ok || cm.Data["topology.conf"] != "" || strings.Contains(cm.Data["slurm.conf"], "TopologyPlugin=") {
+			return fmt.Errorf("files %v", keys(cm.Data))
+		}
+		return nil
+	})
+
 	// 24.11: its image, and a condition naming what it lacks.
 	old := newCluster(h.ns, "v0")
-	old.Spec.Image, old.Spec.Prolog = "", nil
+	old.Spec.Image, old.Spec.Prolog, old.Spec.Topology = "", nil, tree
 	if err := h.c.Create(ctx, old); err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +85,13 @@ func TestSlurmVersionDefaultsImagesAndAdmission(t *testing.T) {
 		f := condition(c, sunkv1.ConditionFeaturesAvailable)
 		if f.Status != metav1.ConditionFalse || f.Reason != slurmcluster.ReasonOlderSlurm || !strings.Contains(f.Message, "topology.yaml") {
 			return fmt.Errorf("FeaturesAvailable %+v", f)
+		}
+		var cm corev1.ConfigMap
+		if err := h.get(t, "v0-config", &cm); err != nil {
+			return err
+		}
+		if _, ok := cm.Data["topology.yaml"]; ok || cm.Data["topology.conf"] == "" {
+			return fmt.Errorf("24.11 files %v", keys(cm.Data))
 		}
 		if err := h.get(t, "v0-controller", &ctld); err != nil {
 			return err
