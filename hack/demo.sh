@@ -107,6 +107,8 @@ phase "starting Kubernetes (env-kube.sh)" hack/env-kube.sh up cluster
 phase "installing charts sunk and slurm" install_charts
 phase "waiting for Slurm" wait_ready
 phase "running a first job" run_job
+echo "--- Slurm release (sinfo --version in the login pod; the slurm chart's slurmVersion):"
+login sinfo --version
 echo "--- Slurm nodes (sinfo):"
 login sinfo -N
 echo "--- pods:"

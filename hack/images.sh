@@ -3,6 +3,7 @@
 #   registry.k8s.io/pause:3.10        the pod sandbox (images/pause, a Go PID 1)
 #   docker.io/library/busybox:local   Debian's busybox-static, for small test pods
 #   sunk.dev/slurm:24.11-local        the Slurm root filesystem of images/slurm/packages.txt + images/slurm/rootfs
+#   sunk.dev/slurm:26.05-local        the same from Debian sid (Slurm 26.05); `slurm` packs both
 #   sunk.dev/coredns:local            the cluster DNS (hack/tools/coredns, hack/manifests/coredns.yaml)
 #   sunk.dev/slapd:local              Debian trixie's slapd (OpenLDAP) for the LDAP e2e test
 #                                     (images/slapd: its entrypoint seeds a fresh directory)
@@ -49,17 +50,24 @@ coredns() {
 tree_inputs() {
   (cd "$1" && find . -printf '%y %m %p\n' | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat)
 }
-slurm_inputs() {
-  cat "$SUNK_CACHE/stamps/rootfs-slurm" "$mk"
+# One image per Slurm release, each from its own root filesystem (hack/lib.sh: rootfs/slurm for
+# 24.11 from trixie, rootfs/slurm-26.05 from sid) under a stamp and tarball of its own, so that
+# repacking one never touches the other.
+#   24.11: sunk.dev/slurm:24.11-local, slurm.tar        26.05: sunk.dev/slurm:26.05-local, slurm-26.05.tar
+slurm_inputs() { # SUFFIX
+  cat "$SUNK_CACHE/stamps/rootfs-slurm$1" "$mk"
   tree_inputs "$SUNK_ROOT/images/slurm/rootfs"
 }
-slurm() {
-  stamp_ok image-slurm <(slurm_inputs) && [ -f "$SUNK_IMAGES/slurm.tar" ] && return 0
-  log "packing the Slurm root filesystem and images/slurm/rootfs into sunk.dev/slurm:24.11-local"
-  "$mk" "$SUNK_CACHE/rootfs/slurm:$SUNK_ROOT/images/slurm/rootfs" sunk.dev/slurm:24.11-local "$SUNK_IMAGES/slurm.tar" \
+slurm_image() { # VERSION SUFFIX
+  local v=$1 sfx=$2 tar=$SUNK_IMAGES/slurm$2.tar
+  stamp_ok "image-slurm$sfx" <(slurm_inputs "$sfx") && [ -f "$tar" ] && return 0
+  [ -f "$SUNK_CACHE/stamps/rootfs-slurm$sfx" ] || die "no Slurm $v root filesystem: run SUNK_SLURM_VERSION=$v hack/provision.sh rootfs"
+  log "packing the Slurm $v root filesystem and images/slurm/rootfs into sunk.dev/slurm:$v-local"
+  "$mk" "$SUNK_CACHE/rootfs/slurm$sfx:$SUNK_ROOT/images/slurm/rootfs" "sunk.dev/slurm:$v-local" "$tar" \
     '["/usr/local/sbin/sunk-entrypoint"]'
-  stamp_set image-slurm <(slurm_inputs)
+  stamp_set "image-slurm$sfx" <(slurm_inputs "$sfx")
 }
+slurm() { slurm_image 24.11 ""; slurm_image 26.05 -26.05; }
 
 # slapd: trixie's slapd and ldap-utils (essential variant: no apt), cached in rootfs/slapd under
 # a stamp of its own, with images/slapd/rootfs (the entrypoint) as a second layer. Cold: about a

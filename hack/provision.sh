@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # provision.sh [host|tools|rootfs|containers|images|all]...: install everything the tests and the demo need.
+# `rootfs` builds the root filesystem of SUNK_SLURM_VERSION; `images` (and `all`) first builds
+# both releases' root filesystems, because there is a Slurm image of each.
 # Idempotent and cached in SUNK_CACHE: a step whose inputs did not change does nothing.
 source "$(dirname "$0")/lib.sh"
 
@@ -120,14 +122,23 @@ containers() {
   stamp_set "$stamp" "${inputs[@]}"
 }
 
+# rootfs_all: the root filesystems of both releases, each in its own run (hack/lib.sh picks the
+# paths by SUNK_SLURM_VERSION when it is sourced); a cached one costs a stamp check.
+rootfs_all() {
+  local v
+  for v in 24.11 26.05; do SUNK_SLURM_VERSION=$v "$SUNK_ROOT/hack/provision.sh" rootfs; done
+}
+
+# images packs an image per Slurm release (hack/images.sh), so it needs both root filesystems.
 images() {
+  rootfs_all
   "$SUNK_ROOT/hack/images.sh"
 }
 
 [ $# -gt 0 ] || set -- all
 for step in "$@"; do
   case $step in
-    all) host; tools; rootfs; containers; images ;;
+    all) host; tools; images; containers ;;
     host|tools|rootfs|containers|images) $step ;;
     *) die "unknown step $step (host|tools|rootfs|containers|images|all)" ;;
   esac

@@ -22,9 +22,23 @@ type Image string
 // SlurmClusterSpec describes one Slurm cluster's control plane: slurmctld, slurmrestd,
 // accounting, login pods and the configuration every Slurm daemon shares.
 // +kubebuilder:validation:XValidation:rule="!has(self.partitions) || self.partitions.filter(p, has(p.default) && p.default).size() <= 1",message="spec.partitions: at most one partition may be the default"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.slurmVersion) || (has(self.slurmVersion) && self.slurmVersion >= oldSelf.slurmVersion)",message="spec.slurmVersion: Slurm cannot be downgraded (a newer slurmctld and slurmdbd have already converted their state)",fieldPath=".slurmVersion"
 type SlurmClusterSpec struct {
-	// Image is the Slurm image every component runs unless it names its own.
-	Image Image `json:"image"`
+	// SlurmVersion is the Slurm release the cluster runs: "24.11" or "26.05". It picks the
+	// default image (the operator's image of that release, unless spec.image is set) and what
+	// the configuration may use (topology.yaml needs 25.05 or later). Unset means 24.11, the
+	// only release before the field existed; admission sets 26.05 on clusters created
+	// without it. Raising it upgrades a running cluster in Slurm's order (docs/slurmcluster.md,
+	// "Slurm versions"); lowering it is refused.
+	// +kubebuilder:validation:Enum="24.11";"26.05"
+	// +optional
+	SlurmVersion string `json:"slurmVersion,omitempty"`
+
+	// Image is the Slurm image every component runs unless it names its own. Empty: the
+	// operator's image of spec.slurmVersion (its --slurm-images, the sunk chart's
+	// operator.slurmImages). An image set here must hold that release of Slurm.
+	// +optional
+	Image Image `json:"image,omitempty"`
 
 	// ImagePullPolicy of every Slurm container.
 	// +kubebuilder:default=IfNotPresent
@@ -326,6 +340,14 @@ const (
 	// condition rather than a status field: the schema of conditions does not change, so no
 	// API server prunes it.
 	ConditionGPUDevicesIncluded = "GPUDevicesIncluded"
+	// ConditionSlurmVersion's message is the Slurm release the daemons run ("26.05"); True
+	// when every daemon runs spec.slurmVersion. A condition rather than a status field, so
+	// that an older CRD installed over this one (which prunes unknown status fields) does not
+	// lose it. Not part of Ready.
+	ConditionSlurmVersion = "SlurmVersion"
+	// ConditionFeaturesAvailable is False (reason OlderSlurm) when the cluster's Slurm lacks
+	// features sunk offers on newer releases; its message names them. Not part of Ready.
+	ConditionFeaturesAvailable = "FeaturesAvailable"
 )
 
 // Condition reasons that mean the same on a SlurmCluster and a NodeSet; each controller's other
@@ -342,6 +364,7 @@ const (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=slurm;sc,categories=sunk
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.status.clusterName`
+// +kubebuilder:printcolumn:name="Slurm",type=string,JSONPath=`.status.conditions[?(@.type=="SlurmVersion")].message`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Controller",type=string,JSONPath=`.status.endpoints.controller`,priority=1

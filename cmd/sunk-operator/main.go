@@ -17,6 +17,7 @@ import (
 	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/slurmconn"
+	"sunk.dev/sunk/internal/slurmversion"
 	sunkwebhook "sunk.dev/sunk/internal/webhook"
 	"sunk.dev/sunk/pkg/slurm"
 )
@@ -24,18 +25,21 @@ import (
 func main() {
 	// First: this binary is also the admission's Lua sandbox, re-executed (internal/webhook).
 	sunkwebhook.ServeLuaSandbox()
-	var metricsAddr, probeAddr, clusterDomain, certDir, allowedUnsafe, watchNamespaces string
+	var metricsAddr, probeAddr, clusterDomain, certDir, allowedUnsafe, watchNamespaces, slurmImages string
 	var leaderElect, webhooks, slurmConfigCheck bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain, used in slurm.conf host names")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that several replicas can run")
-	flag.BoolVar(&webhooks, "enable-webhooks", true, "serve the validating admission webhook")
+	flag.BoolVar(&webhooks, "enable-webhooks", true, "serve the admission webhooks (validating; defaulting spec.slurmVersion)")
 	flag.StringVar(&certDir, "webhook-cert-dir", "", "directory with tls.crt and tls.key for the webhook server")
 	flag.StringVar(&allowedUnsafe, "allowed-unsafe-conf-keys", "", "comma-separated slurm.conf keys sunk keeps (AuthType, SlurmctldPort...) that SlurmClusters may take over with spec.controller.unsafeConfKeys; * allows all; empty: none")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose SlurmClusters and NodeSets this operator manages; empty: all")
 	flag.BoolVar(&slurmConfigCheck, "slurm-config-check", false, "have Slurm's own parser check each new configuration in a pod of the cluster's image before applying it")
+	flag.StringVar(&slurmImages, "slurm-images", slurmversion.DefaultImagesFlag, "the Slurm image of each release, RELEASE=IMAGE[,...]: what SlurmClusters and NodeSets without an image of their own run")
 	log := cmdutil.ParseFlags()
+	images, err := slurmversion.ParseImages(slurmImages)
+	cmdutil.Must(err)
 	admission := sunkwebhook.Options{}
 	for _, k := range strings.Split(allowedUnsafe, ",") {
 		if k = strings.TrimSpace(k); k != "" {
@@ -73,10 +77,10 @@ func main() {
 	pool := slurmconn.New(slurmconn.Options{Reader: reader, Metrics: restMetrics})
 	cmdutil.Must((&slurmcluster.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Logs: execer, Slurm: pool,
-		Admission: admission, SlurmConfigCheck: slurmConfigCheck, Namespaces: namespaces,
+		Admission: admission, SlurmConfigCheck: slurmConfigCheck, Namespaces: namespaces, Images: images,
 	}).SetupWithManager(mgr))
 	cmdutil.Must((&nodeset.Reconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Slurm: pool,
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Slurm: pool, Images: images,
 	}).SetupWithManager(mgr))
 	if webhooks {
 		cmdutil.Must(sunkwebhook.SetupSlurmClusterWebhook(mgr, admission))

@@ -25,6 +25,9 @@ func labels(n Names, component string) map[string]string {
 	l["app.kubernetes.io/instance"] = n.Cluster
 	l["app.kubernetes.io/component"] = component
 	l["app.kubernetes.io/managed-by"] = "sunk-operator"
+	if n.SlurmVersion != "" {
+		l[wellknown.LabelSlurmVersion] = n.SlurmVersion
+	}
 	return l
 }
 

@@ -73,6 +73,10 @@ type Names struct {
 	// ConfigCheck is the ConfigMap of the candidate configuration Slurm checks, and the prefix
 	// of the check pods (ConfigCheckName).
 	ConfigCheck string
+	// SlurmVersion is spec.slurmVersion, the pods' LabelSlurmVersion: empty for a cluster
+	// stored without the field, whose pods then carry no such label (a new label in their
+	// templates would roll every pod of every such cluster at an operator upgrade).
+	SlurmVersion string
 }
 
 // NamesFor derives the object names of a SlurmCluster.
@@ -88,7 +92,7 @@ func NamesFor(sc *sunkv1.SlurmCluster, clusterDomain string) Names {
 		Config: n + "-config", Scripts: n + "-scripts", LoginServices: n + "-login-services",
 		Controller: n + "-controller", RestAPI: n + "-restapi", Accounting: n + "-accounting",
 		Database: n + "-database", Login: n + "-login", LoginHosts: n + "-login-hosts",
-		ConfigCheck: n + "-config-check",
+		ConfigCheck: n + "-config-check", SlurmVersion: sc.Spec.SlurmVersion,
 	}
 }
 

@@ -37,7 +37,7 @@ func SetupSlurmClusterWebhook(mgr ctrl.Manager, opts Options) error {
 		}
 		auditUnsafe(ctx, sc)
 		return warnings, nil
-	})).Complete()
+	})).WithDefaulter(versionDefaulter{}).Complete()
 }
 
 // validator is an admission.Validator that checks created and updated objects with one
@@ -132,6 +132,7 @@ func (o Options) ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (
 	errs, warnings = append(errs, e...), append(warnings, w...)
 	e, w = validateTopology(spec, path.Child("topology"))
 	errs, warnings = append(errs, e...), append(warnings, w...)
+	errs = append(errs, validateSlurmVersion(spec, path)...)
 	if v := spec.RestAPI.Version; v != "" && !slices.Contains(slurm.Versions(), v) {
 		errs = append(errs, field.NotSupported(path.Child("restApi", "version"), v, slurm.Versions()))
 	}

@@ -14,6 +14,10 @@ const (
 	LabelCluster = "sunk.dev/cluster"
 	// LabelComponent is the role of a pod: one of the Component* values.
 	LabelComponent = "sunk.dev/component"
+	// LabelSlurmVersion is the Slurm release a pod runs (spec.slurmVersion when the pod was
+	// made); a pod without it runs 24.11. The operator reads the cluster's running releases
+	// from it (the SlurmVersion condition).
+	LabelSlurmVersion = "sunk.dev/slurm-version"
 )
 
 // Values of LabelComponent.

@@ -50,7 +50,7 @@ func TestControllerFailover(t *testing.T) {
 	const name = "fo"
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: sunkv1.SlurmClusterSpec{Image: slurmImage, ImagePullPolicy: corev1.PullNever,
+		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2411, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
 			Controller: sunkv1.ControllerSpec{Backup: true}},
 	})
 	n := render.NamesFor(e.cluster(t, name), "")

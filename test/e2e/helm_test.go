@@ -91,6 +91,11 @@ func TestHelmJourney(t *testing.T) {
 
 	// Install the Slurm cluster. The webhook Service may take a moment to reach the operator.
 	login := h.installSlurm(t, "journey", slurmValuesYAML("INFINITE"), "compute-0")
+	// The chart's default release (slurmVersion 26.05, the operator's image of it), as `make demo`
+	// shows it.
+	if v := strings.TrimSpace(h.mustSh(t, login, "sinfo --version")); !sinfoSays2605(v) {
+		t.Errorf("sinfo --version in the login pod: %q, want the chart's default 26.05", v)
+	}
 
 	// A job writes to the shared volume; a plain pod mounting the same claim reads it.
 	id := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable -o /shared/journey-%j.out --wrap 'echo written by job $SLURM_JOB_ID on $(hostname) > /shared/journey.txt'"))

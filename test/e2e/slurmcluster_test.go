@@ -36,6 +36,7 @@ import (
 	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/kube"
+	"sunk.dev/sunk/internal/slurmversion"
 	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
@@ -43,6 +44,10 @@ import (
 )
 
 const slurmImage = "sunk.dev/slurm:24.11-local"
+
+// localImages are the test bed's Slurm images per release (hack/images.sh), the operator's
+// --slurm-images here.
+var localImages = slurmversion.Images{sunkv1.SlurmVersion2411: slurmImage, sunkv1.SlurmVersion2605: slurmImage2605}
 
 // operatorEnv is the local cluster with sunk's CRDs installed and the operator's
 // reconcilers running in this test process (the chart that deploys them in-cluster is
@@ -86,10 +91,10 @@ func startOperator(t *testing.T) *operatorEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&slurmcluster.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Exec: execer, Logs: execer, Namespaces: namespaces}).SetupWithManager(mgr); err != nil {
+	if err := (&slurmcluster.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Exec: execer, Logs: execer, Namespaces: namespaces, Images: localImages}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&nodeset.Reconciler{Client: mgr.GetClient(), Scheme: scheme, PollInterval: 2 * time.Second}).SetupWithManager(mgr); err != nil {
+	if err := (&nodeset.Reconciler{Client: mgr.GetClient(), Scheme: scheme, PollInterval: 2 * time.Second, Images: localImages}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -293,6 +298,7 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 	sc := &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "e2e"},
 		Spec: sunkv1.SlurmClusterSpec{
+			SlurmVersion:    sunkv1.SlurmVersion2411,
 			Image:           slurmImage,
 			ImagePullPolicy: corev1.PullNever,
 			Accounting:      sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},

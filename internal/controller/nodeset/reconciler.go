@@ -31,6 +31,7 @@ import (
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
+	"sunk.dev/sunk/internal/slurmversion"
 	"sunk.dev/sunk/internal/webhook"
 	"sunk.dev/sunk/pkg/slurm"
 )
@@ -45,6 +46,10 @@ type Reconciler struct {
 	// Slurm holds the process's REST client per cluster, shared with the SlurmCluster
 	// controller; a Pool of its own when nil.
 	Slurm *slurmconn.Pool
+	// Images are the operator's Slurm image per release (--slurm-images): a compute pod runs
+	// the NodeSet's image, else the cluster's spec.image, else this image of the cluster's
+	// release.
+	Images slurmversion.Images
 	// PollInterval is how soon Slurm is read again while the NodeSet waits on it (a job to
 	// end, a drain to be lifted); 5s when zero. Slurm has no watch to wake the controller.
 	PollInterval time.Duration
@@ -56,6 +61,7 @@ type Reconciler struct {
 // Reasons of conditions and events.
 const (
 	ReasonClusterNotFound   = "ClusterNotFound"
+	ReasonNoImage           = "NoImage"
 	ReasonInvalidSpec       = sunkv1.ReasonInvalidSpec
 	ReasonSlurmUnreachable  = "SlurmUnreachable"
 	ReasonReachable         = "Reachable"
@@ -165,6 +171,19 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		st.set(sunkv1.ConditionReady, false, ReasonClusterNotFound, fmt.Sprintf("SlurmCluster %s is being deleted", ns.Spec.ClusterRef))
 		return ctrl.Result{}, nil
 	}
+	if ns.Spec.Image == "" {
+		resolved, err := r.Images.Resolve(sc)
+		if err != nil {
+			st.set(sunkv1.ConditionReady, false, ReasonNoImage, err.Error())
+			return ctrl.Result{}, nil
+		}
+		sc = resolved
+	}
+	// 1b. An upgrade moves compute pods only once slurmctld runs the new release.
+	sc, held, err := r.computeRelease(ctx, ns, sc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	w.sc, w.names = sc, render.NamesFor(sc, r.ClusterDomain)
 	w.gpuWait = gpuConfigWait(ns, sc)
 	w.hash = render.ComputeTemplateHash(ns, sc, w.names)
@@ -226,7 +245,14 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 
 	// 7. Status: counts from both worlds, and what the NodeSet waits for.
 	r.count(w, st)
-	return r.conclude(w, st, o), nil
+	res := r.conclude(w, st, o)
+	if held {
+		// slurmctld's rollout is no event of this controller's: look again.
+		if res.RequeueAfter == 0 || r.poll() < res.RequeueAfter {
+			res.RequeueAfter = r.poll()
+		}
+	}
+	return res, nil
 }
 
 func (r *Reconciler) poll() time.Duration {

@@ -24,6 +24,7 @@ import (
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
+	"sunk.dev/sunk/internal/slurmversion"
 	"sunk.dev/sunk/internal/webhook"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -53,6 +54,9 @@ type Reconciler struct {
 	// SlurmConfigCheck has Slurm's own parser check each new configuration in a pod of the
 	// cluster's image before it is applied (configcheck.go).
 	SlurmConfigCheck bool
+	// Images are the operator's Slurm image per release (--slurm-images), for clusters
+	// without spec.image.
+	Images slurmversion.Images
 	// Namespaces are the namespaces this operator manages (nil: all), as its manager's cache
 	// has them: the metadata cache of script ConfigMaps (watches.go) must not see more.
 	Namespaces map[string]cache.Config
@@ -70,6 +74,9 @@ type Reconciler struct {
 	// means DefaultTopologySettle and DefaultTopologyMaxDelay.
 	TopologySettle, TopologyMaxDelay time.Duration
 	pendingTopologies                sync.Map // types.UID -> *pendingTopology
+
+	// upgradeStep is, per cluster, the upgrade step last reported by an event (version.go).
+	upgradeStep sync.Map // types.UID -> string
 
 	// unsafeReported is the spec.controller.unsafeConfKeys use last reported per cluster.
 	unsafeReported sync.Map // types.UID -> string
@@ -94,6 +101,7 @@ const (
 	ReasonNotReady           = "NotReady"
 	ReasonDisabled           = "Disabled"
 	ReasonComponentsNotReady = "ComponentsNotReady"
+	ReasonNoImage            = "NoImage"
 )
 
 // pollWhileConverging is how soon to look again while waiting for something outside the
@@ -152,6 +160,18 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	if !r.validSpec(sc, st) {
 		return ctrl.Result{}, nil
 	}
+	// 1b. The Slurm release: its image unless the spec names one, what it lacks, what runs.
+	resolved, err := r.Images.Resolve(sc)
+	if err != nil {
+		r.event(sc, corev1.EventTypeWarning, ReasonNoImage, err.Error())
+		st.set(sunkv1.ConditionConfigApplied, false, ReasonNoImage, err.Error())
+		return ctrl.Result{}, nil
+	}
+	sc = resolved
+	plan, err := r.observeVersion(ctx, sc, n, st)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 
 	// 2. Keys: generated when absent, never replaced.
 	jwtKeys, err := r.ensureKeys(ctx, sc, n, st)
@@ -175,6 +195,8 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		return ctrl.Result{}, err
 	}
 	in.Topology = topology
+	// While an upgrade goes on, for the oldest release still running.
+	in.TopologyYAML = slurmversion.FeaturesOf(plan.ConfVersion).TopologyYAML
 	if in.GPUs, in.GPUTypes, err = r.clusterGPUs(ctx, sc); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -192,7 +214,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	}
 
 	// 4. Workloads.
-	if err := r.applyWorkloads(ctx, sc, n, cfg, jwtKeys); err != nil {
+	if err := r.applyWorkloads(ctx, sc, n, cfg, jwtKeys, plan); err != nil {
 		return ctrl.Result{}, err
 	}
 
@@ -218,6 +240,10 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 			}
 		}
 	}
+	// An upgrade's next step shows in workloads and pods that this controller may not watch.
+	if plan.Upgrading && (result.RequeueAfter == 0 || pollWhileConverging < result.RequeueAfter) {
+		result.RequeueAfter = pollWhileConverging
+	}
 	// A topology change that waits for the nodes to settle, and a failover, come back by
 	// themselves.
 	for _, wait := range []time.Duration{topologyWait, failoverWait} {
@@ -228,7 +254,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	return result, err
 }
 
-func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, jwtKeys *slurmconn.Keys) error {
+func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, jwtKeys *slurmconn.Keys, plan upgradePlan) error {
 	objs := []client.Object{
 		render.ControllerService(n), render.ControllerStatefulSet(sc, n, cfg),
 		render.RestAPIService(n), render.RestAPIDeployment(sc, n, cfg),
@@ -282,6 +308,10 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 		}
 	}
 	for _, o := range objs {
+		// An upgrade moves the tiers one at a time (upgrade.go).
+		if err := r.holdIfWaiting(ctx, n, o, plan); err != nil {
+			return err
+		}
 		if err := r.apply(ctx, sc, o); err != nil {
 			return err
 		}

@@ -200,14 +200,17 @@ func condition(sc *sunkv1.SlurmCluster, typ string) metav1.Condition {
 	return metav1.Condition{}
 }
 
+// newCluster is a 24.11 cluster (its image's release; admission would make a cluster without
+// slurmVersion a 26.05 one).
 func newCluster(ns, name string) *sunkv1.SlurmCluster {
 	return &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: sunkv1.SlurmClusterSpec{
-			Image:      "sunk.dev/slurm:24.11-local",
-			Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
-			Partitions: []sunkv1.PartitionSpec{{Name: "batch"}},
-			Prolog:     []sunkv1.Script{{Name: "marker", ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "site-scripts"}, Key: "marker.sh"}}},
+			SlurmVersion: sunkv1.SlurmVersion2411,
+			Image:        "sunk.dev/slurm:24.11-local",
+			Accounting:   sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
+			Partitions:   []sunkv1.PartitionSpec{{Name: "batch"}},
+			Prolog:       []sunkv1.Script{{Name: "marker", ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "site-scripts"}, Key: "marker.sh"}}},
 		},
 	}
 }

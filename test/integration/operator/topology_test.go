@@ -59,7 +59,7 @@ func TestTopologyFromNodeLabels(t *testing.T) {
 	computePod("gpu-3", "k8s-a", false)
 	sc := &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "topo"},
-		Spec: sunkv1.SlurmClusterSpec{Image: "sunk.dev/slurm:24.11-local",
+		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2411, Image: "sunk.dev/slurm:24.11-local",
 			Topology: &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{LabelKeys: []string{spine, leaf}}}},
 	}
 	if err := h.c.Create(ctx, sc); err != nil {
