@@ -16,8 +16,10 @@ const (
 	SlurmdPort     = 6818
 	SlurmdbdPort   = 6819
 	SlurmrestdPort = 6820
-	MariaDBPort    = 3306
-	SSHPort        = 22
+	// NodeWatchPort is sunk-nodewatch's, beside slurmctld (docs/syncer.md).
+	NodeWatchPort = 6830
+	MariaDBPort   = 3306
+	SSHPort       = 22
 )
 
 // SlurmUID and SlurmGID are Debian's fixed ids of the slurm user (the images keep them).
@@ -98,6 +100,11 @@ func NamesFor(sc *sunkv1.SlurmCluster, clusterDomain string) Names {
 
 // ControllerPod is the pod name (and Slurm host name) of controller i (0 primary, 1 backup).
 func (n Names) ControllerPod(i int) string { return fmt.Sprintf("%s-%d", n.Controller, i) }
+
+// NodeWatchURL is the address of the node watcher beside controller i (docs/syncer.md).
+func (n Names) NodeWatchURL(i int) string {
+	return fmt.Sprintf("http://%s:%d", n.ControllerHost(i), NodeWatchPort)
+}
 
 // ControllerHost is the DNS name of controller i through the headless Service.
 func (n Names) ControllerHost(i int) string {

@@ -18,6 +18,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
+	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -58,6 +59,9 @@ type Clusters struct {
 	DrainBudgetPercent int
 	// Workers per cluster (zero: DefaultWorkers).
 	Workers int
+	// NodeWatcher: read Slurm's node state from the node watcher beside the primary slurmctld
+	// (render.Names.NodeWatchURL) instead of polling slurmrestd's node list (docs/syncer.md).
+	NodeWatcher bool
 
 	mgr     ctrl.Manager
 	mu      sync.Mutex
@@ -150,8 +154,16 @@ func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		c.stop(key)
 		log.FromContext(ctx).Info("restarting the syncer: slurmrestd's endpoint or key changed", "cluster", key)
 	}
+	var changes slurm.NodeChangeSource
+	if c.NodeWatcher {
+		wc, err := nodewatch.NewClient(render.NamesFor(sc, c.ClusterDomain).NodeWatchURL(0), 0)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		changes = wc
+	}
 	s := New(Config{
-		Namespace: sc.Namespace, Cluster: sc.Name, Slurm: sl, PollInterval: c.PollInterval,
+		Namespace: sc.Namespace, Cluster: sc.Name, Slurm: sl, NodeChanges: changes, PollInterval: c.PollInterval,
 		NotReadyGrace: c.NotReadyGrace, DrainBudgetPercent: c.DrainBudgetPercent, Workers: c.Workers,
 		Metrics: c.Metrics, Recorder: c.Recorder,
 		OnHealth: func(ctx context.Context, err error) { c.reportHealth(ctx, key, err) },

@@ -55,6 +55,10 @@ type Config struct {
 	Namespace, Cluster string
 	// Slurm reads and changes the cluster's nodes.
 	Slurm slurm.Client
+	// NodeChanges, when set, feeds the Slurm node cache instead of polling slurmrestd: the node
+	// watcher beside slurmctld (pkg/nodewatch), whose answers cost what changed. Writes still
+	// go through Slurm. Nil: the cache polls slurmrestd's node list (the default).
+	NodeChanges slurm.NodeChangeSource
 	// PollInterval of the Slurm node cache (default 500ms: a change in Slurm reaches
 	// Kubernetes within one poll plus one list, under a second at 5,000 nodes; an unchanged
 	// cluster answers each poll with a small 304).
@@ -163,9 +167,13 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 	if cfg.Workers == 0 {
 		cfg.Workers = DefaultWorkers
 	}
+	nodes := slurm.NewNodeInformer(cfg.Slurm, slurm.InformerOptions{Interval: cfg.PollInterval})
+	if cfg.NodeChanges != nil {
+		nodes = slurm.NewNodeChangeInformer(cfg.NodeChanges, slurm.InformerOptions{Interval: cfg.PollInterval})
+	}
 	return &Syncer{
 		cfg: cfg, client: c, cache: kc, live: live,
-		nodes:  slurm.NewNodeInformer(cfg.Slurm, slurm.InformerOptions{Interval: cfg.PollInterval}),
+		nodes:  nodes,
 		jobs:   slurm.NewJobInformer(cfg.Slurm, slurm.InformerOptions{Interval: cfg.JobPollInterval}),
 		onNode: newJobIndex(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),

@@ -69,6 +69,9 @@ type Informer[K comparable, T any] struct {
 	pollMu      sync.Mutex
 	// backlog, when set, says how many changes the last list left for the next.
 	backlog func() int
+	// changes, when set, replaces list: a source that answers with changes only (see
+	// NewNodeChangeInformer).
+	changes func(ctx context.Context) (objs []T, deleted []K, full bool, err error)
 }
 
 // NewNodeInformer watches nodes through c.
@@ -142,6 +145,15 @@ func (i *Informer[K, T]) Run(ctx context.Context) error {
 		if err == nil && res.Backlog > 0 {
 			next = time.After(MinPollInterval)
 		}
+		if err == nil && i.changes != nil {
+			// A change source waits for a change itself: ask again at once after a change,
+			// and after a short pause when it had none (a source that stops waiting must not
+			// make this loop spin).
+			next = closed
+			if res.NotModified {
+				next = time.After(MinPollInterval)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -150,10 +162,16 @@ func (i *Informer[K, T]) Run(ctx context.Context) error {
 	}
 }
 
+// closed is a channel that is always ready.
+var closed = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
+
 // Poll lists once and applies the answer.
 func (i *Informer[K, T]) Poll(ctx context.Context) (PollResult, error) {
 	i.pollMu.Lock()
 	defer i.pollMu.Unlock()
+	if i.changes != nil {
+		return i.pollChanges(ctx)
+	}
 	i.mu.RLock()
 	since, polls, synced := i.since, i.polls, i.synced
 	i.mu.RUnlock()
@@ -178,6 +196,13 @@ func (i *Informer[K, T]) Poll(ctx context.Context) (PollResult, error) {
 		res.NotModified = true
 		return res, nil
 	}
+	i.since = last
+	return i.applyLocked(res, objs, nil, true), nil
+}
+
+// applyLocked stores objs (all of them when full, else the changed ones) and removes deleted
+// (and, when full, whatever objs lacks), then unlocks i.mu and calls the handlers.
+func (i *Informer[K, T]) applyLocked(res PollResult, objs []T, deleted []K, full bool) PollResult {
 	type update struct{ old, obj T }
 	var adds, dels []T
 	var upds []update
@@ -198,15 +223,22 @@ func (i *Informer[K, T]) Poll(ctx context.Context) (PollResult, error) {
 		i.items[k] = *obj
 	}
 	for k, v := range i.items {
-		if _, ok := seen[k]; !ok {
+		if _, ok := seen[k]; !ok && full {
 			dels = append(dels, v)
 			delete(i.items, k)
+		}
+	}
+	for _, k := range deleted {
+		if v, ok := i.items[k]; ok {
+			if _, again := seen[k]; !again {
+				dels = append(dels, v)
+				delete(i.items, k)
+			}
 		}
 	}
 	// HasSynced turns true only after the handlers have seen the first list: a reader that
 	// trusts it (the scheduler's "this pod has no job yet, submit one") must find the jobs in
 	// its handlers' index, or it acts on an empty one.
-	i.since = last
 	first := !i.synced
 	handlers := i.handlers
 	i.mu.Unlock()
@@ -236,7 +268,7 @@ func (i *Informer[K, T]) Poll(ctx context.Context) (PollResult, error) {
 			}
 		}
 	}
-	return res, nil
+	return res
 }
 
 // HasSynced reports whether one full list has been applied.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -108,4 +109,29 @@ func (e *SlurmEnv) Exec(args ...string) (string, error) {
 	all := append(append([]string{}, e.ExecCommand[1:]...), args...)
 	out, err := run(e.ExecCommand[0], all...)
 	return strings.TrimSpace(out), err
+}
+
+// NodeReader builds sunk-slurm-nodes for the test bed's release (hack/nodewatch.sh), puts it in
+// the shared directory and returns the command that runs it on the controller host with the
+// given arguments (pkg/nodewatch.Run runs it).
+func (e *SlurmEnv) NodeReader(t testing.TB, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "nodewatch.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("testenv: hack/nodewatch.sh: %v", err)
+	}
+	bin, err := os.ReadFile(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	name := "sunk-slurm-nodes-" + e.SlurmVersion
+	if err := os.WriteFile(filepath.Join(e.SharedDir, name+".tmp"), bin, 0o755); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	if err := os.Rename(filepath.Join(e.SharedDir, name+".tmp"), filepath.Join(e.SharedDir, name)); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return append(append(slices.Clone(e.ExecCommand), "/shared/"+name), args...)
 }

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sunk.dev/sunk/internal/syncer"
+	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
@@ -38,24 +39,30 @@ import (
 //   - sync-s: the first full sync (mirror on every pod and node);
 //   - k8s->slurm-p50/p99-ms: cordon a node until Slurm shows its node drained;
 //   - slurm->k8s-p50/p99-ms: drain in Slurm until the pod's annotation shows it;
-//   - rest-req/s, rest-B/s: the syncer's slurmrestd traffic over 10 s of steady state;
+//   - req/s, B/s: the syncer's traffic over 10 s of steady state: to slurmrestd, and to the
+//     node watcher on the watcher path (its reader's RPCs to slurmctld are not counted);
+//   - drain100-ms: 100 nodes drained in Slurm by one update, until all 100 pods show it;
 //   - cpu-%, heap-MB: the process (syncer and its caches) over the same 10 s.
 //
 // Run: go test -tags integration -run '^$' -bench Syncer -benchtime 1x -timeout 30m ./test/integration/syncer/
 func BenchmarkSyncer(b *testing.B) {
 	env := testenv.Slurm(b)
 	for _, n := range []int{1000, 5000} {
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			for b.Loop() {
-				benchSync(b, env, n)
-			}
-		})
+		for _, path := range []string{"rest", "watcher"} {
+			b.Run(fmt.Sprintf("nodes=%d/path=%s", n, path), func(b *testing.B) {
+				for b.Loop() {
+					benchSync(b, env, n, path)
+				}
+			})
+		}
 	}
 }
 
 const samples = 40
 
-func benchSync(b *testing.B, env *testenv.SlurmEnv, n int) {
+// benchSync measures one path of Slurm's node state into the syncer: "rest" polls slurmrestd's
+// node list, "watcher" reads the node watcher's changes (writes go through slurmrestd in both).
+func benchSync(b *testing.B, env *testenv.SlurmEnv, n int, path string) {
 	name := func(i int) string { return fmt.Sprintf("sb%05d", i) }
 	spec := fmt.Sprintf("nodename=sb[00000-%05d]", n-1)
 	if out, err := env.Exec("scontrol", "create", spec, "state=future", "cpus=1", "realmemory=100", "features=sunk-bench"); err != nil {
@@ -106,9 +113,19 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cfg2 := syncer.Config{Namespace: ns, Cluster: clusterName, Slurm: counted,
+		Owns: func(*slurm.Node) bool { return false }}
+	if path == "watcher" {
+		w := newNodeWatcher(b, env)
+		wc, err := nodewatch.NewClient(w.url(), 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wc.SetTransport(countingTransport{http.DefaultTransport, &reqs, &bytes, &full})
+		cfg2.NodeChanges = wc
+	}
 	start := time.Now()
-	h.run(b, syncer.Config{Namespace: ns, Cluster: clusterName, Slurm: counted,
-		Owns: func(*slurm.Node) bool { return false }})
+	h.run(b, cfg2)
 	// The first sync: every pod mirrors its FUTURE node.
 	pollEvery(b, 10*time.Minute, 500*time.Millisecond, func() error {
 		l := &corev1.PodList{}
@@ -126,7 +143,8 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int) {
 		}
 		return nil
 	})
-	b.ReportMetric(time.Since(start).Seconds(), "sync-s")
+	firstSync := time.Since(start).Seconds()
+	b.ReportMetric(firstSync, "sync-s")
 
 	// Steady state: nothing changes on either side.
 	runtime.GC()
@@ -136,8 +154,9 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int) {
 	cpu0, t0 := cpuTime(), time.Now()
 	time.Sleep(10 * time.Second) // the measurement window itself, not a synchronisation
 	wall := time.Since(t0).Seconds()
-	b.ReportMetric(float64(reqs.Load())/wall, "rest-req/s")
-	b.ReportMetric(float64(bytes.Load())/wall, "rest-B/s")
+	steadyReqs, steadyBytes := float64(reqs.Load())/wall, float64(bytes.Load())/wall
+	b.ReportMetric(steadyReqs, "rest-req/s")
+	b.ReportMetric(steadyBytes, "rest-B/s")
 	b.ReportMetric(float64(full.Load())/wall, "full-lists/s") // node lists answered other than 304
 	b.ReportMetric(100*(cpuTime()-cpu0).Seconds()/wall, "cpu-%")
 	var ms runtime.MemStats
@@ -193,6 +212,40 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int) {
 	b.ReportMetric(pct(toSlurm, 99), "k8s->slurm-p99-ms")
 	b.ReportMetric(pct(toKube, 50), "slurm->k8s-p50-ms")
 	b.ReportMetric(pct(toKube, 99), "slurm->k8s-p99-ms")
+
+	// 100 nodes drained in Slurm at once (one update), until all 100 pods are annotated.
+	// Odd indices: none of the samples' (all even) is among them.
+	var hundred []string
+	for j := range 100 {
+		hundred = append(hundred, name(j*(n/100)+1))
+	}
+	t100 := time.Now()
+	reason := "bench drain 100"
+	if err := direct.UpdateNode(ctx, strings.Join(hundred, ","), slurm.NodeUpdate{State: slurm.NodeStateDrain, Reason: &reason}); err != nil {
+		b.Fatal(err)
+	}
+	left := slices.Clone(hundred)
+	pollEvery(b, time.Minute, 20*time.Millisecond, func() error {
+		var still []string
+		for _, nm := range left {
+			p := &corev1.Pod{}
+			if err := h.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: nm}, p); err != nil {
+				return err
+			}
+			if !strings.Contains(p.Annotations[wellknown.AnnotationSlurmState], "drain") {
+				still = append(still, nm)
+			}
+		}
+		left = still
+		if len(left) > 0 {
+			return fmt.Errorf("%d of 100 pods not annotated drained", len(left))
+		}
+		return nil
+	})
+	drain100 := time.Since(t100)
+	b.ReportMetric(float64(drain100.Milliseconds()), "drain100-ms")
+	fmt.Printf("bench: path=%s nodes=%d k8s_to_slurm_p99_ms=%.0f slurm_to_k8s_p99_ms=%.0f slurm_to_k8s_p50_ms=%.0f steady_bytes_per_s=%.0f steady_req_per_s=%.1f drain100_all_annotated_ms=%d first_sync_s=%.0f\n",
+		path, n, pct(toSlurm, 99), pct(toKube, 99), pct(toKube, 50), steadyBytes, steadyReqs, drain100.Milliseconds(), firstSync)
 }
 
 // jitter spreads the samples over the poll period: a change made right after the previous

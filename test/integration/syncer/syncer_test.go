@@ -59,6 +59,8 @@ type harness struct {
 	metrics *syncer.Metrics
 	reg     *prometheus.Registry
 	events  *recorder
+	// changes, when set, feeds the next started syncer's node cache (the node watcher).
+	changes slurm.NodeChangeSource
 	// stop stops the running syncer (and its cache) and waits for it.
 	stop func()
 	s    *syncer.Syncer
@@ -150,7 +152,7 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.s = syncer.New(syncer.Config{
-		Namespace: ns, Cluster: clusterName, Slurm: h.sl, PollInterval: poll,
+		Namespace: ns, Cluster: clusterName, Slurm: h.sl, NodeChanges: h.changes, PollInterval: poll,
 		Owns:        func(n *slurm.Node) bool { return n.HasState("DYNAMIC_NORM") && contains(n.Features, testFeature) },
 		OrphanGrace: 2 * time.Second, NotReadyGrace: notReadyGrace, Metrics: h.metrics, Recorder: h.events,
 	}, h.c, kc, h.c)
