@@ -54,6 +54,19 @@ func PerNodeMemberName(nodeSet, node string) string {
 	return strings.TrimRight(name[:MaxSlurmNodeName-len(suffix)], "-") + suffix
 }
 
+// RegisteredByNodeSet says whether a Slurm node of this name, with these features, is a
+// NodeSet's compute pod: its pod registers as <nodeset>-<suffix> (PerNodeMemberName,
+// OrdinalMemberName) with the NodeSet's name among its features (computeConf). A dynamic node
+// a person or another tool registered has no such pair, and the syncer leaves its record alone.
+func RegisteredByNodeSet(name string, features []string) bool {
+	for _, f := range features {
+		if f != "" && len(name) > len(f)+1 && strings.HasPrefix(name, f+"-") {
+			return true
+		}
+	}
+	return false
+}
+
 // OrdinalMemberName is the name of member i of a NodeSet in Replicas mode.
 func OrdinalMemberName(nodeSet string, i int) string { return fmt.Sprintf("%s-%d", nodeSet, i) }
 

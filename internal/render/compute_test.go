@@ -155,3 +155,28 @@ func TestComputeTemplateHash(t *testing.T) {
 		}
 	}
 }
+
+func TestRegisteredByNodeSet(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		features []string
+		want     bool
+	}{
+		{"cpu-0", []string{"cpu"}, true},
+		{"gpu-node-a-1", []string{"gpu", "h100"}, true},
+		{"gpu-node-a-1", []string{"h100", "gpu"}, true},
+		{OrdinalMemberName("cpu", 12), []string{"cpu", "x"}, true},
+		{PerNodeMemberName("pn", "ip-10-0-0-1.ec2.internal"), []string{"pn"}, true},
+		// a person's dynamic node: its name is not <feature>-...
+		{"slurm-n1", []string{"sunk-test"}, false},
+		{"login-extra", nil, false},
+		{"cpu", []string{"cpu"}, false},
+		{"cpu-", []string{"cpu"}, false},
+		{"cpux-0", []string{"cpu"}, false},
+		{"-0", []string{""}, false},
+	} {
+		if got := RegisteredByNodeSet(tt.name, tt.features); got != tt.want {
+			t.Errorf("RegisteredByNodeSet(%q, %q) = %v, want %v", tt.name, tt.features, got, tt.want)
+		}
+	}
+}

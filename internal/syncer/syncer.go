@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -70,8 +71,9 @@ type Config struct {
 	// polls old delays changes but never makes a wrong one.
 	StaleAfter time.Duration
 	// Owns says whether a Slurm node record belongs to a compute pod of this cluster, and
-	// so is removed when no such pod exists. Default: every dynamic node (in a sunk cluster
-	// only compute pods register dynamic nodes).
+	// so is removed when no such pod exists. Default: a dynamic node named and featured the
+	// way a NodeSet's compute pod registers (render.RegisteredByNodeSet); other dynamic nodes
+	// (registered by a person or another tool) are left alone.
 	Owns func(*slurm.Node) bool
 	// OrphanGrace: a record is removed only once its pod has been missing this long
 	// (default 30s), so that a pod the cache has not shown yet keeps its node.
@@ -147,7 +149,9 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 		cfg.StaleAfter = 3*cfg.PollInterval + 15*time.Second
 	}
 	if cfg.Owns == nil {
-		cfg.Owns = func(n *slurm.Node) bool { return n.HasState("DYNAMIC_NORM") }
+		cfg.Owns = func(n *slurm.Node) bool {
+			return n.HasState("DYNAMIC_NORM") && render.RegisteredByNodeSet(n.Name, n.Features)
+		}
 	}
 	if cfg.OrphanGrace == 0 {
 		cfg.OrphanGrace = 30 * time.Second
