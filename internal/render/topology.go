@@ -37,6 +37,10 @@ type Topology struct {
 	Switches   []TopologyUnit
 	BlockSizes []int
 	Blocks     []TopologyUnit
+	// Places are each placed node's switches, outermost first, down to its leaf (tree), or
+	// its block: the unit part of Slurm's topology_str (TopologyStr). A node left out (in
+	// an undersized block) has none.
+	Places map[string][]string
 }
 
 // TopologyUnit is a switch or a block: its name, its nodes (a hostlist), and a switch's
@@ -195,7 +199,19 @@ func renderTree(keys []string, nodes []TopologyNode) (*Topology, error) {
 	})
 	var b strings.Builder
 	b.WriteString(topologyHeader("tree", keys))
-	t := &Topology{Plugin: "topology/tree", Nodes: len(nodes), Unlabelled: len(unknown), Renamed: renamed(values, names, "-sw")}
+	t := &Topology{Plugin: "topology/tree", Nodes: len(nodes), Unlabelled: len(unknown), Renamed: renamed(values, names, "-sw"), Places: map[string][]string{}}
+	for _, n := range nodes {
+		path := treePath(keys, n)
+		if path == nil {
+			t.Places[n.Name] = []string{UnknownTopologyName}
+			continue
+		}
+		place := make([]string, len(path))
+		for depth := range path {
+			place[depth] = names[fmt.Sprintf("%d\x00%s", len(path)-1-depth, strings.Join(path[:depth+1], "\x00"))]
+		}
+		t.Places[n.Name] = place
+	}
 	for _, id := range ids {
 		sw := switches[id]
 		if sw.level == 0 {
@@ -284,7 +300,7 @@ func renderBlocks(spec *sunkv1.BlockTopology, nodes []TopologyNode) (*Topology, 
 			sizes = append(sizes, base*f)
 		}
 	}
-	t := &Topology{Plugin: "topology/block", Unlabelled: len(unknown), Renamed: renamed(values, names, "-blk")}
+	t := &Topology{Plugin: "topology/block", Unlabelled: len(unknown), Renamed: renamed(values, names, "-blk"), Places: map[string][]string{}}
 	var b strings.Builder
 	b.WriteString(topologyHeader("block", []string{key}))
 	var body strings.Builder
@@ -297,6 +313,9 @@ func renderBlocks(spec *sunkv1.BlockTopology, nodes []TopologyNode) (*Topology, 
 			continue
 		}
 		t.Nodes += len(bl.nodes)
+		for _, n := range bl.nodes {
+			t.Places[n] = []string{bl.name}
+		}
 		if bl.name == UnknownTopologyName {
 			body.WriteString("# Nodes whose Kubernetes node lacks the label.\n")
 		}
