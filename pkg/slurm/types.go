@@ -28,7 +28,7 @@ type Node struct {
 	GresUsed        string
 	// Topology is the node's place in each topology, as Slurm writes topology_str
 	// ("tree:spine:leaf,nvl:blk-1"); "" before REST v0.0.43 (Slurm 25.05).
-	Topology string
+	Topology        string
 	CPUs            int
 	AllocCPUs       int
 	RealMemoryMB    int64
