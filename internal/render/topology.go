@@ -41,6 +41,10 @@ type Topology struct {
 	// its block: the unit part of Slurm's topology_str (TopologyStr). A node left out (in
 	// an undersized block) has none.
 	Places map[string][]string
+	// Kept, when set, is topology.yaml as written before, to be written again instead of a
+	// rendering of this topology: the file slurmctld runs with while a change settles
+	// (TopologyFile). topology.conf's kept text is Conf itself.
+	Kept string
 }
 
 // TopologyUnit is a switch or a block: its name, its nodes (a hostlist), and a switch's
@@ -345,6 +349,9 @@ func renderBlocks(spec *sunkv1.BlockTopology, nodes []TopologyNode) (*Topology, 
 	return t, nil
 }
 
+// topologyHeaderPrefix begins topology.conf's first line, which names its kind and keys.
+const topologyHeaderPrefix = "# Rendered by sunk: topology/"
+
 func topologyHeader(kind string, keys []string) string {
-	return fmt.Sprintf("# Rendered by sunk: topology/%s from the Kubernetes node labels %s.\n", kind, strings.Join(keys, ", "))
+	return fmt.Sprintf("%s%s from the Kubernetes node labels %s.\n", topologyHeaderPrefix, kind, strings.Join(keys, ", "))
 }
