@@ -76,15 +76,11 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		if in.TopologyYAML {
-			y, err := RenderTopologyYAML([]NamedTopology{{Name: topologyKind(topo), Default: true, Topology: topo}})
-			if err != nil {
-				return nil, err
-			}
-			files[TopologyYAMLFile] = y
-		} else {
-			files["topology.conf"] = topo.Conf
+		name, text, err := TopologyFile(topo, in.TopologyYAML)
+		if err != nil {
+			return nil, err
 		}
+		files[name] = text
 	}
 	scripts := map[string]string{}
 	for _, kind := range []struct {
@@ -111,8 +107,23 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 	return c, nil
 }
 
-// topologyKind names a topology in topology.yaml after its plugin: "tree" or "block".
-func topologyKind(t *Topology) string { return strings.TrimPrefix(t.Plugin, "topology/") }
+// TopologyKind names a topology in topology.yaml after its plugin: "tree" or "block"; the
+// <topology> of its nodes' topology_str (TopologyStr).
+func TopologyKind(t *Topology) string { return strings.TrimPrefix(t.Plugin, "topology/") }
+
+// TopologyFile is the file slurmctld reads the topology from, and its text: topology.conf, or
+// with yaml (Slurm 25.05 and later) topology.yaml with the topology as the cluster default
+// named after its kind. A topology with Kept set is that text, as written before.
+func TopologyFile(t *Topology, yaml bool) (name, text string, err error) {
+	if !yaml {
+		return "topology.conf", t.Conf, nil
+	}
+	if t.Kept != "" {
+		return TopologyYAMLFile, t.Kept, nil
+	}
+	y, err := RenderTopologyYAML([]NamedTopology{{Name: TopologyKind(t), Default: true, Topology: t}})
+	return TopologyYAMLFile, y, err
+}
 
 // topologyOrEmpty is the topology of the inputs, or one without nodes; nil without
 // spec.topology.

@@ -37,6 +37,14 @@ type Topology struct {
 	Switches   []TopologyUnit
 	BlockSizes []int
 	Blocks     []TopologyUnit
+	// Places are each placed node's switches, outermost first, down to its leaf (tree), or
+	// its block: the unit part of Slurm's topology_str (TopologyStr). A node left out (in
+	// an undersized block) has none.
+	Places map[string][]string
+	// Kept, when set, is topology.yaml as written before, to be written again instead of a
+	// rendering of this topology: the file slurmctld runs with while a change settles
+	// (TopologyFile). topology.conf's kept text is Conf itself.
+	Kept string
 }
 
 // TopologyUnit is a switch or a block: its name, its nodes (a hostlist), and a switch's
@@ -195,7 +203,19 @@ func renderTree(keys []string, nodes []TopologyNode) (*Topology, error) {
 	})
 	var b strings.Builder
 	b.WriteString(topologyHeader("tree", keys))
-	t := &Topology{Plugin: "topology/tree", Nodes: len(nodes), Unlabelled: len(unknown), Renamed: renamed(values, names, "-sw")}
+	t := &Topology{Plugin: "topology/tree", Nodes: len(nodes), Unlabelled: len(unknown), Renamed: renamed(values, names, "-sw"), Places: map[string][]string{}}
+	for _, n := range nodes {
+		path := treePath(keys, n)
+		if path == nil {
+			t.Places[n.Name] = []string{UnknownTopologyName}
+			continue
+		}
+		place := make([]string, len(path))
+		for depth := range path {
+			place[depth] = names[fmt.Sprintf("%d\x00%s", len(path)-1-depth, strings.Join(path[:depth+1], "\x00"))]
+		}
+		t.Places[n.Name] = place
+	}
 	for _, id := range ids {
 		sw := switches[id]
 		if sw.level == 0 {
@@ -284,7 +304,7 @@ func renderBlocks(spec *sunkv1.BlockTopology, nodes []TopologyNode) (*Topology, 
 			sizes = append(sizes, base*f)
 		}
 	}
-	t := &Topology{Plugin: "topology/block", Unlabelled: len(unknown), Renamed: renamed(values, names, "-blk")}
+	t := &Topology{Plugin: "topology/block", Unlabelled: len(unknown), Renamed: renamed(values, names, "-blk"), Places: map[string][]string{}}
 	var b strings.Builder
 	b.WriteString(topologyHeader("block", []string{key}))
 	var body strings.Builder
@@ -297,6 +317,9 @@ func renderBlocks(spec *sunkv1.BlockTopology, nodes []TopologyNode) (*Topology, 
 			continue
 		}
 		t.Nodes += len(bl.nodes)
+		for _, n := range bl.nodes {
+			t.Places[n] = []string{bl.name}
+		}
 		if bl.name == UnknownTopologyName {
 			body.WriteString("# Nodes whose Kubernetes node lacks the label.\n")
 		}
@@ -326,6 +349,9 @@ func renderBlocks(spec *sunkv1.BlockTopology, nodes []TopologyNode) (*Topology, 
 	return t, nil
 }
 
+// topologyHeaderPrefix begins topology.conf's first line, which names its kind and keys.
+const topologyHeaderPrefix = "# Rendered by sunk: topology/"
+
 func topologyHeader(kind string, keys []string) string {
-	return fmt.Sprintf("# Rendered by sunk: topology/%s from the Kubernetes node labels %s.\n", kind, strings.Join(keys, ", "))
+	return fmt.Sprintf("%s%s from the Kubernetes node labels %s.\n", topologyHeaderPrefix, kind, strings.Join(keys, ", "))
 }

@@ -52,6 +52,11 @@ func RenderTopologyYAML(topos []NamedTopology) (string, error) {
 			defaults++
 		}
 		fmt.Fprintf(&b, "- topology: %s\n  cluster_default: %t\n", strconv.Quote(t.Name), t.Default)
+		// topology.conf's header (its kind and label keys): the operator writes a change of
+		// either at once, and debounces one of nodes only (TopologyHeaders).
+		if h, _, _ := strings.Cut(t.Conf, "\n"); strings.HasPrefix(h, topologyHeaderPrefix) {
+			fmt.Fprintf(&b, "  %s\n", h)
+		}
 		for _, p := range t.Problems {
 			fmt.Fprintf(&b, "  # %s\n", strings.ReplaceAll(p, "\n", " "))
 		}
@@ -83,4 +88,17 @@ func RenderTopologyYAML(topos []NamedTopology) (string, error) {
 		return "", fmt.Errorf("topology.yaml: %d cluster default topologies, want one", defaults)
 	}
 	return b.String(), nil
+}
+
+// TopologyHeaders are the headers of the topologies of a rendered topology.conf or
+// topology.yaml: each names its kind and label keys. Two files with the same headers differ
+// in their nodes only.
+func TopologyHeaders(file string) string {
+	var hs []string
+	for _, l := range strings.Split(file, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, topologyHeaderPrefix) {
+			hs = append(hs, l)
+		}
+	}
+	return strings.Join(hs, "\n")
 }

@@ -38,6 +38,8 @@ type api interface {
 	readNodes(resp *http.Response) (*decoded[[]Node], error)
 	postNode(ctx context.Context, name string, u NodeUpdate) (*http.Response, error)
 	deleteNode(ctx context.Context, name string) (*http.Response, error)
+	// nodeTopology: postNode sends NodeUpdate.Topology and readNodes reads Node.Topology.
+	nodeTopology() bool
 	postJobSubmit(ctx context.Context, j JobSubmit) (*http.Response, error)
 	readJobSubmit(resp *http.Response) (*decoded[*SubmitResult], error)
 	// getJobs lists the jobs (id 0, changed since since when that is not zero) or gets one.
@@ -189,6 +191,10 @@ func (a *adapter) GetNode(ctx context.Context, name string) (*Node, error) {
 }
 
 func (a *adapter) UpdateNode(ctx context.Context, name string, u NodeUpdate) error {
+	if u.Topology != nil && !a.v.nodeTopology() {
+		// Sending the update without it would report success and move nothing.
+		return fmt.Errorf("slurm POST /node/{node_name}: %w: topology_str needs REST v0.0.43 or later (Slurm 25.05 and later)", ErrUnsupported)
+	}
 	send := func(ctx context.Context) (*http.Response, error) { return a.v.postNode(ctx, name, u) }
 	_, err := fetch(a, ctx, "POST /node/{node_name}", send, a.v.readPlain, nil)
 	return err

@@ -26,6 +26,9 @@ type Node struct {
 	Partitions      []string
 	Gres            string
 	GresUsed        string
+	// Topology is the node's place in each topology, as Slurm writes topology_str
+	// ("tree:spine:leaf,nvl:blk-1"); "" before REST v0.0.43 (Slurm 25.05).
+	Topology        string
 	CPUs            int
 	AllocCPUs       int
 	RealMemoryMB    int64
@@ -97,6 +100,11 @@ type NodeUpdate struct {
 	Extra          *string
 	Weight         *uint32
 	Gres           *string
+	// Topology is the node's place in the topology (Slurm's topology_str, the Topology= of a
+	// node line): "<topology>:<block>" or "<topology>:<switch>:...:<leaf switch>", comma
+	// separated for several topologies. REST v0.0.43 and later (Slurm 25.05); UpdateNode
+	// refuses it on older versions with ErrUnsupported.
+	Topology *string
 }
 
 // NodeList is a full list of nodes or, for an incremental list, NotModified.

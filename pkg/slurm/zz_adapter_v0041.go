@@ -139,6 +139,8 @@ func (v *v0041) postNode(ctx context.Context, name string, u NodeUpdate) (*http.
 	return v.c.SlurmV0041PostNode(ctx, name, body)
 }
 
+func (v *v0041) nodeTopology() bool { return false }
+
 func (v *v0041) deleteNode(ctx context.Context, name string) (*http.Response, error) {
 	return v.c.SlurmV0041DeleteNode(ctx, name)
 }

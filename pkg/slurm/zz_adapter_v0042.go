@@ -139,6 +139,8 @@ func (v *v0042) postNode(ctx context.Context, name string, u NodeUpdate) (*http.
 	return v.c.SlurmV0042PostNode(ctx, name, body)
 }
 
+func (v *v0042) nodeTopology() bool { return false }
+
 func (v *v0042) deleteNode(ctx context.Context, name string) (*http.Response, error) {
 	return v.c.SlurmV0042DeleteNode(ctx, name)
 }

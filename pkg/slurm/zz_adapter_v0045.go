@@ -118,6 +118,7 @@ func (v *v0045) readNodes(resp *http.Response) (*decoded[[]Node], error) {
 			RealMemoryMB: int64(num(n.RealMemory)), AllocMemoryMB: int64(num(n.AllocMemory)), Weight: uint32(num(n.Weight)),
 			Version: str(n.Version), BootTime: unixTime(noValue(n.BootTime)),
 			SlurmdStartTime: unixTime(noValue(n.SlurmdStartTime)), LastBusy: unixTime(noValue(n.LastBusy)),
+			Topology: str(n.Topology),
 		})
 	}
 	return r, nil
@@ -136,8 +137,11 @@ func (v *v0045) postNode(ctx context.Context, name string, u NodeUpdate) (*http.
 	if u.Weight != nil {
 		setNoValue(&body.Weight, int32(*u.Weight))
 	}
+	body.TopologyStr = u.Topology
 	return v.c.SlurmV0045PostNode(ctx, name, body)
 }
+
+func (v *v0045) nodeTopology() bool { return true }
 
 func (v *v0045) deleteNode(ctx context.Context, name string) (*http.Response, error) {
 	return v.c.SlurmV0045DeleteNode(ctx, name)

@@ -190,13 +190,13 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		}
 		return ctrl.Result{}, err
 	}
-	topology, topologyWait, err := r.topology(ctx, sc, n, st)
+	// While an upgrade goes on, for the oldest release still running.
+	in.TopologyYAML = slurmversion.FeaturesOf(plan.ConfVersion).TopologyYAML
+	topology, topologyWait, err := r.topology(ctx, sc, n, in.TopologyYAML, st)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	in.Topology = topology
-	// While an upgrade goes on, for the oldest release still running.
-	in.TopologyYAML = slurmversion.FeaturesOf(plan.ConfVersion).TopologyYAML
 	if in.GPUs, in.GPUTypes, err = r.clusterGPUs(ctx, sc); err != nil {
 		return ctrl.Result{}, err
 	}

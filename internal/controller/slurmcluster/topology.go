@@ -56,7 +56,7 @@ func decideTopology(current, desired string, pending *pendingTopology, now time.
 		return true, nil, 0
 	}
 	// No file yet, or another plugin or other label keys: nothing to keep.
-	if current == "" || firstLine(current) != firstLine(desired) {
+	if current == "" || render.TopologyHeaders(current) != render.TopologyHeaders(desired) {
 		return true, nil, 0
 	}
 	switch {
@@ -74,11 +74,10 @@ func decideTopology(current, desired string, pending *pendingTopology, now time.
 	return false, next, min(settle-quiet, maxDelay-waited)
 }
 
-func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
-
-// topology renders the cluster's topology.conf from its compute pods and their nodes'
-// labels, debounced, and reports it in the status. nil without spec.topology.
-func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, st *status) (*render.Topology, time.Duration, error) {
+// topology renders the cluster's topology.conf, or with yaml (Slurm 25.05 and later)
+// topology.yaml, from its compute pods and their nodes' labels, debounced, and reports it in
+// the status. nil without spec.topology.
+func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, yaml bool, st *status) (*render.Topology, time.Duration, error) {
 	if sc.Spec.Topology == nil {
 		r.pendingTopologies.Delete(sc.UID)
 		meta.RemoveStatusCondition(&st.conditions, sunkv1.ConditionTopologyReady)
@@ -93,7 +92,6 @@ func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n re
 	if err := r.get(ctx, n, n.Config, cm); err != nil {
 		return nil, 0, err
 	}
-	current := cm.Data["topology.conf"]
 	desired, err := render.RenderTopology(sc.Spec.Topology, nodes)
 	if err != nil {
 		// Never reaches slurmctld: the file it runs with stays.
@@ -102,16 +100,26 @@ func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n re
 		if kerr != nil {
 			return nil, 0, kerr
 		}
-		if current != "" && firstLine(current) == firstLine(kept.Conf) {
-			kept.Conf = current
+		name, empty, kerr := render.TopologyFile(kept, yaml)
+		if kerr != nil {
+			return nil, 0, kerr
+		}
+		if current := cm.Data[name]; current != "" && render.TopologyHeaders(current) == render.TopologyHeaders(empty) {
+			keep(kept, current, yaml)
 		}
 		return kept, 0, nil
 	}
+	// The file slurmctld runs with: topology.conf, or on 25.05 and later topology.yaml.
+	name, desiredFile, err := render.TopologyFile(desired, yaml)
+	if err != nil {
+		return nil, 0, err
+	}
+	current := cm.Data[name]
 	var pending *pendingTopology
 	if p, ok := r.pendingTopologies.Load(sc.UID); ok {
 		pending = p.(*pendingTopology)
 	}
-	apply, next, wait := decideTopology(current, desired.Conf, pending, time.Now(), r.topologySettle(), r.topologyMaxDelay())
+	apply, next, wait := decideTopology(current, desiredFile, pending, time.Now(), r.topologySettle(), r.topologyMaxDelay())
 	if next == nil {
 		r.pendingTopologies.Delete(sc.UID)
 	} else {
@@ -142,8 +150,17 @@ func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n re
 	}
 	log.FromContext(ctx).V(1).Info("topology changed; waiting for the nodes to settle", "wait", wait)
 	kept := *desired
-	kept.Conf = current
+	keep(&kept, current, yaml)
 	return &kept, wait, nil
+}
+
+// keep makes t write file, the one written before, instead of its own rendering.
+func keep(t *render.Topology, file string, yaml bool) {
+	if yaml {
+		t.Kept = file
+		return
+	}
+	t.Conf = file
 }
 
 // topologyNodes are the compute pods whose slurmd runs (Ready: s6 has it up and it listens,

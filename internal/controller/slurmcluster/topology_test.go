@@ -3,6 +3,9 @@ package slurmcluster
 import (
 	"testing"
 	"time"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
 )
 
 func TestDecideTopology(t *testing.T) {
@@ -45,5 +48,40 @@ func TestDecideTopology(t *testing.T) {
 				t.Fatalf("pending %+v", next)
 			}
 		})
+	}
+}
+
+// On Slurm 25.05 and later the file is topology.yaml: a change of nodes waits like
+// topology.conf's, a change of kind or keys does not (the file names both per topology).
+func TestDecideTopologyYAML(t *testing.T) {
+	const settle, maxDelay = 10 * time.Second, 60 * time.Second
+	t0 := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
+	file := func(spec *sunkv1.TopologySpec, nodes ...string) string {
+		t.Helper()
+		var tn []render.TopologyNode
+		for _, n := range nodes {
+			tn = append(tn, render.TopologyNode{Name: n, Labels: map[string]string{"example.com/leaf": "l-a"}})
+		}
+		topo, err := render.RenderTopology(spec, tn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, y, err := render.TopologyFile(topo, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return y
+	}
+	tree := &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{LabelKeys: []string{"example.com/leaf"}}}
+	block := &sunkv1.TopologySpec{Block: &sunkv1.BlockTopology{LabelKey: "example.com/leaf"}}
+	a, b := file(tree, "n-0"), file(tree, "n-0", "n-1")
+	if apply, _, wait := decideTopology(a, b, nil, t0, settle, maxDelay); apply || wait != settle {
+		t.Errorf("a node more: apply %t wait %v, want to wait %v", apply, wait, settle)
+	}
+	if apply, _, _ := decideTopology(a, file(block, "n-0", "n-1"), nil, t0, settle, maxDelay); !apply {
+		t.Errorf("tree to block waits")
+	}
+	if apply, _, _ := decideTopology(file(tree), b, nil, t0, settle, maxDelay); apply {
+		t.Errorf("the first node of a flat topology.yaml is written at once; want it debounced like the others")
 	}
 }

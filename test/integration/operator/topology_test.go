@@ -17,11 +17,34 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// TestTopologyFromNodeLabels: the operator renders topology.conf from the labels of the
-// Kubernetes nodes the cluster's Ready compute pods run on, reports unlabelled nodes in
-// TopologyReady, applies a relabel once the nodes have settled, and writes a scale-up of
-// several pods as one change.
+// TestTopologyFromNodeLabels: the operator renders topology.conf (24.11) or topology.yaml
+// (26.05) from the labels of the Kubernetes nodes the cluster's Ready compute pods run on,
+// reports unlabelled nodes in TopologyReady, applies a relabel once the nodes have settled,
+// and writes a scale-up of several pods as one change.
 func TestTopologyFromNodeLabels(t *testing.T) {
+	// Each release's file, and how it lists what the steps below look for.
+	t.Run("24.11", func(t *testing.T) {
+		testTopologyFromNodeLabels(t, sunkv1.SlurmVersion2411, "topology.conf", []string{
+			"SwitchName=leaf-a Nodes=gpu-0\nSwitchName=leaf-b Nodes=gpu-1\nSwitchName=spine-1-sw Switches=leaf-a,leaf-b\n# Nodes whose Kubernetes node lacks the labels.\nSwitchName=unknown Nodes=gpu-2\n",
+			"SwitchName=leaf-a Nodes=gpu-[0,2]\nSwitchName=leaf-b Nodes=gpu-1\nSwitchName=spine-1-sw Switches=leaf-a,leaf-b\n",
+			"SwitchName=leaf-b Nodes=gpu-[1,4-7]\n",
+		})
+	})
+	t.Run("26.05", func(t *testing.T) {
+		sw := func(name, nodes string) string {
+			return fmt.Sprintf("      - switch: %q\n        nodes: %q\n", name, nodes)
+		}
+		testTopologyFromNodeLabels(t, sunkv1.SlurmVersion2605, "topology.yaml", []string{
+			sw("leaf-a", "gpu-0") + sw("leaf-b", "gpu-1") + "      - switch: \"spine-1-sw\"\n        children: \"leaf-a,leaf-b\"\n" + sw("unknown", "gpu-2"),
+			sw("leaf-a", "gpu-[0,2]") + sw("leaf-b", "gpu-1") + "      - switch: \"spine-1-sw\"\n",
+			sw("leaf-b", "gpu-[1,4-7]"),
+		})
+	})
+}
+
+// testTopologyFromNodeLabels runs the steps on a cluster of version, whose file must show
+// wants: the first rendering, the relabelled one, the scaled one.
+func testTopologyFromNodeLabels(t *testing.T, version, file string, wants []string) {
 	h := start(t)
 	ctx := context.Background()
 	const spine, leaf = "example.com/spine", "example.com/leaf"
@@ -38,8 +61,11 @@ func TestTopologyFromNodeLabels(t *testing.T) {
 	computePod := func(pod, node string, ready bool) {
 		t.Helper()
 		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: pod, Labels: map[string]string{wellknown.LabelCluster: "topo", wellknown.LabelComponent: wellknown.ComponentCompute}},
-			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "slurmd", Image: "sunk.dev/slurm:24.11-local"}}},
+			// The release label: a pod without it runs 24.11, and the configuration is
+			// rendered for the oldest release running.
+			ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: pod, Labels: map[string]string{wellknown.LabelCluster: "topo",
+				wellknown.LabelComponent: wellknown.ComponentCompute, wellknown.LabelSlurmVersion: version}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "slurmd", Image: "sunk.dev/slurm:" + version + "-local"}}},
 		}
 		if err := h.c.Create(ctx, p); err != nil {
 			t.Fatal(err)
@@ -59,7 +85,7 @@ func TestTopologyFromNodeLabels(t *testing.T) {
 	computePod("gpu-3", "k8s-a", false)
 	sc := &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "topo"},
-		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2411, Image: "sunk.dev/slurm:24.11-local",
+		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: version, Image: sunkv1.Image("sunk.dev/slurm:" + version + "-local"),
 			Topology: &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{LabelKeys: []string{spine, leaf}}}},
 	}
 	if err := h.c.Create(ctx, sc); err != nil {
@@ -71,13 +97,16 @@ func TestTopologyFromNodeLabels(t *testing.T) {
 		if err := h.get(t, "topo-config", &cm); err != nil {
 			return "", ""
 		}
-		return cm.Data["topology.conf"], cm.Data["slurm.conf"]
+		if _, other := cm.Data[map[string]string{"topology.conf": "topology.yaml", "topology.yaml": "topology.conf"}[file]]; other {
+			return "both topology files", ""
+		}
+		return cm.Data[file], cm.Data["slurm.conf"]
 	}
-	want := "SwitchName=leaf-a Nodes=gpu-0\nSwitchName=leaf-b Nodes=gpu-1\nSwitchName=spine-1-sw Switches=leaf-a,leaf-b\n# Nodes whose Kubernetes node lacks the labels.\nSwitchName=unknown Nodes=gpu-2\n"
-	eventually(t, "topology.conf", func() error {
+	eventually(t, file, func() error {
 		topo, conf := topologyConf()
-		if !strings.HasSuffix(topo, want) || !strings.Contains(conf, "\nTopologyPlugin=topology/tree\n") {
-			return fmt.Errorf("topology.conf:\n%s", topo)
+		// topology.yaml replaces TopologyPlugin.
+		if !strings.Contains(topo, wants[0]) || strings.Contains(conf, "\nTopologyPlugin=topology/tree\n") != (file == "topology.conf") {
+			return fmt.Errorf("%s:\n%s", file, topo)
 		}
 		return nil
 	})
@@ -100,16 +129,16 @@ func TestTopologyFromNodeLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	relabelled := time.Now()
-	eventually(t, "relabelled topology.conf", func() error {
-		if topo, _ := topologyConf(); !strings.HasSuffix(topo, "SwitchName=leaf-a Nodes=gpu-[0,2]\nSwitchName=leaf-b Nodes=gpu-1\nSwitchName=spine-1-sw Switches=leaf-a,leaf-b\n") {
-			return fmt.Errorf("topology.conf:\n%s", topo)
+	eventually(t, "relabelled "+file, func() error {
+		if topo, _ := topologyConf(); !strings.Contains(topo, wants[1]) || strings.Contains(topo, "unknown") {
+			return fmt.Errorf("%s:\n%s", file, topo)
 		}
 		return nil
 	})
 	if took := time.Since(relabelled); took < slurmcluster.DefaultTopologySettle-time.Second {
-		t.Errorf("the relabel reached topology.conf after %v, before the nodes settled", took)
+		t.Errorf("the relabel reached %s after %v, before the nodes settled", file, took)
 	}
-	t.Logf("the relabel reached topology.conf after %v", time.Since(relabelled).Round(100*time.Millisecond))
+	t.Logf("the relabel reached %s after %v", file, time.Since(relabelled).Round(100*time.Millisecond))
 	eventually(t, "TopologyReady True", func() error {
 		if c := condition(h.cluster(t, "topo"), sunkv1.ConditionTopologyReady); c.Reason != slurmcluster.ReasonTopologyPlaced {
 			return fmt.Errorf("TopologyReady %+v", c)
@@ -143,15 +172,15 @@ func TestTopologyFromNodeLabels(t *testing.T) {
 		computePod(fmt.Sprintf("gpu-%d", i), "k8s-b", true)
 		time.Sleep(1500 * time.Millisecond)
 	}
-	eventually(t, "the scaled topology.conf", func() error {
-		if topo, _ := topologyConf(); !strings.Contains(topo, "SwitchName=leaf-b Nodes=gpu-[1,4-7]\n") {
-			return fmt.Errorf("topology.conf:\n%s", topo)
+	eventually(t, "the scaled "+file, func() error {
+		if topo, _ := topologyConf(); !strings.Contains(topo, wants[2]) {
+			return fmt.Errorf("%s:\n%s", file, topo)
 		}
 		return nil
 	})
 	time.Sleep(time.Second)
 	close(stop)
 	if versions := <-sampled; len(versions) != 1 {
-		t.Errorf("a scale-up of four pods wrote topology.conf %d times:\n%s", len(versions), strings.Join(versions, "--\n"))
+		t.Errorf("a scale-up of four pods wrote %s %d times:\n%s", file, len(versions), strings.Join(versions, "--\n"))
 	}
 }

@@ -36,6 +36,8 @@ type privateSlurm struct {
 	// topologyYAML, when set, is written as topology.yaml instead of topology.conf, and
 	// partitions replace the one partition "all" (Slurm 25.05 and later).
 	topologyYAML, partitions string
+	// extraConf is more of slurm.conf (MaxNodeCount for dynamic nodes).
+	extraConf string
 }
 
 // newPrivateSlurm makes the directories and the key of a private Slurm; nothing runs yet.
@@ -131,7 +133,7 @@ SelectTypeParameters=CR_Core_Memory
 	if plugin != "" { // sunk leaves the plugin out while there is no switch or block
 		conf += "TopologyPlugin=" + plugin + "\n"
 	}
-	conf += "# --\n" + extra
+	conf += p.extraConf + "# --\n" + extra
 	must(t, os.WriteFile(filepath.Join(p.dir, "etc", "slurm.conf"), []byte(conf), 0o644))
 	if p.topologyYAML != "" {
 		must(t, os.WriteFile(filepath.Join(p.dir, "etc", render.TopologyYAMLFile), []byte(p.topologyYAML), 0o644))

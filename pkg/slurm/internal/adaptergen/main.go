@@ -43,14 +43,17 @@ type version struct {
 	// ExclusiveFlag: jobs have an exclusive field ("true"), which a submit sets and a job's
 	// exclusivity is read from besides shared=none; later versions say shared=none only.
 	ExclusiveFlag bool
+	// NodeTopology: a node update takes topology_str (Slurm 25.05 and later), which moves
+	// the node in the topology without a reconfigure, and a node reports its topology.
+	NodeTopology bool
 }
 
 var versions = []version{
 	{Name: "v0.0.41", Pkg: "v0041", ExclusiveFlag: true},
 	{Name: "v0.0.42", Pkg: "v0042", UnixUpdateTime: true, PingBooleans: true},
-	{Name: "v0.0.43", Pkg: "v0043", UnixUpdateTime: true, PingBooleans: true},
-	{Name: "v0.0.44", Pkg: "v0044", UnixUpdateTime: true, PingBooleans: true},
-	{Name: "v0.0.45", Pkg: "v0045", UnixUpdateTime: true, PingBooleans: true, NoPingMode: true, NoJobExclusive: true},
+	{Name: "v0.0.43", Pkg: "v0043", UnixUpdateTime: true, PingBooleans: true, NodeTopology: true},
+	{Name: "v0.0.44", Pkg: "v0044", UnixUpdateTime: true, PingBooleans: true, NodeTopology: true},
+	{Name: "v0.0.45", Pkg: "v0045", UnixUpdateTime: true, PingBooleans: true, NoPingMode: true, NoJobExclusive: true, NodeTopology: true},
 }
 
 // P is the version as the generated names spell it: V0042.
