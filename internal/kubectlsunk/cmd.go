@@ -60,11 +60,7 @@ func nodesCommand(f *flags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sel := labels.Set{wellknown.LabelComponent: wellknown.ComponentCompute}
-			if f.cluster != "" {
-				sel[wellknown.LabelCluster] = f.cluster
-			}
-			pods, err := cs.CoreV1().Pods(ns).List(cmd.Context(), metav1.ListOptions{LabelSelector: sel.String()})
+			pods, err := f.computePods(cmd, cs, ns)
 			if err != nil {
 				return err
 			}
@@ -88,11 +84,7 @@ func jobsCommand(f *flags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sel := labels.Set{wellknown.LabelComponent: wellknown.ComponentCompute}
-			if f.cluster != "" {
-				sel[wellknown.LabelCluster] = f.cluster
-			}
-			compute, err := cs.CoreV1().Pods(ns).List(cmd.Context(), metav1.ListOptions{LabelSelector: sel.String()})
+			compute, err := f.computePods(cmd, cs, ns)
 			if err != nil {
 				return err
 			}
@@ -181,6 +173,15 @@ func resumeCommand(f *flags) *cobra.Command {
 }
 
 // clients connects as kubectl would and returns the namespace to list ("" for all).
+// computePods lists the compute pods in ns, of --cluster's SlurmCluster when it is given.
+func (f *flags) computePods(cmd *cobra.Command, cs kubernetes.Interface, ns string) (*corev1.PodList, error) {
+	sel := labels.Set{wellknown.LabelComponent: wellknown.ComponentCompute}
+	if f.cluster != "" {
+		sel[wellknown.LabelCluster] = f.cluster
+	}
+	return cs.CoreV1().Pods(ns).List(cmd.Context(), metav1.ListOptions{LabelSelector: sel.String()})
+}
+
 func (f *flags) clients() (kubernetes.Interface, client.Client, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
