@@ -140,23 +140,7 @@ func Prepare(exe string, a Args) (p Prepared, err error) {
 
 // Remove deletes the container Args name (a named one, or the step's), once its holder has
 // ended: the holder keeps the directory's lock while the step runs.
-func Remove(a Args) error {
-	dir := a.Dir()
-	lock, err := lockDir(dir, lockWait)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	// The job's directory goes with its last container.
-	_ = os.Remove(filepath.Dir(dir))
-	return nil
-}
+func Remove(a Args) error { return removeLocked(a.Dir(), lockWait) }
 
 // RemoveJob deletes every container of a job (the job's epilog: named containers stay until
 // then), each once no step holds it.
@@ -204,8 +188,12 @@ func startReaper(exe, dir string) {
 
 // Reap waits for the container at dir to be let go (its holder ended and with it the lock),
 // then deletes it. A failure leaves the directory to the job's epilog.
-func Reap(dir string) error {
-	lock, err := lockDir(dir, 0)
+func Reap(dir string) error { return removeLocked(dir, 0) }
+
+// removeLocked deletes the container directory dir once it holds its lock (lockDir with wait);
+// a directory already gone is no error.
+func removeLocked(dir string, wait time.Duration) error {
+	lock, err := lockDir(dir, wait)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -216,6 +204,7 @@ func Reap(dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
+	// The job's directory goes with its last container.
 	_ = os.Remove(filepath.Dir(dir))
 	return nil
 }
