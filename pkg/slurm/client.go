@@ -289,3 +289,6 @@ func (c *core) attempt(ctx context.Context, endpoint string, allowNotModified bo
 	c.cfg.Metrics.observe(c.cfg.Cluster, endpoint, outcome(err, a.status), time.Since(start))
 	return err
 }
+
+// newestVersion is the newest API version New knows.
+func newestVersion() string { return versions[len(versions)-1].name }

@@ -15,17 +15,29 @@ import (
 // version is not served (ErrVersionNotServed: slurmrestd was upgraded or downgraded under
 // it), and then repeats that one request, which slurmrestd did not act on. A configured
 // version is never replaced: its ErrVersionNotServed is the caller's.
+//
+// An upgrade goes the other way unnoticed: slurmrestd 26.05 still serves v0.0.42, the newest
+// of 24.11, so a client that discovered v0.0.42 would keep it (and lack what newer versions
+// carry, such as topology_str) until its process restarts. A discovered version older than
+// the newest this package knows is therefore re-checked at the first request after
+// RecheckOlder has passed; a failed re-check keeps the current client.
 type Discovering struct {
 	cfg Config
 
 	mu      sync.Mutex
 	client  Client
 	version string
+	checked time.Time // when version was discovered or last re-checked
+	now     func() time.Time
 }
+
+// RecheckOlder is how long a Discovering client keeps a discovered version that is older than
+// the newest it knows before asking slurmrestd again (one GET /openapi/v3, about 0.9 MB).
+const RecheckOlder = 5 * time.Minute
 
 // NewDiscovering checks cfg as New does; nothing is sent yet.
 func NewDiscovering(cfg Config) (*Discovering, error) {
-	d := &Discovering{cfg: cfg}
+	d := &Discovering{cfg: cfg, now: time.Now}
 	if cfg.APIVersion == "" {
 		if _, err := newCore(cfg); err != nil {
 			return nil, err
@@ -48,8 +60,9 @@ func (d *Discovering) APIVersion() string {
 	return d.version
 }
 
-// current returns the client, connecting first when there is none. The lock is held across
-// the discovery so that concurrent first requests ask slurmrestd once.
+// current returns the client, connecting first when there is none, and re-checking a
+// discovered version older than the newest known (RecheckOlder). The lock is held across the
+// discovery so that concurrent requests ask slurmrestd once.
 func (d *Discovering) current(ctx context.Context) (Client, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -58,7 +71,14 @@ func (d *Discovering) current(ctx context.Context) (Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("slurm: choosing the REST API version: %w", err)
 		}
-		d.client, d.version = c, v
+		d.client, d.version, d.checked = c, v, d.now()
+		return d.client, nil
+	}
+	if d.cfg.APIVersion == "" && d.version != newestVersion() && d.now().Sub(d.checked) >= RecheckOlder {
+		d.checked = d.now()
+		if c, v, err := Connect(ctx, d.cfg); err == nil && v != d.version {
+			d.client, d.version = c, v
+		}
 	}
 	return d.client, nil
 }

@@ -167,3 +167,80 @@ func TestNotServedOnlySlurmrestds(t *testing.T) {
 		t.Fatalf("a gateway's 404: %v", err)
 	}
 }
+
+// An upgrade leaves v0.0.42 served, so nothing fails: the client re-checks an older version
+// after RecheckOlder and moves to the newest, and stops asking once it speaks the newest.
+func TestDiscoveringMovesUpAfterAnUpgrade(t *testing.T) {
+	f := &fakeRestd{release: "24.11"}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	d, err := NewDiscovering(Config{URL: srv.URL, Tokens: StaticToken{User: "u", Value: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d.now = func() time.Time { return clock }
+	ctx := context.Background()
+	ping := func() {
+		t.Helper()
+		if _, err := d.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ping()
+	if n, _ := f.counts(); n != 1 || d.APIVersion() != V0042 {
+		t.Fatalf("24.11: %d discoveries, version %q", n, d.APIVersion())
+	}
+
+	f.set("26.05")
+	clock = clock.Add(RecheckOlder - time.Second)
+	ping()
+	if n, paths := f.counts(); n != 1 || d.APIVersion() != V0042 || paths[0] != "/slurm/v0.0.42/ping/" {
+		t.Fatalf("before RecheckOlder: %d discoveries, version %q, requests %v", n, d.APIVersion(), paths)
+	}
+	clock = clock.Add(time.Second)
+	ping()
+	if n, paths := f.counts(); n != 2 || d.APIVersion() != V0045 || strings.Join(paths, " ") != "/openapi/v3 /slurm/v0.0.45/ping/" {
+		t.Fatalf("after RecheckOlder: %d discoveries, version %q, requests %v", n, d.APIVersion(), paths)
+	}
+	clock = clock.Add(10 * RecheckOlder)
+	ping()
+	if n, _ := f.counts(); n != 2 {
+		t.Fatalf("the newest version is re-checked: %d discoveries", n)
+	}
+}
+
+// A re-check that fails keeps the client that works.
+func TestDiscoveringRecheckFailureKeepsTheClient(t *testing.T) {
+	f := &fakeRestd{release: "24.11"}
+	var mu sync.Mutex
+	openapiDown := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		down := openapiDown
+		mu.Unlock()
+		if down && r.URL.Path == "/openapi/v3" {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	d, err := NewDiscovering(Config{URL: srv.URL, Tokens: StaticToken{User: "u", Value: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d.now = func() time.Time { return clock }
+	ctx := context.Background()
+	if _, err := d.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	openapiDown = true
+	mu.Unlock()
+	clock = clock.Add(RecheckOlder)
+	if _, err := d.Ping(ctx); err != nil || d.APIVersion() != V0042 {
+		t.Fatalf("a failed re-check: %v, version %q", err, d.APIVersion())
+	}
+}
