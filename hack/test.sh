@@ -61,7 +61,8 @@ e2e_pid=$!
 go test -tags integration -count=1 -p 1 -timeout 30m ${SUNK_TEST_ARGS:-} ./...
 (cd scheduler && go test -tags integration -count=1 -p 1 -timeout 20m ${SUNK_TEST_ARGS:-} ./...)
 # The fast layer on Slurm 26.05 (docs/testbed.md): pkg/slurm against the 26.05 test bed, every
-# REST version it serves, about 100 s warm. The long e2e runs on 24.11 only, for now.
+# REST version it serves, about 100 s warm. The e2e clusters run 26.05, the default of new
+# clusters; TestUpgrade2411To2605 starts one on 24.11.
 log "tests: integration on Slurm 26.05"
 SUNK_SLURM_VERSION=26.05 go test -tags integration -count=1 -timeout 10m ${SUNK_TEST_ARGS:-} ./test/integration/slurm/
 log "tests: waiting for the end-to-end tests"

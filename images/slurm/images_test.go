@@ -58,7 +58,7 @@ func TestPackagesShPrintsPackagesTxt(t *testing.T) {
 func TestDockerfileAndOfflineBuildAgree(t *testing.T) {
 	df := read(t, "Dockerfile")
 	for _, want := range []string{
-		"FROM debian:trixie-slim",
+		"ARG SUITE=trixie\nFROM debian:${SUITE}-slim",
 		"--no-install-recommends",
 		"$(sh /tmp/sunk-build/packages.sh /tmp/sunk-build/packages.txt)",
 		"sh /tmp/sunk-build/rootfs-setup.sh /",
@@ -67,6 +67,13 @@ func TestDockerfileAndOfflineBuildAgree(t *testing.T) {
 	} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile does not contain %q", want)
+		}
+	}
+	// The suite of each release, as the Dockerfile's header tells users to pass it.
+	lib := read(t, filepath.Join("..", "..", "hack", "lib.sh"))
+	for _, want := range []string{"24.11) SLURM_SUITE=trixie ", "26.05) SLURM_SUITE=sid "} {
+		if !strings.Contains(lib, want) || !strings.Contains(df, "SUITE="+strings.Fields(strings.SplitN(want, "=", 2)[1])[0]) {
+			t.Errorf("hack/lib.sh's %q and the Dockerfile's SUITE disagree", want)
 		}
 	}
 	prov := read(t, filepath.Join("..", "..", "hack", "provision.sh"))

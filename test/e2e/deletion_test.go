@@ -32,7 +32,7 @@ func TestDeletingANodeSetWaitsForItsJobs(t *testing.T) {
 	ctx := context.Background()
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "del"},
-		Spec:       sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2411, Image: slurmImage, ImagePullPolicy: corev1.PullNever},
+		Spec:       sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever},
 	})
 	login := e.podOf(t, "del", wellknown.ComponentLogin).Name
 	cpu, tmp := e.createReplicas(t, "del", "cpu", 2), e.createReplicas(t, "del", "tmp", 1)
@@ -135,7 +135,7 @@ func TestDeletingASlurmClusterWaitsForItsJobs(t *testing.T) {
 	newCluster := func() *sunkv1.SlurmCluster {
 		return &sunkv1.SlurmCluster{
 			ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gone"},
-			Spec: sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2411, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
+			Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
 				Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}},
 		}
 	}

@@ -32,7 +32,7 @@ func TestKubectlDrainWaitsForTheJob(t *testing.T) {
 	ctx := context.Background()
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "evc"},
-		Spec:       sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2411, Image: slurmImage, ImagePullPolicy: corev1.PullNever},
+		Spec:       sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever},
 	})
 	login := e.podOf(t, "evc", wellknown.ComponentLogin).Name
 	e.createReplicas(t, "evc", "cpu", 2)

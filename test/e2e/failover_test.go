@@ -24,8 +24,8 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// Lines slurmctld 24.11 logs when control changes hands (src/slurmctld/backup.c run_backup,
-// src/slurmctld/proc_req.c _slurm_rpc_control).
+// Lines slurmctld logs when control changes hands, the same in 24.11 and 26.05
+// (src/slurmctld/backup.c run_backup, src/slurmctld/proc_req.c _slurm_rpc_control).
 const (
 	logTakingOver     = "taking over"
 	logRequestControl = "Performing RPC: REQUEST_CONTROL"
@@ -50,7 +50,7 @@ func TestControllerFailover(t *testing.T) {
 	const name = "fo"
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2411, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
+		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
 			Controller: sunkv1.ControllerSpec{Backup: true}},
 	})
 	n := render.NamesFor(e.cluster(t, name), "")

@@ -67,7 +67,7 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 	e.advertiseGPUs(t, fakeGPUs)
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gpu"},
-		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2411, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
+		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
 			Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}},
 	})
 	gpus := resource.MustParse(fmt.Sprint(fakeGPUs))

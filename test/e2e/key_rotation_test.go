@@ -94,7 +94,7 @@ type rotationBed struct {
 // a job that sleeps that many seconds on it, seen busy by the syncer.
 func (e *operatorEnv) rotationBed(t *testing.T, name string, spec sunkv1.SlurmClusterSpec, sleep int) *rotationBed {
 	t.Helper()
-	spec.SlurmVersion, spec.Image, spec.ImagePullPolicy = sunkv1.SlurmVersion2411, slurmImage, corev1.PullNever
+	spec.SlurmVersion, spec.Image, spec.ImagePullPolicy = testSlurmVersion, slurmImage, corev1.PullNever
 	e.createReady(t, &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, Spec: spec})
 	b := &rotationBed{e: e, cluster: name, names: render.NamesFor(e.cluster(t, name), ""),
 		login: e.podOf(t, name, wellknown.ComponentLogin).Name, before: map[string]corev1.Pod{}}

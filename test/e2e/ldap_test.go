@@ -72,7 +72,7 @@ ldap_id_use_start_tls = false
 	const name = "ldap"
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2411, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
+		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
 			Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
 			Login:      sunkv1.LoginSpec{SSSDConfigSecretRef: &corev1.LocalObjectReference{Name: "ldap-sssd"}}},
 	})

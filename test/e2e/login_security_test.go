@@ -26,7 +26,7 @@ func TestLoginPodHoldsNoKey(t *testing.T) {
 	e := startOperator(t)
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "sec"},
-		Spec:       sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2411, Image: slurmImage, ImagePullPolicy: corev1.PullNever},
+		Spec:       sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever},
 	})
 	login := e.podOf(t, "sec", wellknown.ComponentLogin).Name
 	must := func(container, script string) string {
