@@ -3,6 +3,7 @@
 #   registry.k8s.io/pause:3.10        the pod sandbox (images/pause, a Go PID 1)
 #   docker.io/library/busybox:local   Debian's busybox-static, for small test pods
 #   sunk.dev/slurm:24.11-local        the Slurm root filesystem of images/slurm/packages.txt + images/slurm/rootfs
+#                                     + sunk-nodewatch and sunk-slurm-nodes (hack/nodewatch.sh)
 #   sunk.dev/slurm:26.05-local        the same from Debian sid (Slurm 26.05); `slurm` packs both
 #   sunk.dev/coredns:local            the cluster DNS (hack/tools/coredns, hack/manifests/coredns.yaml)
 #   sunk.dev/slapd:local              Debian trixie's slapd (OpenLDAP) for the LDAP e2e test
@@ -57,13 +58,27 @@ tree_inputs() {
 slurm_inputs() { # SUFFIX
   cat "$SUNK_CACHE/stamps/rootfs-slurm$1" "$mk"
   tree_inputs "$SUNK_ROOT/images/slurm/rootfs"
+  tree_inputs "$SUNK_CACHE/layers/slurm-bin$1"
+}
+# slurm_bin_layer VERSION SUFFIX: the third layer, sunk's programs that run in Slurm's pods:
+# sunk-nodewatch (static Go) and its reader sunk-slurm-nodes, C built against this release's
+# Slurm by hack/nodewatch.sh. Rebuilt each time (seconds warm: both builds are cached); the
+# image's stamp covers its contents, and -trimpath keeps them the same for the same sources.
+slurm_bin_layer() {
+  local d=$SUNK_CACHE/layers/slurm-bin$2 reader
+  reader=$(SUNK_SLURM_VERSION=$1 "$SUNK_ROOT/hack/nodewatch.sh")
+  rm -rf "$d.tmp" && mkdir -p "$d.tmp/usr/local/bin"
+  install -m 0755 "$reader" "$d.tmp/usr/local/bin/sunk-slurm-nodes"
+  (cd "$SUNK_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$d.tmp/usr/local/bin/sunk-nodewatch" ./cmd/sunk-nodewatch)
+  rm -rf "$d" && mv "$d.tmp" "$d"
 }
 slurm_image() { # VERSION SUFFIX
   local v=$1 sfx=$2 tar=$SUNK_IMAGES/slurm$2.tar
-  stamp_ok "image-slurm$sfx" <(slurm_inputs "$sfx") && [ -f "$tar" ] && return 0
   [ -f "$SUNK_CACHE/stamps/rootfs-slurm$sfx" ] || die "no Slurm $v root filesystem: run SUNK_SLURM_VERSION=$v hack/provision.sh rootfs"
-  log "packing the Slurm $v root filesystem and images/slurm/rootfs into sunk.dev/slurm:$v-local"
-  "$mk" "$SUNK_CACHE/rootfs/slurm$sfx:$SUNK_ROOT/images/slurm/rootfs" "sunk.dev/slurm:$v-local" "$tar" \
+  slurm_bin_layer "$v" "$sfx"
+  stamp_ok "image-slurm$sfx" <(slurm_inputs "$sfx") && [ -f "$tar" ] && return 0
+  log "packing the Slurm $v root filesystem, images/slurm/rootfs and sunk's node watcher into sunk.dev/slurm:$v-local"
+  "$mk" "$SUNK_CACHE/rootfs/slurm$sfx:$SUNK_ROOT/images/slurm/rootfs:$SUNK_CACHE/layers/slurm-bin$sfx" "sunk.dev/slurm:$v-local" "$tar" \
     '["/usr/local/sbin/sunk-entrypoint"]'
   stamp_set "image-slurm$sfx" <(slurm_inputs "$sfx")
 }

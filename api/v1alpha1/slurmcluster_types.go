@@ -152,6 +152,14 @@ type ControllerSpec struct {
 	// +optional
 	Backup bool `json:"backup,omitempty"`
 
+	// NodeWatcher runs sunk-nodewatch beside each slurmctld: it reads Slurm's node table
+	// through Slurm's own library (a binary RPC that carries update_time, so an unchanged
+	// table costs one small answer) and serves only the nodes that changed. sunk-syncer then
+	// follows those changes instead of listing every node through slurmrestd, which keeps its
+	// Slurm-to-Kubernetes latency and traffic flat as the cluster grows (docs/syncer.md).
+	// +optional
+	NodeWatcher bool `json:"nodeWatcher,omitempty"`
+
 	// ExtraConf lines are added to slurm.conf. A line whose key sunk also sets replaces
 	// sunk's line (the admin wins). Every key must be one Slurm knows; keys that hold sunk's
 	// invariants (authentication, users, hosts, ports, state and plugin locations, the

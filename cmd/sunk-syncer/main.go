@@ -25,7 +25,7 @@ import (
 
 func main() {
 	var metricsAddr, probeAddr, clusterDomain, leaderNS, watchNamespaces string
-	var leaderElect, nodeWatcher bool
+	var leaderElect bool
 	var poll, notReadyGrace time.Duration
 	var drainBudget, workers int
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
@@ -37,7 +37,6 @@ func main() {
 	flag.DurationVar(&notReadyGrace, "not-ready-grace", syncer.DefaultNotReadyGrace, "how long a compute pod that was Ready may be not Ready before its Slurm node is drained")
 	flag.IntVar(&drainBudget, "drain-budget-percent", syncer.DefaultDrainBudgetPercent, "share of a cluster's Slurm nodes that one cause (node NotReady, pod not Ready) may hold drained at once, at least 1 node; 100 lifts the limit")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose SlurmClusters this syncer syncs; empty: all")
-	flag.BoolVar(&nodeWatcher, "node-watcher", false, "read Slurm's node state from the node watcher beside slurmctld (sunk-nodewatch, port 6830) instead of polling slurmrestd's node list; writes still go through slurmrestd (docs/syncer.md)")
 	flag.IntVar(&workers, "workers", syncer.DefaultWorkers, "nodes synced in parallel per cluster; a sync waits mostly on the Kubernetes API and slurmrestd, so this bounds how fast a change to many nodes at once (a cordon, a Slurm reboot) is mirrored")
 	log := cmdutil.ParseFlags()
 
@@ -68,7 +67,7 @@ func main() {
 	ctx := ctrl.SetupSignalHandler()
 	clusters := &syncer.Clusters{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Slurm: pool, ClusterDomain: clusterDomain,
-		PollInterval: poll, NotReadyGrace: notReadyGrace, DrainBudgetPercent: drainBudget, Workers: workers, NodeWatcher: nodeWatcher, Metrics: syncMetrics,
+		PollInterval: poll, NotReadyGrace: notReadyGrace, DrainBudgetPercent: drainBudget, Workers: workers, Metrics: syncMetrics,
 	}
 	cmdutil.Must(clusters.SetupWithManager(ctx, mgr))
 	cmdutil.Must(addExporter(mgr, clusters))

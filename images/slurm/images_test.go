@@ -83,7 +83,7 @@ func TestDockerfileAndOfflineBuildAgree(t *testing.T) {
 		}
 	}
 	img := read(t, filepath.Join("..", "..", "hack", "images.sh"))
-	for _, want := range []string{`"$SUNK_CACHE/rootfs/slurm$sfx:$SUNK_ROOT/images/slurm/rootfs"`, `'["/usr/local/sbin/sunk-entrypoint"]'`} {
+	for _, want := range []string{`"$SUNK_CACHE/rootfs/slurm$sfx:$SUNK_ROOT/images/slurm/rootfs:`, `'["/usr/local/sbin/sunk-entrypoint"]'`} {
 		if !strings.Contains(img, want) {
 			t.Errorf("hack/images.sh (slurm image) does not contain %q", want)
 		}

@@ -70,6 +70,8 @@ type Names struct {
 	AuthSecret, JWTSecret, SlurmdbdSecret, DatabaseSecret string
 	Config, Scripts, LoginServices                        string
 	Controller, RestAPI, Accounting, Database, Login      string
+	// NodeWatch is the node watchers' Service (spec.controller.nodeWatcher).
+	NodeWatch string
 	// LoginHosts is the login pods' headless Service: it makes each login pod's hostname a DNS name.
 	LoginHosts string
 	// ConfigCheck is the ConfigMap of the candidate configuration Slurm checks, and the prefix
@@ -93,18 +95,13 @@ func NamesFor(sc *sunkv1.SlurmCluster, clusterDomain string) Names {
 		SlurmdbdSecret: n + "-slurmdbd", DatabaseSecret: n + "-database",
 		Config: n + "-config", Scripts: n + "-scripts", LoginServices: n + "-login-services",
 		Controller: n + "-controller", RestAPI: n + "-restapi", Accounting: n + "-accounting",
-		Database: n + "-database", Login: n + "-login", LoginHosts: n + "-login-hosts",
+		Database: n + "-database", Login: n + "-login", LoginHosts: n + "-login-hosts", NodeWatch: n + "-nodewatch",
 		ConfigCheck: n + "-config-check", SlurmVersion: sc.Spec.SlurmVersion,
 	}
 }
 
 // ControllerPod is the pod name (and Slurm host name) of controller i (0 primary, 1 backup).
 func (n Names) ControllerPod(i int) string { return fmt.Sprintf("%s-%d", n.Controller, i) }
-
-// NodeWatchURL is the address of the node watcher beside controller i (docs/syncer.md).
-func (n Names) NodeWatchURL(i int) string {
-	return fmt.Sprintf("http://%s:%d", n.ControllerHost(i), NodeWatchPort)
-}
 
 // ControllerHost is the DNS name of controller i through the headless Service.
 func (n Names) ControllerHost(i int) string {

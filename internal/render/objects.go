@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -56,6 +57,9 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 		DNSConfig:                     loginHostsSearch(n),
 	}
 	withSSSD(sc, &pod, &pod.Containers[0])
+	if sc.Spec.Controller.NodeWatcher {
+		pod.Containers = append(pod.Containers, nodeWatchContainer(sc))
+	}
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: meta(n, n.Controller, wellknown.ComponentController),
 		Spec: appsv1.StatefulSetSpec{
@@ -75,6 +79,37 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate("state", sc.Spec.Controller.StateStorage, corev1.ReadWriteOnce)}
 	}
 	return sts
+}
+
+// NodeWatchService reaches the node watchers beside the controller pods (spec.controller.nodeWatcher)
+// through a cluster IP, from inside the cluster and from a syncer outside it. ClientIP affinity
+// keeps a syncer on one watcher: each has an epoch of its own, so alternating between the
+// primary's and the backup's would cost a whole table per request. Both read the same table
+// through whichever slurmctld is in charge, so when one pod goes, the other serves.
+func NodeWatchService(n Names) *corev1.Service {
+	s := service(n, n.NodeWatch, wellknown.ComponentController, corev1.ServiceTypeClusterIP, NodeWatchPort)
+	s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	s.Spec.Ports[0].Name = NodeWatchContainer
+	return s
+}
+
+// NodeWatchContainer is sunk-nodewatch's container beside slurmctld (spec.controller.nodeWatcher).
+const NodeWatchContainer = "nodewatch"
+
+// nodeWatchContainer runs sunk-nodewatch (sunk-entrypoint nodewatch) as slurm with slurmctld's
+// slurm.conf and the auth key: its reader loads the node table through Slurm's own library from
+// whichever slurmctld is in charge, so the one beside the backup serves as well as the
+// primary's. No readiness probe: a watcher that cannot read Slurm answers 503, which the syncer
+// reports, and must not take slurmctld's pod out of its Services.
+func nodeWatchContainer(sc *sunkv1.SlurmCluster) corev1.Container {
+	c := slurmContainer(sc, NodeWatchContainer, sc.Spec.Controller.Image, corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")}})
+	c.Args = []string{NodeWatchContainer, fmt.Sprintf("--listen=:%d", NodeWatchPort)}
+	c.ReadinessProbe = nil
+	c.Ports = []corev1.ContainerPort{{Name: NodeWatchContainer, ContainerPort: NodeWatchPort}}
+	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir)}
+	c.SecurityContext = daemonSecurity()
+	return c
 }
 
 // StateClaim is the shared state claim of a controller with a backup.

@@ -39,6 +39,7 @@ func full() *sunkv1.SlurmCluster {
 	sc.Spec.ClusterName = "research"
 	sc.Spec.Controller = sunkv1.ControllerSpec{
 		Backup:       true,
+		NodeWatcher:  true,
 		StateStorage: sunkv1.StorageSpec{Size: ptr.To(resource.MustParse("5Gi")), StorageClassName: ptr.To("shared")},
 		ExtraConf:    "SlurmdTimeout=300\nSchedulerParameters=bf_continue\n\nNodeName=static-1 CPUs=4 State=CLOUD",
 	}
@@ -119,6 +120,9 @@ func TestObjectsGolden(t *testing.T) {
 		}
 		objs := []any{ControllerService(n), ControllerStatefulSet(sc, n, c), RestAPIService(n), RestAPIDeployment(sc, n, c),
 			LoginService(sc, n), LoginHostsService(n), LoginStatefulSet(sc, n, c), S6ServicesConfigMap(n, n.LoginServices, wellknown.ComponentLogin, sc.Spec.Login.Services)}
+		if sc.Spec.Controller.NodeWatcher {
+			objs = append(objs, NodeWatchService(n))
+		}
 		if sc.Spec.Controller.Backup {
 			objs = append(objs, SharedStateClaim(sc, n))
 			for _, s := range ControllerPodServices(sc, n) {

@@ -2,9 +2,11 @@ package syncer
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,21 +61,19 @@ type Clusters struct {
 	DrainBudgetPercent int
 	// Workers per cluster (zero: DefaultWorkers).
 	Workers int
-	// NodeWatcher: read Slurm's node state from the node watcher beside the primary slurmctld
-	// (render.Names.NodeWatchURL) instead of polling slurmrestd's node list (docs/syncer.md).
-	NodeWatcher bool
-
 	mgr     ctrl.Manager
 	mu      sync.Mutex
 	base    context.Context
 	running map[types.NamespacedName]runningSyncer
 }
 
-// runningSyncer is a started Syncer: how to stop it and the client it runs on.
+// runningSyncer is a started Syncer: how to stop it, the client it runs on, and whether it
+// reads Slurm's node state through the node watchers.
 type runningSyncer struct {
-	stop   context.CancelFunc
-	slurm  slurm.Client
-	syncer *Syncer
+	stop    context.CancelFunc
+	slurm   slurm.Client
+	watcher bool
+	syncer  *Syncer
 }
 
 // recheckEndpoint is how often a running Syncer's cluster is looked at again for a changed
@@ -147,30 +147,33 @@ func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		log.FromContext(ctx).Info("not syncing yet", "cluster", key, "why", err.Error())
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	if running && run.slurm == sl {
+	watcher := sc.Spec.Controller.NodeWatcher
+	if running && run.slurm == sl && run.watcher == watcher {
 		return ctrl.Result{RequeueAfter: recheckEndpoint}, nil
 	}
 	if running {
 		c.stop(key)
-		log.FromContext(ctx).Info("restarting the syncer: slurmrestd's endpoint or key changed", "cluster", key)
+		log.FromContext(ctx).Info("restarting the syncer: slurmrestd's endpoint or key, or spec.controller.nodeWatcher, changed", "cluster", key)
 	}
-	var changes slurm.NodeChangeSource
-	if c.NodeWatcher {
-		wc, err := nodewatch.NewClient(render.NamesFor(sc, c.ClusterDomain).NodeWatchURL(0), 0)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		changes = wc
+	changes, err := c.nodeChanges(ctx, sc)
+	source := "slurmrestd's node list"
+	if watcher {
+		source = "the node watchers"
+	}
+	if err != nil {
+		// The operator has not made the Service yet.
+		log.FromContext(ctx).Info("not syncing yet", "cluster", key, "why", err.Error())
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	s := New(Config{
 		Namespace: sc.Namespace, Cluster: sc.Name, Slurm: sl, NodeChanges: changes, PollInterval: c.PollInterval,
 		NotReadyGrace: c.NotReadyGrace, DrainBudgetPercent: c.DrainBudgetPercent, Workers: c.Workers,
 		Metrics: c.Metrics, Recorder: c.Recorder,
-		OnHealth: func(ctx context.Context, err error) { c.reportHealth(ctx, key, err) },
+		OnHealth: func(ctx context.Context, err error) { c.reportHealth(ctx, key, source, err) },
 	}, c.Client, c.mgr.GetCache(), c.APIReader)
 	sctx, stop := context.WithCancel(base)
 	c.mu.Lock()
-	c.running[key] = runningSyncer{stop: stop, slurm: sl, syncer: s}
+	c.running[key] = runningSyncer{stop: stop, slurm: sl, watcher: watcher, syncer: s}
 	c.mu.Unlock()
 	go func() {
 		if err := s.Run(log.IntoContext(sctx, log.FromContext(ctx))); err != nil && sctx.Err() == nil {
@@ -179,6 +182,25 @@ func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}()
 	log.FromContext(ctx).Info("syncing", "cluster", key)
 	return ctrl.Result{RequeueAfter: recheckEndpoint}, nil
+}
+
+// nodeChanges is where a cluster's Syncer reads Slurm's node state: with
+// spec.controller.nodeWatcher, the node watchers beside its slurmctld pods, through their
+// Service's cluster IP (render.NodeWatchService), which works from inside the cluster and from
+// a syncer outside it; otherwise nil, which polls slurmrestd's node list (docs/syncer.md).
+func (c *Clusters) nodeChanges(ctx context.Context, sc *sunkv1.SlurmCluster) (slurm.NodeChangeSource, error) {
+	if !sc.Spec.Controller.NodeWatcher {
+		return nil, nil
+	}
+	n := render.NamesFor(sc, c.ClusterDomain)
+	svc := &corev1.Service{}
+	if err := c.APIReader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.NodeWatch}, svc); err != nil {
+		return nil, fmt.Errorf("reading the node watchers' Service: %w", err)
+	}
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return nil, fmt.Errorf("service %s/%s has no cluster IP", n.Namespace, n.NodeWatch)
+	}
+	return nodewatch.NewClient(fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, render.NodeWatchPort), 0)
 }
 
 func (c *Clusters) stop(key types.NamespacedName) {
@@ -190,11 +212,11 @@ func (c *Clusters) stop(key types.NamespacedName) {
 	delete(c.running, key)
 }
 
-// reportHealth sets the SlurmCluster's NodesSynced condition; the operator keeps conditions
-// it does not own.
-func (c *Clusters) reportHealth(ctx context.Context, key types.NamespacedName, readErr error) {
+// reportHealth sets the SlurmCluster's NodesSynced condition, naming where Slurm's node state
+// is read (source); the operator keeps conditions it does not own.
+func (c *Clusters) reportHealth(ctx context.Context, key types.NamespacedName, source string, readErr error) {
 	cond := metav1.Condition{Type: sunkv1.ConditionNodesSynced, Status: metav1.ConditionTrue, Reason: ReasonInSync,
-		Message: "Slurm node state is readable; Kubernetes and Slurm are kept in agreement"}
+		Message: "Slurm node state is readable through " + source + "; Kubernetes and Slurm are kept in agreement"}
 	if readErr != nil {
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonSlurmUnreadable
 		cond.Message = "changing nothing until Slurm's node state can be read: " + readErr.Error()

@@ -280,6 +280,11 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 			}
 		}
 	}
+	if sc.Spec.Controller.NodeWatcher {
+		objs = append(objs, render.NodeWatchService(n))
+	} else if err := r.deleteIfOwned(ctx, sc, &corev1.Service{}, n.NodeWatch); err != nil {
+		return err
+	}
 	if render.SSHEnabled(sc) {
 		objs = append(objs, render.LoginService(sc, n))
 	} else if err := r.deleteIfOwned(ctx, sc, &corev1.Service{}, n.Login); err != nil {

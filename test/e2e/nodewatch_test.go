@@ -1,0 +1,111 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/nodewatch"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// TestNodeWatcherOnTheLocalCluster runs a cluster with spec.controller.nodeWatcher: the
+// operator puts sunk-nodewatch beside slurmctld with its Service, the syncer reads Slurm's node
+// state through it (its NodesSynced message says so), a drain made in Slurm reaches the compute
+// pod, and when the watcher is killed, a resume made while it restarts reaches the pod once it
+// is back.
+func TestNodeWatcherOnTheLocalCluster(t *testing.T) {
+	parallel(t)
+	e := startOperator(t)
+	ctx := context.Background()
+	const name = "nw"
+	sc := &sunkv1.SlurmCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
+			Controller: sunkv1.ControllerSpec{NodeWatcher: true},
+			Partitions: []sunkv1.PartitionSpec{{Name: "main", Default: true}}},
+	}
+	e.createReady(t, sc)
+	e.createReplicas(t, name, "compute", 1)
+	login := e.podOf(t, name, wellknown.ComponentLogin).Name
+	e.waitIdle(t, login, 3*time.Minute, "compute-0 idle", "compute-0")
+
+	poll(t, time.Minute, "NodesSynced through the node watchers", func() error {
+		c := meta.FindStatusCondition(e.cluster(t, name).Status.Conditions, sunkv1.ConditionNodesSynced)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "node watchers") {
+			return fmt.Errorf("NodesSynced = %+v", c)
+		}
+		return nil
+	})
+	// The watcher answers with the table itself, as the syncer reads it.
+	n := render.NamesFor(sc, "")
+	svc := &corev1.Service{}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.NodeWatch}, svc); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("http://%s:%d%s?wait=1s", svc.Spec.ClusterIP, render.NodeWatchPort, nodewatch.Path)
+	poll(t, 30*time.Second, "the watcher lists compute-0", func() error {
+		resp, err := http.Get(url)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"compute-0"`) {
+			return fmt.Errorf("GET %s: %s %.200s", url, resp.Status, b)
+		}
+		return nil
+	})
+
+	var pod string
+	for p := range e.memberPods(t, "compute") {
+		pod = p
+	}
+	start := time.Now()
+	e.mustSh(t, login, "login", "scontrol update nodename=compute-0 state=drain reason=e2e-watch")
+	e.waitSlurmState(t, pod, "the drain on the pod", func(s string) bool { return strings.Contains(s, "DRAIN") })
+	t.Logf("a drain in Slurm reached the pod in %s", time.Since(start).Round(10*time.Millisecond))
+
+	// Kill the watcher beside the primary; resume the node while it is away.
+	ctld := n.ControllerPod(0)
+	restarts := e.restarts(t, ctld, render.NodeWatchContainer)
+	if out, err := e.sh(t, ctld, render.NodeWatchContainer, "kill 1"); err != nil {
+		t.Fatalf("killing sunk-nodewatch: %v %s", err, out)
+	}
+	e.mustSh(t, login, "login", "scontrol update nodename=compute-0 state=resume")
+	start = time.Now()
+	e.waitSlurmState(t, pod, "the resume on the pod after the watcher came back", func(s string) bool { return !strings.Contains(s, "DRAIN") })
+	t.Logf("the resume reached the pod %s after the watcher was killed", time.Since(start).Round(10*time.Millisecond))
+	if got := e.restarts(t, ctld, render.NodeWatchContainer); got <= restarts {
+		t.Errorf("the nodewatch container did not restart (%d restarts before, %d after)", restarts, got)
+	}
+}
+
+// restarts is the restart count of a pod's container.
+func (e *operatorEnv) restarts(t *testing.T, pod, container string) int32 {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: pod}, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == container {
+			return s.RestartCount
+		}
+	}
+	t.Fatalf("pod %s has no container %s", pod, container)
+	return 0
+}
