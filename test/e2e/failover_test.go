@@ -50,7 +50,10 @@ func TestControllerFailover(t *testing.T) {
 	const name = "fo"
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
+		// On 24.11: on 26.05.5 the hand-back hangs (the backup, told REQUEST_CONTROL, never
+		// finishes relinquishing; the primary then times out on every RPC), which the 26.05 run
+		// of this test showed. docs/slurmcluster.md, "Controller failover".
+		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2411, Image: slurmImage2411, ImagePullPolicy: corev1.PullNever,
 			Controller: sunkv1.ControllerSpec{Backup: true}},
 	})
 	n := render.NamesFor(e.cluster(t, name), "")
