@@ -115,7 +115,10 @@ func startOperator(t *testing.T) *operatorEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &operatorEnv{ClusterEnv: cl, c: direct, exec: execer, ns: ns}
+	// Strict: a field the served CRD does not know fails the write instead of being dropped. An
+	// updated CRD takes a moment to be served with its new schema, and another checkout's test
+	// may install its own CRDs meanwhile; without this, a new spec field vanished silently.
+	e := &operatorEnv{ClusterEnv: cl, c: client.WithFieldValidation(direct, metav1.FieldValidationStrict), exec: execer, ns: ns}
 	if err := direct.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}); err != nil {
 		t.Fatal(err)
 	}
@@ -223,9 +226,14 @@ func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
 // createReady creates a SlurmCluster and waits until it is Ready.
 func (e *operatorEnv) createReady(t *testing.T, sc *sunkv1.SlurmCluster) {
 	t.Helper()
-	if err := e.c.Create(context.Background(), sc); err != nil {
-		t.Fatal(err)
-	}
+	// Until the CRDs this test installed are served (see startOperator's client).
+	poll(t, 30*time.Second, "SlurmCluster created", func() error {
+		err := e.c.Create(context.Background(), sc)
+		if err != nil && !strings.Contains(err.Error(), "unknown field") {
+			t.Fatal(err)
+		}
+		return err
+	})
 	start := time.Now()
 	poll(t, 6*time.Minute, "SlurmCluster Ready", func() error {
 		c := meta.FindStatusCondition(e.cluster(t, sc.Name).Status.Conditions, sunkv1.ConditionReady)
