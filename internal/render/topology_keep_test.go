@@ -55,7 +55,9 @@ func TestReadTopologyYAML(t *testing.T) {
 // under switches the file has or adds; slurmctld then finds every switch of the string.
 func TestKeepPlaces(t *testing.T) {
 	spec := &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{LabelKeys: []string{"s", "l"}}}
-	node := func(n, s, l string) TopologyNode { return TopologyNode{Name: n, Labels: map[string]string{"s": s, "l": l}} }
+	node := func(n, s, l string) TopologyNode {
+		return TopologyNode{Name: n, Labels: map[string]string{"s": s, "l": l}}
+	}
 	for _, tc := range []struct {
 		name    string
 		keep    []string
