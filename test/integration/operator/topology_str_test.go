@@ -35,10 +35,10 @@ import (
 //  1. gpu-2 relabelled to a leaf slurmctld has: a node update moves it at once (its Topology=
 //     says so), the next file drops its old leaf, slurmctld reconfigures and stays up, the job
 //     completes.
-//  2. gpu-2 relabelled under a new top switch, and gpu-0, the other node of gpu-2's leaf,
-//     relabelled away: gpu-0 moves at once; the file gets the new leaf and keeps the old one,
-//     which gpu-2's string still names; once slurmctld runs it, gpu-2 moves; the next file
-//     drops the old leaf; slurmctld stays up, the job completes.
+//  2. every node relabelled under a new top switch: the file gets the new leaf and keeps the
+//     old switches, which gpu-2's string still names; the reconfigure moves the nodes placed
+//     by the file; once slurmctld runs it, an update moves gpu-2; the next file drops the old
+//     switches; slurmctld stays up, the job completes.
 func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 	t.Setenv("SUNK_SLURM_VERSION", "26.05")
 	if v := testenv.Slurm(t).SlurmVersion; v < "25.05" {
@@ -189,8 +189,8 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 			if y := configMap().Data[render.TopologyYAMLFile]; strings.Contains(y, unit) {
 				return fmt.Errorf("topology.yaml still has %s:\n%s", unit, y)
 			}
-			if got := leafOf(unit); got != "" {
-				return fmt.Errorf("slurmctld still has %s: %q", unit, got)
+			if out, err := priv.scontrol("show", "topology", "tree"); err != nil || strings.Contains(out, "SwitchName="+unit+" ") {
+				return fmt.Errorf("slurmctld still has %s: %s %v", unit, out, err)
 			}
 			return nil
 		})
@@ -215,20 +215,24 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 	}
 	completes(id)
 
-	// 2. Under a new top switch, while the old leaf loses its other node: the file first,
-	// keeping the old leaf gpu-2's string names; then the update; then the old leaf goes.
+	// 2. Every node under a new top switch: gpu-0 and gpu-1, placed by the file, and gpu-2,
+	// whose string names spine-1-sw. The file gets leaf-d and keeps spine-1-sw:leaf-a for
+	// gpu-2's string (without it the reconfigure would fail on "Don't know where to add switch
+	// spine-1-sw" and end slurmctld); the reconfigure moves gpu-0 and gpu-1; the update moves
+	// gpu-2; the next file drops spine-1-sw and leaf-a.
 	id = job()
-	relabel("k8s-a", "spine-1", "leaf-b")
+	relabel("k8s-a", "spine-2", "leaf-d")
+	relabel("k8s-b", "spine-2", "leaf-d")
 	relabel("k8s-c", "spine-2", "leaf-d")
-	slow("the file has leaf-d and keeps leaf-a for gpu-2's string", func() error {
+	slow("the file has leaf-d and keeps spine-1-sw:leaf-a for gpu-2's string", func() error {
 		y := configMap().Data[render.TopologyYAMLFile]
-		if !strings.Contains(y, "- switch: \"leaf-d\"\n        nodes: \"gpu-2\"") || !strings.Contains(y, "spine-1-sw:leaf-a kept without nodes: gpu-2's topology_str") {
+		if !strings.Contains(y, "- switch: \"leaf-d\"\n        nodes: \"gpu-[0-2]\"") || !strings.Contains(y, "spine-1-sw:leaf-a kept without nodes: gpu-2's topology_str") {
 			return fmt.Errorf("topology.yaml:\n%s", y)
 		}
 		return nil
 	})
 	slow("gpu-2 moved to leaf-d by topology_str", func() error {
-		if got, top := leafOf("leaf-d"), nodeTopology("gpu-2"); got != "gpu-2" || top != "tree:spine-2-sw:leaf-d" {
+		if got, top := leafOf("leaf-d"), nodeTopology("gpu-2"); got != "gpu-[0-2]" || top != "tree:spine-2-sw:leaf-d" {
 			return fmt.Errorf("leaf-d %q, gpu-2 Topology=%q", got, top)
 		}
 		return nil
@@ -236,9 +240,10 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 	if s := jobState(id); s != "RUNNING" {
 		t.Errorf("job %s is %s after the move, before its end", id, s)
 	}
-	if got, top := leafOf("leaf-b"), nodeTopology("gpu-0"); got != "gpu-[0-1]" || top != "tree:spine-1-sw:leaf-b" {
-		t.Errorf("leaf-b %q, gpu-0 Topology=%q", got, top)
+	if top := nodeTopology("gpu-0"); top != "" {
+		t.Errorf("gpu-0, moved by the file, has Topology=%q", top)
 	}
+	fileLacks("spine-1-sw gone from the file and slurmctld", "spine-1-sw")
 	fileLacks("leaf-a gone from the file and slurmctld", "leaf-a")
 	ctldUp()
 	completes(id)
