@@ -65,9 +65,10 @@ func RenderTopologyYAML(topos []NamedTopology) (string, error) {
 			b.WriteString("  tree:\n    switches:\n")
 			for _, u := range t.Switches {
 				fmt.Fprintf(&b, "      - switch: %s\n", strconv.Quote(u.Name))
-				if u.Children != "" {
+				switch {
+				case u.Children != "":
 					fmt.Fprintf(&b, "        children: %s\n", strconv.Quote(u.Children))
-				} else {
+				case u.Nodes != "": // a leaf kept without nodes (KeepPlaces) has no list
 					fmt.Fprintf(&b, "        nodes: %s\n", strconv.Quote(u.Nodes))
 				}
 			}
@@ -78,7 +79,10 @@ func RenderTopologyYAML(topos []NamedTopology) (string, error) {
 			}
 			b.WriteString("    blocks:\n")
 			for _, u := range t.Blocks {
-				fmt.Fprintf(&b, "      - block: %s\n        nodes: %s\n", strconv.Quote(u.Name), strconv.Quote(u.Nodes))
+				fmt.Fprintf(&b, "      - block: %s\n", strconv.Quote(u.Name))
+				if u.Nodes != "" {
+					fmt.Fprintf(&b, "        nodes: %s\n", strconv.Quote(u.Nodes))
+				}
 			}
 		default:
 			b.WriteString("  # No nodes yet.\n  flat: true\n")

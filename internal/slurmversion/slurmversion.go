@@ -62,6 +62,10 @@ type Features struct {
 	// TopologyYAML: slurmctld reads topology.yaml (25.05 and later), where each partition may
 	// have a topology of its own; older releases read one cluster-wide topology.conf.
 	TopologyYAML bool
+	// TopologyStr: slurmctld moves a node by the topology_str of a node update (25.05 and
+	// later, REST v0.0.43 and later), without a reconfigure; older releases move nodes only
+	// by topology.conf and a reconfigure.
+	TopologyStr bool
 	// NewestREST is the newest REST data version slurmrestd serves.
 	NewestREST string
 }
@@ -71,7 +75,7 @@ func FeaturesOf(v string) Features {
 	if v == sunkv1.SlurmVersion2411 {
 		return Features{NewestREST: "v0.0.42"}
 	}
-	return Features{TopologyYAML: true, NewestREST: "v0.0.45"}
+	return Features{TopologyYAML: true, TopologyStr: true, NewestREST: "v0.0.45"}
 }
 
 // Missing names, for the FeaturesAvailable condition, what release v lacks that the newest
@@ -81,6 +85,9 @@ func Missing(v string) []string {
 	var out []string
 	if newest.TopologyYAML && !f.TopologyYAML {
 		out = append(out, "topology.yaml (a topology per partition; this release gets one cluster-wide topology.conf)")
+	}
+	if newest.TopologyStr && !f.TopologyStr {
+		out = append(out, "topology_str (a relabelled node moves by a node update; this release moves it by topology.conf and a reconfigure)")
 	}
 	if f.NewestREST != newest.NewestREST {
 		out = append(out, fmt.Sprintf("REST API %s (this release serves up to %s)", newest.NewestREST, f.NewestREST))

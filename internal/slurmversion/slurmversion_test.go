@@ -67,12 +67,15 @@ func TestMissing(t *testing.T) {
 		t.Errorf("Missing(26.05) = %v, want none", m)
 	}
 	m := strings.Join(Missing(sunkv1.SlurmVersion2411), "; ")
-	for _, want := range []string{"topology.yaml", "REST API v0.0.45 (this release serves up to v0.0.42)"} {
+	for _, want := range []string{"topology.yaml", "topology_str", "REST API v0.0.45 (this release serves up to v0.0.42)"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("Missing(24.11) = %q, lacks %q", m, want)
 		}
 	}
 	if !FeaturesOf("26.05").TopologyYAML || FeaturesOf("24.11").TopologyYAML {
 		t.Error("topology.yaml is for 25.05 and later")
+	}
+	if !FeaturesOf("26.05").TopologyStr || FeaturesOf("24.11").TopologyStr {
+		t.Error("topology_str is for 25.05 and later")
 	}
 }

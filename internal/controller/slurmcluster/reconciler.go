@@ -191,8 +191,9 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		return ctrl.Result{}, err
 	}
 	// While an upgrade goes on, for the oldest release still running.
-	in.TopologyYAML = slurmversion.FeaturesOf(plan.ConfVersion).TopologyYAML
-	topology, topologyWait, err := r.topology(ctx, sc, n, in.TopologyYAML, st)
+	features := slurmversion.FeaturesOf(plan.ConfVersion)
+	in.TopologyYAML = features.TopologyYAML
+	topology, topologyWait, err := r.topology(ctx, sc, n, in.TopologyYAML, features.TopologyStr, *jwtKeys, st)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -227,6 +228,11 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		return ctrl.Result{}, err
 	}
 	result, err := r.applyConfigToController(ctx, sc, n, cfg, *jwtKeys, st)
+	// 5b. Relabelled nodes moving by topology_str, once slurmctld runs the file (25.05+).
+	var moveWait time.Duration
+	if err == nil && features.TopologyStr {
+		moveWait, err = r.moveByTopologyStr(ctx, sc, n, cfg, topology, *jwtKeys, st)
+	}
 	if err == nil && st.configHash == cfg.Hash {
 		// 6. A rotated JWT key reaching slurmctld, once the configuration has.
 		var rot ctrl.Result
@@ -244,9 +250,9 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	if plan.Upgrading && (result.RequeueAfter == 0 || pollWhileConverging < result.RequeueAfter) {
 		result.RequeueAfter = pollWhileConverging
 	}
-	// A topology change that waits for the nodes to settle, and a failover, come back by
-	// themselves.
-	for _, wait := range []time.Duration{topologyWait, failoverWait} {
+	// A topology change that waits for the nodes to settle, nodes moving by topology_str,
+	// and a failover, come back by themselves.
+	for _, wait := range []time.Duration{topologyWait, moveWait, failoverWait} {
 		if wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {
 			result.RequeueAfter = wait
 		}

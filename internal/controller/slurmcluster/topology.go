@@ -19,6 +19,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -76,8 +77,9 @@ func decideTopology(current, desired string, pending *pendingTopology, now time.
 
 // topology renders the cluster's topology.conf, or with yaml (Slurm 25.05 and later)
 // topology.yaml, from its compute pods and their nodes' labels, debounced, and reports it in
-// the status. nil without spec.topology.
-func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, yaml bool, st *status) (*render.Topology, time.Duration, error) {
+// the status; with byStr (nodes move by topology_str) the file keeps every place a node's
+// string names (topology_str.go). nil without spec.topology.
+func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, yaml, byStr bool, keys slurmconn.Keys, st *status) (*render.Topology, time.Duration, error) {
 	if sc.Spec.Topology == nil {
 		r.pendingTopologies.Delete(sc.UID)
 		meta.RemoveStatusCondition(&st.conditions, sunkv1.ConditionTopologyReady)
@@ -93,6 +95,9 @@ func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n re
 		return nil, 0, err
 	}
 	desired, err := render.RenderTopology(sc.Spec.Topology, nodes)
+	if err == nil && byStr {
+		err = r.keepStringPlaces(ctx, sc, n, keys, cm.Data[render.TopologyYAMLFile], desired)
+	}
 	if err != nil {
 		// Never reaches slurmctld: the file it runs with stays.
 		st.set(sunkv1.ConditionTopologyReady, false, ReasonTopologyInvalid, err.Error())

@@ -1,6 +1,7 @@
 package slurmcluster
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +84,92 @@ func TestDecideTopologyYAML(t *testing.T) {
 	}
 	if apply, _, _ := decideTopology(file(tree), b, nil, t0, settle, maxDelay); apply {
 		t.Errorf("the first node of a flat topology.yaml is written at once; want it debounced like the others")
+	}
+}
+
+// planTopologyStr: which nodes move by topology_str now, which wait for the file, and which
+// places the file keeps, on a tree of spine s with leaves a and b (labels as the operator
+// reads them).
+func TestPlanTopologyStr(t *testing.T) {
+	spec := &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{LabelKeys: []string{"spine", "leaf"}}}
+	tree := func(places ...string) *render.Topology { // node=spine/leaf ...
+		t.Helper()
+		var nodes []render.TopologyNode
+		for _, p := range places {
+			node, path, _ := strings.Cut(p, "=")
+			spine, leaf, _ := strings.Cut(path, "/")
+			nodes = append(nodes, render.TopologyNode{Name: node, Labels: map[string]string{"spine": spine, "leaf": leaf}})
+		}
+		topo, err := render.RenderTopology(spec, nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return topo
+	}
+	file := func(topo *render.Topology) *render.FileTopology {
+		t.Helper()
+		_, y, err := render.TopologyFile(topo, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ft, err := render.ReadTopologyYAML(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ft
+	}
+	ab := file(tree("n0=s/a", "n1=s/b"))
+	for _, tc := range []struct {
+		name    string
+		running *render.FileTopology
+		desired *render.Topology
+		strs    map[string]string
+		moves   string // node=str, ...
+		waiting string
+		keep    string
+		err     string
+	}{
+		{name: "unchanged", running: ab, desired: tree("n0=s/a", "n1=s/b"), strs: map[string]string{"n0": "", "n1": ""}},
+		{name: "relabel to a leaf the running file has: moved now", running: ab, desired: tree("n0=s/b", "n1=s/b"),
+			strs: map[string]string{"n0": "", "n1": ""}, moves: "n0=tree:s:b"},
+		{name: "moved: its string is its place", running: ab, desired: tree("n0=s/b", "n1=s/b"), strs: map[string]string{"n0": "tree:s:b", "n1": ""}},
+		{name: "relabel to a new leaf: the file first", running: ab, desired: tree("n0=s/c", "n1=s/b"),
+			strs: map[string]string{"n0": "", "n1": ""}, waiting: "n0"},
+		{name: "a string naming the old leaf keeps it in the file", running: ab, desired: tree("n0=t/c", "n1=s/b"),
+			strs: map[string]string{"n0": "tree:s:a", "n1": ""}, waiting: "n0", keep: "s:a"},
+		{name: "the file has the new leaf and keeps the old: moved now", running: file(tree("n0=t/c", "n1=s/b", "x=s/a")), desired: tree("n0=t/c", "n1=s/b"),
+			strs: map[string]string{"n0": "tree:s:a", "n1": ""}, moves: "n0=tree:t:c", keep: "s:a"},
+		{name: "a node slurmd has not registered waits for the file", running: ab, desired: tree("n0=s/a", "n1=s/b", "n2=s/a"), strs: map[string]string{"n0": "", "n1": ""}},
+		{name: "a node Slurm has but no Ready pod: its place is kept", running: ab, desired: tree("n1=s/b"), strs: map[string]string{"n0": "tree:s:a", "n1": ""}, keep: "s:a"},
+		{name: "Slurm unreadable: every running place is kept", running: ab, desired: tree("n0=s/c", "n1=s/c"), keep: "s:a s:b"},
+		{name: "a string of another topology", running: ab, desired: tree("n0=s/a"), strs: map[string]string{"n0": "nvl:blk-1"}, err: `node n0 is placed by topology_str "nvl:blk-1", outside topology "tree"`},
+		{name: "no running file yet", desired: tree("n0=s/a"), strs: map[string]string{"n0": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := planTopologyStr(tc.running, tc.desired, tc.strs)
+			var moves, keep []string
+			for _, m := range p.moves {
+				moves = append(moves, m.Node+"="+m.TopologyStr)
+			}
+			for _, k := range p.keep {
+				keep = append(keep, render.PlaceKey(k))
+			}
+			errs := ""
+			if p.err != nil {
+				errs = p.err.Error()
+			}
+			if got := strings.Join(moves, ", "); got != tc.moves {
+				t.Errorf("moves %q, want %q", got, tc.moves)
+			}
+			if got := strings.Join(p.waiting, ", "); got != tc.waiting {
+				t.Errorf("waiting %q, want %q", got, tc.waiting)
+			}
+			if got := strings.Join(keep, " "); got != tc.keep {
+				t.Errorf("keep %q, want %q", got, tc.keep)
+			}
+			if errs != tc.err {
+				t.Errorf("error %q, want %q", errs, tc.err)
+			}
+		})
 	}
 }
