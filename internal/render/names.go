@@ -34,7 +34,8 @@ const (
 	ScriptsDir      = "/etc/slurm-scripts"
 	KeysMountDir    = "/etc/sunk/keys"
 	KeysRuntimeDir  = "/run/slurm-keys"
-	SlurmRunDir     = "/run/slurm" // sackd's socket and configless cache
+	SlurmRunDir     = "/run/slurm"     // sackd's socket and configless cache
+	SlurmctldRunDir = "/run/slurmctld" // slurmctld's auth socket (sack.socket)
 	SlurmdbdConfDir = "/etc/sunk/slurmdbd"
 	SSHKeysDir      = "/etc/sunk/ssh"
 	SSSDConfDir     = "/etc/sunk/sssd"

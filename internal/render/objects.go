@@ -58,7 +58,11 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 	}
 	withSSSD(sc, &pod, &pod.Containers[0])
 	if sc.Spec.Controller.NodeWatcher {
+		// The watcher's reader is a Slurm client: auth/slurm gives clients their token through
+		// slurmctld's own socket, /run/slurmctld/sack.socket, which the two containers share.
+		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: slurmctldRunVolume, MountPath: SlurmctldRunDir})
 		pod.Containers = append(pod.Containers, nodeWatchContainer(sc))
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: slurmctldRunVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: meta(n, n.Controller, wellknown.ComponentController),
@@ -96,10 +100,15 @@ func NodeWatchService(n Names) *corev1.Service {
 // NodeWatchContainer is sunk-nodewatch's container beside slurmctld (spec.controller.nodeWatcher).
 const NodeWatchContainer = "nodewatch"
 
+// slurmctldRunVolume is the controller pod's /run/slurmctld (slurmctld's auth socket), shared
+// with the node watcher.
+const slurmctldRunVolume = "slurmctld-run"
+
 // nodeWatchContainer runs sunk-nodewatch (sunk-entrypoint nodewatch) as slurm with slurmctld's
-// slurm.conf and the auth key: its reader loads the node table through Slurm's own library from
-// whichever slurmctld is in charge, so the one beside the backup serves as well as the
-// primary's. No readiness probe: a watcher that cannot read Slurm answers 503, which the syncer
+// slurm.conf and, read-only, its auth socket (no key: a client gets its token from the socket,
+// which vouches for the caller's uid): its reader loads the node table through Slurm's own
+// library from whichever slurmctld is in charge, so the one beside the backup serves as well
+// as the primary's. No readiness probe: a watcher that cannot read Slurm answers 503, which the syncer
 // reports, and must not take slurmctld's pod out of its Services.
 func nodeWatchContainer(sc *sunkv1.SlurmCluster) corev1.Container {
 	c := slurmContainer(sc, NodeWatchContainer, sc.Spec.Controller.Image, corev1.ResourceRequirements{
@@ -107,7 +116,7 @@ func nodeWatchContainer(sc *sunkv1.SlurmCluster) corev1.Container {
 	c.Args = []string{NodeWatchContainer, fmt.Sprintf("--listen=:%d", NodeWatchPort)}
 	c.ReadinessProbe = nil
 	c.Ports = []corev1.ContainerPort{{Name: NodeWatchContainer, ContainerPort: NodeWatchPort}}
-	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir)}
+	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount(slurmctldRunVolume, SlurmctldRunDir)}
 	c.SecurityContext = daemonSecurity()
 	return c
 }
