@@ -75,4 +75,7 @@ func TestMissing(t *testing.T) {
 	if !FeaturesOf("26.05").TopologyYAML || FeaturesOf("24.11").TopologyYAML {
 		t.Error("topology.yaml is for 25.05 and later")
 	}
+	if !FeaturesOf("26.05").QuiesceTimeout || FeaturesOf("24.11").QuiesceTimeout {
+		t.Error("conmgr_quiesce_timeout is 26.05's; 24.11 has no quiesce timeout")
+	}
 }

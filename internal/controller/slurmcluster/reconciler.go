@@ -191,7 +191,8 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		return ctrl.Result{}, err
 	}
 	// While an upgrade goes on, for the oldest release still running.
-	in.TopologyYAML = slurmversion.FeaturesOf(plan.ConfVersion).TopologyYAML
+	features := slurmversion.FeaturesOf(plan.ConfVersion)
+	in.TopologyYAML, in.QuiesceTimeout = features.TopologyYAML, features.QuiesceTimeout
 	topology, topologyWait, err := r.topology(ctx, sc, n, in.TopologyYAML, st)
 	if err != nil {
 		return ctrl.Result{}, err
