@@ -42,6 +42,10 @@ func imageOf(sc *sunkv1.SlurmCluster, override sunkv1.Image) string {
 	return string(sc.Spec.Image)
 }
 
+// ReadyCommandTimeout (seconds) bounds each Slurm command of a readiness probe: sunk-ready's
+// SUNK_READY_TIMEOUT default (images/slurm/rootfs/usr/local/bin/sunk-ready).
+const ReadyCommandTimeout = 10
+
 // slurmContainer is a container of the Slurm image running sunk-entrypoint ROLE.
 func slurmContainer(sc *sunkv1.SlurmCluster, role string, image sunkv1.Image, res corev1.ResourceRequirements) corev1.Container {
 	return corev1.Container{
@@ -53,7 +57,7 @@ func slurmContainer(sc *sunkv1.SlurmCluster, role string, image sunkv1.Image, re
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/usr/local/bin/sunk-ready", role}}},
 			PeriodSeconds:    5,
-			TimeoutSeconds:   10,
+			TimeoutSeconds:   ReadyCommandTimeout,
 			FailureThreshold: 3,
 		},
 	}

@@ -51,6 +51,9 @@ type ConfigInputs struct {
 	// topology.conf and TopologyPlugin. False (24.11, and every cluster today: the
 	// SlurmCluster does not yet say its Slurm version) renders topology.conf.
 	TopologyYAML bool
+	// QuiesceTimeout says the cluster's slurmctld gives up a quiesce after
+	// conmgr_quiesce_timeout (26.05): slurm.conf then sets it to QuiesceTimeout.
+	QuiesceTimeout bool
 	// GPUTypes are the GRES types the cluster's NodeSets name in spec.gpuType: accounting
 	// tracks each of them beside gres/gpu (AccountingTRES).
 	GPUTypes []string
@@ -244,6 +247,27 @@ var productionDefaults = []string{
 // retry a standby controller for up to 1.5 times this.
 const SlurmctldTimeout = 30
 
+// QuiesceTimeout (seconds) is 26.05's conmgr_quiesce_timeout. A backup slurmctld told
+// REQUEST_CONTROL quiesces its connection manager while the RPC's own handler holds a worker
+// for up to CONTROL_TIMEOUT-1 = 29 s (src/slurmctld/proc_req.c _slurm_rpc_request_control,
+// controller.c _slurmctld_background), so Slurm's default, 2 x MessageTimeout = 20 s, always
+// expires during a hand-back. From then on conmgr interrupts its own poll on every pass
+// (src/conmgr/watch.c _quiesce_max_sleep) and never reads its signal pipe again, while a
+// signal waiting there defers the quiesce: one signal in that window (a SIGCHLD is enough)
+// spins the backup at 100% CPU for good, deaf even to SIGTERM, and the returning primary times
+// out on it. Longer than CONTROL_TIMEOUT, the quiesce ends before the timeout fires, and
+// connections still stop within their own read and write timeouts (MessageTimeout).
+const QuiesceTimeout = 60
+
+// slurmctldParameters is the SlurmctldParameters line.
+func slurmctldParameters(in ConfigInputs) string {
+	p := "SlurmctldParameters=enable_configless"
+	if in.QuiesceTimeout {
+		p += fmt.Sprintf(",conmgr_quiesce_timeout=%d", QuiesceTimeout)
+	}
+	return p
+}
+
 func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 	n := in.Names
 	var ctld []string
@@ -265,7 +289,7 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 		"AuthAltParameters=jwt_key="+KeysMountDir+"/"+JWTKeyName,
 		// configless: slurmd and sackd fetch this file from slurmctld. (24.11 takes a dynamic
 		// node's address from where it registers; cloud_reg_addrs is defunct and logs an error.)
-		"SlurmctldParameters=enable_configless",
+		slurmctldParameters(in),
 		"StateSaveLocation="+StateSaveDir,
 		"SlurmdSpoolDir=/var/spool/slurmd",
 		"SlurmctldPidFile=/run/slurmctld.pid",

@@ -46,6 +46,11 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 	c.Ports = []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: SlurmctldPort}}
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir), {Name: "state", MountPath: StateSaveDir}}
 	c.SecurityContext = daemonSecurity()
+	// slurmctld is PID 1 of its container and reaps no child it did not start. A probe that
+	// kubelet kills at its timeout leaves its `timeout scontrol ping` to slurmctld: a zombie
+	// each, and a SIGCHLD that 26.05's connection manager must read (QuiesceTimeout). The probe's
+	// command gives up after SUNK_READY_TIMEOUT; kubelet waits longer, so the probe ends itself.
+	c.ReadinessProbe.TimeoutSeconds = ReadyCommandTimeout + 5
 	pod := corev1.PodSpec{
 		Containers:      []corev1.Container{c},
 		SecurityContext: podSecurity(),

@@ -74,6 +74,8 @@ func fullInputs(sc *sunkv1.SlurmCluster) ConfigInputs {
 		Epilog: []ResolvedScript{{Name: "cleanup", Text: "#!/bin/sh\nrm -f /tmp/m\n"}},
 		// Two NodeSets name their type, one twice; a third has untyped GPUs.
 		GPUs: true, GPUTypes: []string{"h100", "a100", "h100", ""},
+		// As a 26.05 cluster renders it.
+		QuiesceTimeout: true,
 	}
 }
 
@@ -338,5 +340,26 @@ func TestNonComputePodsHardened(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("no pod has the container %s", name)
 		}
+	}
+}
+
+// TestSlurmctldParameters: conmgr_quiesce_timeout only for a slurmctld that has it (26.05), and
+// longer than the 29 s a backup's REQUEST_CONTROL handler holds its quiesce up.
+func TestSlurmctldParameters(t *testing.T) {
+	for _, tc := range []struct {
+		in   ConfigInputs
+		want string
+	}{
+		{ConfigInputs{}, "SlurmctldParameters=enable_configless"},
+		{ConfigInputs{QuiesceTimeout: true}, "SlurmctldParameters=enable_configless,conmgr_quiesce_timeout=60"},
+	} {
+		if got := slurmctldParameters(tc.in); got != tc.want {
+			t.Errorf("slurmctldParameters(QuiesceTimeout=%v) = %q, want %q", tc.in.QuiesceTimeout, got, tc.want)
+		}
+	}
+	// src/slurmctld/slurmctld.h CONTROL_TIMEOUT: the handler waits CONTROL_TIMEOUT-1 seconds.
+	const controlTimeout = 30
+	if QuiesceTimeout <= controlTimeout {
+		t.Errorf("QuiesceTimeout %d must exceed Slurm's CONTROL_TIMEOUT %d", QuiesceTimeout, controlTimeout)
 	}
 }

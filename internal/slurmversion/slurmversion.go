@@ -68,6 +68,10 @@ type Features struct {
 	TopologyStr bool
 	// NewestREST is the newest REST data version slurmrestd serves.
 	NewestREST string
+	// QuiesceTimeout: slurmctld's connection manager gives up waiting for connections when it
+	// quiesces (to hand control back, reconfigure or stop) after conmgr_quiesce_timeout
+	// (26.05); 24.11 has no such timeout, and no such parameter.
+	QuiesceTimeout bool
 }
 
 // FeaturesOf is the feature table of a supported release (spec.Version()).
@@ -75,7 +79,7 @@ func FeaturesOf(v string) Features {
 	if v == sunkv1.SlurmVersion2411 {
 		return Features{NewestREST: "v0.0.42"}
 	}
-	return Features{TopologyYAML: true, TopologyStr: true, NewestREST: "v0.0.45"}
+	return Features{TopologyYAML: true, TopologyStr: true, NewestREST: "v0.0.45", QuiesceTimeout: true}
 }
 
 // Missing names, for the FeaturesAvailable condition, what release v lacks that the newest

@@ -78,4 +78,7 @@ func TestMissing(t *testing.T) {
 	if !FeaturesOf("26.05").TopologyStr || FeaturesOf("24.11").TopologyStr {
 		t.Error("topology_str is for 25.05 and later")
 	}
+	if !FeaturesOf("26.05").QuiesceTimeout || FeaturesOf("24.11").QuiesceTimeout {
+		t.Error("conmgr_quiesce_timeout is 26.05's; 24.11 has no quiesce timeout")
+	}
 }

@@ -50,7 +50,7 @@ var deniedSlurmConfKeys = map[string]string{
 	"plugindir":                      "it decides which code the daemons load",
 	"plugstackconfig":                "it decides which code the daemons load",
 	"clustername":                    "accounting and the saved state are keyed by it",
-	"slurmctldparameters":            "it carries enable_configless, which compute pods need to start",
+	"slurmctldparameters":            "it carries enable_configless, which compute pods need to start, and on 26.05 conmgr_quiesce_timeout, without which a backup handing control back can hang",
 	"accountingstoragetype":          "set from spec.accounting",
 	"accountingstoragehost":          "set from spec.accounting",
 	"accountingstorageport":          "set from spec.accounting",

@@ -34,8 +34,9 @@ const (
 // TestControllerFailover kills the primary slurmctld of a cluster with a backup while a job
 // runs: the backup takes over on the shared state volume, the running job ends COMPLETED, a new
 // job runs, and sunk-syncer, which reads Slurm through slurmrestd, follows the backup. When the
-// primary's pod returns, control goes back to it, and the job running across that ends
-// COMPLETED too.
+// primary's pod returns, control goes back to it, the backup is back in standby (on 26.05 that
+// needs conmgr_quiesce_timeout, docs/slurmcluster.md "Controller failover"), and the job
+// running across that ends COMPLETED too.
 //
 // The primary is killed the way a lost node kills it: at once (grace 0, no state saved on
 // SIGTERM), and it does not come back, because Kubernetes replaces a StatefulSet pod of an
@@ -50,10 +51,7 @@ func TestControllerFailover(t *testing.T) {
 	const name = "fo"
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		// On 24.11: on 26.05.5 the hand-back hangs (the backup, told REQUEST_CONTROL, never
-		// finishes relinquishing; the primary then times out on every RPC), which the 26.05 run
-		// of this test showed. docs/slurmcluster.md, "Controller failover".
-		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2411, Image: slurmImage2411, ImagePullPolicy: corev1.PullNever,
+		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
 			Controller: sunkv1.ControllerSpec{Backup: true}},
 	})
 	n := render.NamesFor(e.cluster(t, name), "")
@@ -132,8 +130,10 @@ func TestControllerFailover(t *testing.T) {
 		if !e.logHas(t, backup, logRequestControl) {
 			return fmt.Errorf("no %q in %s's log yet", logRequestControl, backup)
 		}
+		// The backup back in standby answers pings again, ready for the next failover.
 		out, err := e.sh(t, login, "login", "scontrol ping && squeue -h -j "+next+" -o %T")
-		if err != nil || !strings.Contains(out, "Slurmctld(primary) at "+primary+" is UP") || strings.TrimSpace(out) == "" {
+		if err != nil || !strings.Contains(out, "Slurmctld(primary) at "+primary+" is UP") ||
+			!strings.Contains(out, "Slurmctld(backup) at "+backup+" is UP") || strings.TrimSpace(out) == "" {
 			return fmt.Errorf("scontrol ping && squeue: %v %q", err, out)
 		}
 		return nil

@@ -191,7 +191,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	}
 	// While an upgrade goes on, for the oldest release still running.
 	features := slurmversion.FeaturesOf(plan.ConfVersion)
-	in.TopologyYAML = features.TopologyYAML
+	in.TopologyYAML, in.QuiesceTimeout = features.TopologyYAML, features.QuiesceTimeout
 	topology, topologyWait, err := r.topology(ctx, sc, n, in.TopologyYAML, features.TopologyStr, *jwtKeys, st)
 	if err != nil {
 		return ctrl.Result{}, err
