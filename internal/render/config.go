@@ -54,6 +54,9 @@ type ConfigInputs struct {
 	// GPUTypes are the GRES types the cluster's NodeSets name in spec.gpuType: accounting
 	// tracks each of them beside gres/gpu (AccountingTRES).
 	GPUTypes []string
+	// Containers says a NodeSet of the cluster enables containers for jobs: plugstack.conf
+	// loads sunk's SPANK plugin (containers.go).
+	Containers bool
 }
 
 // RenderConfig renders slurm.conf and its companions. It fails only on input it cannot
@@ -64,7 +67,7 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 	files := map[string]string{
 		"slurm.conf":     slurmConf(sc, in),
 		"cgroup.conf":    mergeConf(defaultCgroupConf, sc.Spec.CgroupConf),
-		"plugstack.conf": "# SPANK plugins. Configless daemons receive this file with slurm.conf.\n",
+		"plugstack.conf": plugstackConf(in.Containers),
 		"gres.conf":      gresConfFor(in.GPUs),
 		gresNodeConfName: gresNodeConf,
 	}

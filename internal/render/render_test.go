@@ -73,6 +73,8 @@ func fullInputs(sc *sunkv1.SlurmCluster) ConfigInputs {
 		Epilog: []ResolvedScript{{Name: "cleanup", Text: "#!/bin/sh\nrm -f /tmp/m\n"}},
 		// Two NodeSets name their type, one twice; a third has untyped GPUs.
 		GPUs: true, GPUTypes: []string{"h100", "a100", "h100", ""},
+		// A NodeSet enables containers for jobs.
+		Containers: true,
 	}
 }
 
