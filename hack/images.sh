@@ -2,7 +2,8 @@
 # images.sh: the images of the test bed as docker-archive tarballs in $SUNK_IMAGES (no registry).
 #   registry.k8s.io/pause:3.10        the pod sandbox (images/pause, a Go PID 1)
 #   docker.io/library/busybox:local   Debian's busybox-static, for small test pods
-#   sunk.dev/slurm:24.11-local        the Slurm root filesystem of images/slurm/packages.txt + images/slurm/rootfs
+#   sunk.dev/slurm:24.11-local        the Slurm root filesystem of images/slurm/packages.txt and packages-containers.txt
+#                                     + images/slurm/rootfs + sunk-container and the SPANK plugin
 #                                     + sunk-nodewatch and sunk-slurm-nodes (hack/nodewatch.sh)
 #   sunk.dev/slurm:26.05-local        the same from Debian sid (Slurm 26.05); `slurm` packs both
 #   sunk.dev/coredns:local            the cluster DNS (hack/tools/coredns, hack/manifests/coredns.yaml)
@@ -55,12 +56,62 @@ tree_inputs() {
 # 24.11 from trixie, rootfs/slurm-26.05 from sid) under a stamp and tarball of its own, so that
 # repacking one never touches the other.
 #   24.11: sunk.dev/slurm:24.11-local, slurm.tar        26.05: sunk.dev/slurm:26.05-local, slurm-26.05.tar
+# Layers: the root filesystem with its containers layer (hack/provision.sh image_containers:
+# images/slurm/packages-containers.txt) seen through one overlay, as the Dockerfile's apt-get
+# leaves them; images/slurm/rootfs; the containers build (containers_build: sunk-container and
+# the SPANK plugin of that release).
+
+# The static helper sunk-container (docs/containers.md), once for both releases, under a stamp
+# of the Go files it is built from.
+helper_inputs() {
+  cat "$SUNK_ROOT/go.mod" "$SUNK_ROOT/go.sum"
+  local dirs
+  dirs=$(cd "$SUNK_ROOT" && go list -deps -f '{{if .Module}}{{if eq .Module.Path "sunk.dev/sunk"}}{{.Dir}}{{end}}{{end}}' ./cmd/sunk-container)
+  echo "${dirs//$SUNK_ROOT/}"
+  for d in $dirs; do find "$d" -maxdepth 1 -name '*.go' ! -name '*_test.go' | LC_ALL=C sort | xargs cat; done
+}
+helper() {
+  local out=$SUNK_CACHE/build/sunk-container
+  stamp_ok build-sunk-container <(helper_inputs) && [ -x "$out" ] && return 0
+  log "building sunk-container (static)"
+  mkdir -p "$(dirname "$out")"
+  (cd "$SUNK_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out.tmp" ./cmd/sunk-container)
+  mv "$out.tmp" "$out"
+  stamp_set build-sunk-container <(helper_inputs)
+}
+
+# containers_build SUFFIX: $SUNK_CACHE/build/slurm-containers$SUFFIX, the image's files for
+# containers: sunk-container and sunk_container.so, the SPANK plugin built against the headers of
+# the image's own Slurm (hack/slurm-dev.sh; slurmstepd loads a plugin of its own release only)
+# with the host's gcc: it links nothing of Slurm, and the host's glibc is older than trixie's and
+# sid's.
+spank_inputs() { # VERSION
+  local src=$SUNK_ROOT/images/slurm/spank
+  cat "$src"/*.c "$src"/*.h "$src"/Makefile "$src"/exports.map; echo "$1"
+  dpkg-query --admindir="$SUNK_CACHE/rootfs/slurm$2/var/lib/dpkg" -W -f '${Version}' slurm-client
+}
+containers_build() { # VERSION SUFFIX
+  local v=$1 sfx=$2 out=$SUNK_CACHE/build/slurm-containers$2
+  helper
+  if ! { stamp_ok "build-slurm-containers$sfx" <(spank_inputs "$v" "$sfx") "$SUNK_CACHE/stamps/build-sunk-container" &&
+    [ -f "$out/usr/local/lib/sunk/spank/sunk_container.so" ]; }; then
+    local include
+    include=$(SUNK_SLURM_VERSION=$v "$SUNK_ROOT/hack/slurm-dev.sh")
+    log "building the SPANK plugin against Slurm $v's headers"
+    rm -rf "$out.tmp" && mkdir -p "$out.tmp/usr/local/lib/sunk/spank" "$out.tmp/usr/local/bin"
+    make -s -C "$SUNK_ROOT/images/slurm/spank" SLURM_INCLUDE="$include" OUT="$out.tmp/usr/local/lib/sunk/spank" >&2
+    cp "$SUNK_CACHE/build/sunk-container" "$out.tmp/usr/local/bin/"
+    rm -rf "$out" && mv "$out.tmp" "$out"
+    stamp_set "build-slurm-containers$sfx" <(spank_inputs "$v" "$sfx") "$SUNK_CACHE/stamps/build-sunk-container"
+  fi
+}
 slurm_inputs() { # SUFFIX
-  cat "$SUNK_CACHE/stamps/rootfs-slurm$1" "$mk"
+  cat "$SUNK_CACHE/stamps/rootfs-slurm$1" "$SUNK_CACHE/stamps/rootfs-image-containers$1" "$mk"
   tree_inputs "$SUNK_ROOT/images/slurm/rootfs"
+  tree_inputs "$SUNK_CACHE/build/slurm-containers$1"
   tree_inputs "$SUNK_CACHE/layers/slurm-bin$1"
 }
-# slurm_bin_layer VERSION SUFFIX: the third layer, sunk's programs that run in Slurm's pods:
+# slurm_bin_layer VERSION SUFFIX: the last layer, the node watcher beside slurmctld:
 # sunk-nodewatch (static Go) and its reader sunk-slurm-nodes, C built against this release's
 # Slurm by hack/nodewatch.sh. Rebuilt each time (seconds warm: both builds are cached); the
 # image's stamp covers its contents, and -trimpath keeps them the same for the same sources.
@@ -74,12 +125,21 @@ slurm_bin_layer() {
 }
 slurm_image() { # VERSION SUFFIX
   local v=$1 sfx=$2 tar=$SUNK_IMAGES/slurm$2.tar
-  [ -f "$SUNK_CACHE/stamps/rootfs-slurm$sfx" ] || die "no Slurm $v root filesystem: run SUNK_SLURM_VERSION=$v hack/provision.sh rootfs"
+  local base=$SUNK_CACHE/rootfs/slurm$sfx ctr=$SUNK_CACHE/rootfs/slurm$sfx-image-containers
+  [ -f "$SUNK_CACHE/stamps/rootfs-slurm$sfx" ] || die "no Slurm $v root filesystem: run hack/provision.sh images"
+  [ -f "$SUNK_CACHE/stamps/rootfs-image-containers$sfx" ] || die "no containers layer for Slurm $v: run hack/provision.sh images"
+  containers_build "$v" "$sfx"
   slurm_bin_layer "$v" "$sfx"
   stamp_ok "image-slurm$sfx" <(slurm_inputs "$sfx") && [ -f "$tar" ] && return 0
-  log "packing the Slurm $v root filesystem, images/slurm/rootfs and sunk's node watcher into sunk.dev/slurm:$v-local"
-  "$mk" "$SUNK_CACHE/rootfs/slurm$sfx:$SUNK_ROOT/images/slurm/rootfs:$SUNK_CACHE/layers/slurm-bin$sfx" "sunk.dev/slurm:$v-local" "$tar" \
-    '["/usr/local/sbin/sunk-entrypoint"]'
+  log "packing the Slurm $v root filesystem, its containers layer, images/slurm/rootfs, the containers build and the node watcher into sunk.dev/slurm:$v-local"
+  # The first layer is the overlay of the two (it applies the whiteouts apt left), in a mount
+  # namespace of this command alone.
+  unshare --mount --propagation private bash -euc '
+    m=$(mktemp -d); trap "umount $m; rmdir $m" EXIT
+    mount -t overlay overlay -o "ro,lowerdir=$1" "$m"
+    "$2" "$m:$3" "$4" "$5" "$6"
+  ' pack "$ctr:$base" "$mk" "$SUNK_ROOT/images/slurm/rootfs:$SUNK_CACHE/build/slurm-containers$sfx:$SUNK_CACHE/layers/slurm-bin$sfx" \
+    "sunk.dev/slurm:$v-local" "$tar" '["/usr/local/sbin/sunk-entrypoint"]'
   stamp_set "image-slurm$sfx" <(slurm_inputs "$sfx")
 }
 slurm() { slurm_image 24.11 ""; slurm_image 26.05 -26.05; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# provision.sh [host|tools|rootfs|containers|images|all]...: install everything the tests and the demo need.
+# provision.sh [host|tools|rootfs|containers|image_containers|images|all]...: install everything the tests and the demo need.
 # `rootfs` builds the root filesystem of SUNK_SLURM_VERSION; `images` (and `all`) first builds
 # both releases' root filesystems, because there is a Slurm image of each.
 # Idempotent and cached in SUNK_CACHE: a step whose inputs did not change does nothing.
@@ -96,18 +96,12 @@ rootfs() {
   stamp_set "$stamp" <(rootfs_inputs)
 }
 
-# containers: a layer over the Slurm root filesystem with what containers for jobs need on a
-# node and are not in packages.txt yet (docs/containers.md): skopeo and umoci, run by
-# sunk-container, and libslurm-dev, whose slurm/spank.h the SPANK plugin is built against.
-# test/integration/container mounts it over the root filesystem (overlayfs); adding the
-# packages to packages.txt instead would rebuild the root filesystem every test bed runs in.
-# Built by apt in a chroot of an overlay, so it holds only what the packages add.
-CONTAINER_PACKAGES=(skopeo umoci libslurm-dev)
-containers() {
-  local out=$SLURM_ROOTFS-containers stamp=rootfs-containers$SLURM_SUFFIX
-  local inputs=("$SUNK_CACHE/stamps/rootfs-slurm$SLURM_SUFFIX" <(echo "${CONTAINER_PACKAGES[*]}"))
-  stamp_ok "$stamp" "${inputs[@]}" && [ -d "$out/usr/bin" ] && return 0
-  log "building the containers layer over the Slurm $SUNK_SLURM_VERSION root filesystem (${CONTAINER_PACKAGES[*]})"
+# apt_layer OUT PKG...: a layer over the Slurm root filesystem of $SUNK_SLURM_VERSION with what
+# the packages add: apt in a chroot of an overlay, whose upper directory becomes OUT (with
+# overlayfs whiteouts where apt removed files of the root filesystem: use it as an overlay's
+# lower directory, never as a tree of its own).
+apt_layer() {
+  local out=$1; shift
   rm -rf "$out.tmp" && mkdir -p "$out.tmp"/{upper,work,merged}
   # A private mount namespace: the overlay and the chroot's mounts vanish with it.
   unshare --mount --propagation private bash -euc '
@@ -117,8 +111,34 @@ containers() {
     mount -t tmpfs tmpfs "$t/merged/tmp"
     mount --bind /etc/resolv.conf "$t/merged/etc/resolv.conf"
     chroot "$t/merged" sh -euc "apt-get update -q; DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $*; apt-get clean; rm -rf /var/lib/apt/lists/*"
-  ' containers "$SLURM_ROOTFS" "$out.tmp" "${CONTAINER_PACKAGES[@]}"
+  ' apt_layer "$SLURM_ROOTFS" "$out.tmp" "$@"
   rm -rf "$out" && mv "$out.tmp/upper" "$out" && rm -rf "$out.tmp"
+}
+
+# containers: the layer test/integration/container mounts over the 24.11 root filesystem
+# (docs/containers.md): the image's containers packages (images/slurm/packages-containers.txt)
+# and libslurm-dev, whose slurm/spank.h the test builds the SPANK plugin against.
+containers() {
+  local out=$SLURM_ROOTFS-containers stamp=rootfs-containers$SLURM_SUFFIX pkgs
+  mapfile -t pkgs < <("$SUNK_ROOT/images/slurm/packages.sh" "$SUNK_ROOT/images/slurm/packages-containers.txt")
+  pkgs+=(libslurm-dev)
+  local inputs=("$SUNK_CACHE/stamps/rootfs-slurm$SLURM_SUFFIX" <(echo "${pkgs[*]}"))
+  stamp_ok "$stamp" "${inputs[@]}" && [ -d "$out/usr/bin" ] && return 0
+  log "building the containers test layer over the Slurm $SUNK_SLURM_VERSION root filesystem (${pkgs[*]})"
+  apt_layer "$out" "${pkgs[@]}"
+  stamp_set "$stamp" "${inputs[@]}"
+}
+
+# image_containers: the image's layer of images/slurm/packages-containers.txt over the Slurm root
+# filesystem of $SUNK_SLURM_VERSION (hack/images.sh packs the two as one; the Dockerfile installs
+# the same list). Under a stamp of its own: the root filesystem and its stamp stay as they were.
+image_containers() {
+  local out=$SLURM_ROOTFS-image-containers stamp=rootfs-image-containers$SLURM_SUFFIX pkgs
+  mapfile -t pkgs < <("$SUNK_ROOT/images/slurm/packages.sh" "$SUNK_ROOT/images/slurm/packages-containers.txt")
+  local inputs=("$SUNK_CACHE/stamps/rootfs-slurm$SLURM_SUFFIX" "$SUNK_ROOT/images/slurm/packages-containers.txt")
+  stamp_ok "$stamp" "${inputs[@]}" && [ -x "$out/usr/bin/skopeo" ] && return 0
+  log "building the image's containers layer over the Slurm $SUNK_SLURM_VERSION root filesystem (${pkgs[*]})"
+  apt_layer "$out" "${pkgs[@]}"
   stamp_set "$stamp" "${inputs[@]}"
 }
 
@@ -126,10 +146,11 @@ containers() {
 # paths by SUNK_SLURM_VERSION when it is sourced); a cached one costs a stamp check.
 rootfs_all() {
   local v
-  for v in 24.11 26.05; do SUNK_SLURM_VERSION=$v "$SUNK_ROOT/hack/provision.sh" rootfs; done
+  for v in 24.11 26.05; do SUNK_SLURM_VERSION=$v "$SUNK_ROOT/hack/provision.sh" rootfs image_containers; done
 }
 
-# images packs an image per Slurm release (hack/images.sh), so it needs both root filesystems.
+# images packs an image per Slurm release (hack/images.sh), so it needs both root filesystems
+# and their containers layers.
 images() {
   rootfs_all
   "$SUNK_ROOT/hack/images.sh"
@@ -139,7 +160,7 @@ images() {
 for step in "$@"; do
   case $step in
     all) host; tools; images; containers ;;
-    host|tools|rootfs|containers|images) $step ;;
-    *) die "unknown step $step (host|tools|rootfs|containers|images|all)" ;;
+    host|tools|rootfs|containers|image_containers|images) $step ;;
+    *) die "unknown step $step (host|tools|rootfs|containers|image_containers|images|all)" ;;
   esac
 done

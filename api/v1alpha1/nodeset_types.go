@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -134,10 +135,53 @@ type NodeSetSpec struct {
 	// +optional
 	ExtraConf string `json:"extraConf,omitempty"`
 
+	// Containers lets jobs on the NodeSet's nodes run in container images with Pyxis's flags
+	// (srun --container-image=...; docs/containers.md). Changing it replaces the pods (the
+	// protected way).
+	// +optional
+	Containers *NodeSetContainers `json:"containers,omitempty"`
+
 	// UpdateStrategy says how pods of an older template are replaced.
 	// +kubebuilder:default={type: RollingUpdate}
 	// +optional
 	UpdateStrategy NodeSetUpdateStrategy `json:"updateStrategy,omitempty"`
+}
+
+// NodeSetContainers are the settings of containers for jobs on a NodeSet's nodes. The images
+// are pulled into a volume of each pod at /var/lib/sunk (the image cache and the containers'
+// writable layers): an emptyDir by default, or cacheVolume.
+// +kubebuilder:validation:XValidation:rule="!has(self.cacheSize) || !has(self.cacheVolume)",message="spec.containers.cacheSize and spec.containers.cacheVolume are exclusive: size the volume itself"
+type NodeSetContainers struct {
+	// Enabled: jobs may ask for a container (--container-image, --container-name). When any
+	// NodeSet of a cluster enables containers, every node of the cluster loads sunk's SPANK
+	// plugin; on nodes of NodeSets without them a step that asks for a container fails with
+	// "containers are not enabled on this node".
+	Enabled bool `json:"enabled"`
+
+	// CacheSize is the size limit of the emptyDir that holds the image cache and the
+	// containers' writable layers. Default: no limit but the node's ephemeral storage.
+	// +optional
+	CacheSize *resource.Quantity `json:"cacheSize,omitempty"`
+
+	// CacheVolume replaces the emptyDir (for example a hostPath, so that the cache outlives
+	// the pod, or an ephemeral volume). It must not be on overlayfs: the writable layers are
+	// overlayfs upper directories.
+	// +optional
+	CacheVolume *corev1.VolumeSource `json:"cacheVolume,omitempty"`
+
+	// InsecureRegistries are registries (HOST or HOST:PORT) reached over plain HTTP without
+	// TLS, such as a registry inside the cluster.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)(:[0-9]{1,5})?$`
+	// +optional
+	InsecureRegistries []string `json:"insecureRegistries,omitempty"`
+}
+
+// ContainersEnabled says whether the NodeSet's jobs may run in containers.
+func (ns *NodeSet) ContainersEnabled() bool {
+	return ns.Spec.Containers != nil && ns.Spec.Containers.Enabled
 }
 
 // NodeSetUpdateStrategy is RollingUpdate (with its parameters) or OnDelete.

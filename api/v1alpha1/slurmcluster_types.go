@@ -290,7 +290,7 @@ type SlurmClusterStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready, ControllerReady, RestApiReady, AccountingReady, LoginReady, ConfigApplied,
-	// and, not part of Ready, TopologyReady with spec.topology and GPUDevicesIncluded.
+	// and, not part of Ready, TopologyReady with spec.topology, GPUDevicesIncluded and ContainersEnabled.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -348,6 +348,13 @@ const (
 	// condition rather than a status field: the schema of conditions does not change, so no
 	// API server prunes it.
 	ConditionGPUDevicesIncluded = "GPUDevicesIncluded"
+	// ConditionContainersEnabled is True while the configuration slurmctld runs
+	// (status.configHash) has plugstack.conf load sunk's SPANK plugin (a NodeSet enables
+	// containers for jobs): set with ConfigApplied=True, and a NodeSet with containers creates
+	// pods only then, because a configless slurmd fetches plugstack.conf when it starts and a
+	// reconfigure sent before it registered never reaches it: its steps would ignore
+	// --container-image and run on the node's own filesystem. Not part of Ready.
+	ConditionContainersEnabled = "ContainersEnabled"
 	// ConditionSlurmVersion's message is the Slurm release the daemons run ("26.05"); True
 	// when every daemon runs spec.slurmVersion. A condition rather than a status field, so
 	// that an older CRD installed over this one (which prunes unknown status fields) does not

@@ -13,10 +13,15 @@
 // the named) container once its holder ended. ns-init is the holder; reap, started by prepare,
 // removes an unnamed container once its step let the holder go. remove-job --job-id=J (the
 // job's epilog) removes every container of the job.
+//
+// --node-conf=FILE (plugstack.conf's arg=) stands for the node's settings in FILE; without FILE
+// the node has no containers and every command but remove-job fails with "containers are not
+// enabled on this node".
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -42,18 +47,29 @@ func run(argv []string) error {
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		return container.Reap(argv[1])
 	}
+	if argv[0] == "ns-init" {
+		// fd 3: the spec, from prepare (internal/container.CreateNS).
+		return container.NSInit(os.NewFile(3, "spec"), os.Stdin)
+	}
+	// plugstack.conf's --node-conf=FILE: the node's settings, and whether it has containers.
+	flags, err := container.ExpandNodeConf(argv[1:])
 	if argv[0] == "remove-job" {
-		job, state, err := container.ParseJobArgs(argv[1:])
+		if errors.Is(err, container.ErrNotEnabled) {
+			return nil // no container can have been made here
+		}
+		if err != nil {
+			return err
+		}
+		job, state, err := container.ParseJobArgs(flags)
 		if err != nil {
 			return err
 		}
 		return container.RemoveJob(state, job)
 	}
-	if argv[0] == "ns-init" {
-		// fd 3: the spec, from prepare (internal/container.CreateNS).
-		return container.NSInit(os.NewFile(3, "spec"), os.Stdin)
+	if err != nil {
+		return err
 	}
-	a, err := container.ParseArgs(argv[1:])
+	a, err := container.ParseArgs(flags)
 	if err != nil {
 		return err
 	}

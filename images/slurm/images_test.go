@@ -61,8 +61,18 @@ func TestDockerfileAndOfflineBuildAgree(t *testing.T) {
 		"ARG SUITE=trixie\nFROM debian:${SUITE}-slim",
 		"--no-install-recommends",
 		"$(sh /tmp/sunk-build/packages.sh /tmp/sunk-build/packages.txt)",
+		"$(sh /tmp/sunk-build/packages.sh /tmp/sunk-build/packages-containers.txt)",
 		"sh /tmp/sunk-build/rootfs-setup.sh /",
 		"source=rootfs,target=/tmp/sunk-rootfs",
+		// Containers for jobs: the plugin against the image's own Slurm headers, the static
+		// helper, at the paths the rendered plugstack.conf names.
+		"source=spank,target=/tmp/sunk-spank",
+		"libslurm-dev",
+		"SLURM_INCLUDE=/usr/include",
+		"CGO_ENABLED=0 go build",
+		"./cmd/sunk-container",
+		"/usr/local/bin/sunk-container",
+		"/usr/local/lib/sunk/spank/sunk_container.so",
 		`ENTRYPOINT ["/usr/local/sbin/sunk-entrypoint"]`,
 	} {
 		if !strings.Contains(df, want) {
@@ -77,15 +87,40 @@ func TestDockerfileAndOfflineBuildAgree(t *testing.T) {
 		}
 	}
 	prov := read(t, filepath.Join("..", "..", "hack", "provision.sh"))
-	for _, want := range []string{`"$d/packages.sh"`, `--customize-hook="$d/rootfs-setup.sh`, "packages.txt,packages.sh,rootfs-setup.sh"} {
+	for _, want := range []string{`"$d/packages.sh"`, `--customize-hook="$d/rootfs-setup.sh`, "packages.txt,packages.sh,rootfs-setup.sh",
+		`"$SUNK_ROOT/images/slurm/packages.sh" "$SUNK_ROOT/images/slurm/packages-containers.txt"`, "--no-install-recommends"} {
 		if !strings.Contains(prov, want) {
-			t.Errorf("hack/provision.sh (rootfs step) does not contain %q", want)
+			t.Errorf("hack/provision.sh (rootfs and image_containers steps) does not contain %q", want)
 		}
 	}
 	img := read(t, filepath.Join("..", "..", "hack", "images.sh"))
-	for _, want := range []string{`"$SUNK_CACHE/rootfs/slurm$sfx:$SUNK_ROOT/images/slurm/rootfs:`, `'["/usr/local/sbin/sunk-entrypoint"]'`} {
+	for _, want := range []string{
+		`"$m:$3"`, `pack "$ctr:$base" "$mk"`, `"$SUNK_ROOT/images/slurm/rootfs:$SUNK_CACHE/build/slurm-containers$sfx:$SUNK_CACHE/layers/slurm-bin$sfx"`,
+		`'["/usr/local/sbin/sunk-entrypoint"]'`,
+		`CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out.tmp" ./cmd/sunk-container`,
+		`SLURM_INCLUDE="$include"`, `"$out.tmp/usr/local/lib/sunk/spank"`, `"$out.tmp/usr/local/bin/"`,
+	} {
 		if !strings.Contains(img, want) {
 			t.Errorf("hack/images.sh (slurm image) does not contain %q", want)
+		}
+	}
+}
+
+// packages-containers.txt is read the same way, and holds what sunk-container runs.
+func TestContainersPackages(t *testing.T) {
+	out, err := exec.Command("sh", "packages.sh", "packages-containers.txt").Output()
+	if err != nil {
+		t.Fatalf("packages.sh packages-containers.txt: %v", err)
+	}
+	got := strings.Fields(string(out))
+	for _, p := range []string{"skopeo", "umoci"} {
+		if !slices.Contains(got, p) {
+			t.Errorf("packages-containers.txt lacks %s, which sunk-container runs", p)
+		}
+	}
+	for _, p := range got {
+		if slices.Contains(packagesTxt(t), p) {
+			t.Errorf("%s is in both packages.txt and packages-containers.txt", p)
 		}
 	}
 }

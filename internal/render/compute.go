@@ -221,6 +221,7 @@ func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, gpuTyp
 	}
 	sv, sm := SharedVolumeMounts(sc.Spec.SharedVolumes)
 	vols, c.VolumeMounts = append(vols, sv...), append(c.VolumeMounts, sm...)
+	vols = containersPodSpec(ns, &c, vols)
 	vols, c.VolumeMounts = append(vols, ns.Spec.Volumes...), append(c.VolumeMounts, ns.Spec.VolumeMounts...)
 	return corev1.PodSpec{
 		Containers:  append([]corev1.Container{c}, ns.Spec.Sidecars...),

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,6 +50,8 @@ func fullNodeSet() *sunkv1.NodeSet {
 			Features:     []string{"a100", "ib"},
 			Weight:       ptr.To(int32(10)),
 			ExtraConf:    "Gres=gpu:8 CPUs=14",
+			Containers: &sunkv1.NodeSetContainers{Enabled: true, CacheSize: ptr.To(resource.MustParse("50Gi")),
+				InsecureRegistries: []string{"registry.slurm.svc:5000", "10.0.0.5"}},
 		},
 	}
 }
@@ -178,5 +181,53 @@ func TestRegisteredByNodeSet(t *testing.T) {
 		if got := RegisteredByNodeSet(tt.name, tt.features); got != tt.want {
 			t.Errorf("RegisteredByNodeSet(%q, %q) = %v, want %v", tt.name, tt.features, got, tt.want)
 		}
+	}
+}
+
+// TestContainersPod: a NodeSet with containers gets the helper's settings and the volume at
+// ContainersDir (an emptyDir, or cacheVolume); one without gets neither.
+func TestContainersPod(t *testing.T) {
+	sc, n := minimal(), NamesFor(minimal(), "")
+	env := func(p *corev1.Pod) (string, bool) {
+		for _, e := range p.Spec.Containers[0].Env {
+			if e.Name == EnvContainers {
+				return e.Value, true
+			}
+		}
+		return "", false
+	}
+	vol := func(p *corev1.Pod) *corev1.Volume {
+		for i, v := range p.Spec.Volumes {
+			if v.Name == containersVolume {
+				return &p.Spec.Volumes[i]
+			}
+		}
+		return nil
+	}
+	ns := minimalNodeSet()
+	p := ComputePod(ns, sc, n, ComputeMember{Name: "cpu-0"})
+	if _, ok := env(p); ok || vol(p) != nil {
+		t.Errorf("a NodeSet without containers: %s set or volume %v", EnvContainers, vol(p))
+	}
+	ns.Spec.Containers = &sunkv1.NodeSetContainers{Enabled: false, InsecureRegistries: []string{"r"}}
+	if p := ComputePod(ns, sc, n, ComputeMember{Name: "cpu-0"}); vol(p) != nil {
+		t.Error("enabled: false still mounts the containers volume")
+	}
+	hostPath := corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/sunk"}}
+	ns.Spec.Containers = &sunkv1.NodeSetContainers{Enabled: true, CacheVolume: &hostPath, InsecureRegistries: []string{"r:5000", "s"}}
+	p = ComputePod(ns, sc, n, ComputeMember{Name: "cpu-0"})
+	if v, ok := env(p); !ok || !strings.Contains(v, "\n--insecure-registry=r:5000,s\n") {
+		t.Errorf("%s = %q, want the insecure registries as the helper's flag", EnvContainers, v)
+	}
+	if v := vol(p); v == nil || v.HostPath == nil || v.HostPath.Path != "/var/lib/sunk" {
+		t.Errorf("containers volume %+v, want the cacheVolume", v)
+	}
+	if !slices.ContainsFunc(p.Spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == containersVolume && m.MountPath == ContainersDir
+	}) {
+		t.Errorf("slurmd does not mount the containers volume at %s", ContainersDir)
+	}
+	if c, _ := RenderConfig(sc, ConfigInputs{Names: n}); strings.Contains(c.Files["plugstack.conf"], "sunk_container") {
+		t.Errorf("plugstack.conf loads the plugin though no NodeSet enables containers:\n%s", c.Files["plugstack.conf"])
 	}
 }

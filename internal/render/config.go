@@ -27,6 +27,9 @@ type Config struct {
 	// GPUDevices says gres.conf includes each compute pod's own device lines
 	// (ConfigInputs.GPUs): a slurmd with GPUs registers them only under such a configuration.
 	GPUDevices bool
+	// Containers says plugstack.conf loads sunk's SPANK plugin (ConfigInputs.Containers): a
+	// NodeSet with containers creates pods only under such a configuration.
+	Containers bool
 }
 
 // ResolvedScript is a prolog or epilog script with its text read (from the spec or a ConfigMap).
@@ -57,6 +60,9 @@ type ConfigInputs struct {
 	// GPUTypes are the GRES types the cluster's NodeSets name in spec.gpuType: accounting
 	// tracks each of them beside gres/gpu (AccountingTRES).
 	GPUTypes []string
+	// Containers says a NodeSet of the cluster enables containers for jobs: plugstack.conf
+	// loads sunk's SPANK plugin (containers.go).
+	Containers bool
 }
 
 // RenderConfig renders slurm.conf and its companions. It fails only on input it cannot
@@ -67,7 +73,7 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 	files := map[string]string{
 		"slurm.conf":     slurmConf(sc, in),
 		"cgroup.conf":    mergeConf(defaultCgroupConf, sc.Spec.CgroupConf),
-		"plugstack.conf": "# SPANK plugins. Configless daemons receive this file with slurm.conf.\n",
+		"plugstack.conf": plugstackConf(in.Containers),
 		"gres.conf":      gresConfFor(in.GPUs),
 		gresNodeConfName: gresNodeConf,
 	}
@@ -101,7 +107,7 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 		}
 		scripts[kind.name] = scriptDriver(n.Cluster, kind.name, order)
 	}
-	c := &Config{Files: files, Scripts: scripts, GPUDevices: in.GPUs}
+	c := &Config{Files: files, Scripts: scripts, GPUDevices: in.GPUs, Containers: in.Containers}
 	c.Hash = hashOf(files, scripts)
 	c.RestartHash = hashOf(map[string]string{"restart": restartSettings(files["slurm.conf"])}, nil)
 	// The first line names the hash so that anyone (the controller included) can tell

@@ -76,6 +76,8 @@ func fullInputs(sc *sunkv1.SlurmCluster) ConfigInputs {
 		GPUs: true, GPUTypes: []string{"h100", "a100", "h100", ""},
 		// As a 26.05 cluster renders it.
 		QuiesceTimeout: true,
+		// A NodeSet enables containers for jobs.
+		Containers: true,
 	}
 }
 

@@ -82,7 +82,8 @@ func TestNodeWatcherOnTheLocalCluster(t *testing.T) {
 	// Kill the watcher beside the primary; resume the node while it is away.
 	ctld := n.ControllerPod(0)
 	restarts := e.restarts(t, ctld, render.NodeWatchContainer)
-	if out, err := e.sh(t, ctld, render.NodeWatchContainer, "kill 1"); err != nil {
+	// As slurm, sunk-nodewatch's user: the container's root has no CAP_KILL.
+	if out, err := e.sh(t, ctld, render.NodeWatchContainer, "setpriv --reuid=slurm --regid=slurm --clear-groups kill 1"); err != nil {
 		t.Fatalf("killing sunk-nodewatch: %v %s", err, out)
 	}
 	e.mustSh(t, login, "login", "scontrol update nodename=compute-0 state=resume")

@@ -69,7 +69,7 @@ func (r *Reconciler) applyDisruptionBudget(ctx context.Context, ns *sunkv1.NodeS
 type outcome struct {
 	waitingForJobs []string // members whose Slurm node still runs jobs
 	waiting        []string // members waiting for something else (Slurm, kubelet)
-	held           []string // members whose pod may not be created yet (world.gpuWait)
+	held           []string // members whose pod may not be created yet (world.createWait)
 	slurmErrs      []string
 	retiring       int
 }

@@ -26,3 +26,32 @@ func gpuConfigWait(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster) string {
 	}
 	return fmt.Sprintf("pods with GPUs wait until SlurmCluster %s runs a configuration whose gres.conf includes each pod's device lines (condition GPUDevicesIncluded): a slurmd registering before would report no GPUs and Slurm would drain its node", sc.Name)
 }
+
+// ReasonWaitingForContainersConfig: the NodeSet enables containers and slurmctld does not yet
+// run the plugstack.conf that loads the plugin (containersConfigWait).
+const ReasonWaitingForContainersConfig = "WaitingForContainersConfig"
+
+// containersConfigWait says why the pods of a NodeSet with containers may not be created yet,
+// "" when they may. A configless slurmd fetches plugstack.conf once, when it starts; the
+// reconfigure that brings the plugin reaches only the slurmds registered by then, so a pod
+// started in between would run every --container-image step on its own filesystem (seen in
+// TestContainersForJobs). The SlurmCluster says the plugin is running with its condition
+// ContainersEnabled.
+func containersConfigWait(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster) string {
+	if !ns.ContainersEnabled() || meta.IsStatusConditionTrue(sc.Status.Conditions, sunkv1.ConditionContainersEnabled) {
+		return ""
+	}
+	return fmt.Sprintf("pods with containers wait until SlurmCluster %s runs a configuration whose plugstack.conf loads the containers plugin (condition ContainersEnabled): a slurmd started before would not load it", sc.Name)
+}
+
+// createWait is why the pods of a NodeSet may not be created yet and its reason, "" when they
+// may: the cluster's configuration does not yet have what they need to register.
+func createWait(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster) (reason, msg string) {
+	if msg := gpuConfigWait(ns, sc); msg != "" {
+		return ReasonWaitingForGPUConfig, msg
+	}
+	if msg := containersConfigWait(ns, sc); msg != "" {
+		return ReasonWaitingForContainersConfig, msg
+	}
+	return "", ""
+}

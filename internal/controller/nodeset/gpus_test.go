@@ -49,3 +49,42 @@ func TestGPUConfigWait(t *testing.T) {
 		t.Error("GPUs and a cluster without the condition: not waiting")
 	}
 }
+
+// TestCreateWaitForContainers: a NodeSet with containers creates pods only once slurmctld runs
+// the plugstack.conf with the plugin (ContainersEnabled); GPUs are waited for first.
+func TestCreateWaitForContainers(t *testing.T) {
+	cluster := func(containers, gpus bool) *sunkv1.SlurmCluster {
+		sc := &sunkv1.SlurmCluster{}
+		sc.Name = "c"
+		st := func(b bool) metav1.ConditionStatus {
+			if b {
+				return metav1.ConditionTrue
+			}
+			return metav1.ConditionFalse
+		}
+		sc.Status.Conditions = []metav1.Condition{{Type: sunkv1.ConditionContainersEnabled, Status: st(containers)},
+			{Type: sunkv1.ConditionGPUDevicesIncluded, Status: st(gpus)}}
+		return sc
+	}
+	on := &sunkv1.NodeSet{Spec: sunkv1.NodeSetSpec{Containers: &sunkv1.NodeSetContainers{Enabled: true}}}
+	off := &sunkv1.NodeSet{Spec: sunkv1.NodeSetSpec{Containers: &sunkv1.NodeSetContainers{}}}
+	gpusAndContainers := on.DeepCopy()
+	gpusAndContainers.Spec.Resources.Limits = corev1.ResourceList{wellknown.ResourceGPU: resource.MustParse("8")}
+	for _, c := range []struct {
+		name   string
+		ns     *sunkv1.NodeSet
+		sc     *sunkv1.SlurmCluster
+		reason string
+	}{
+		{"containers, plugin not running yet", on, cluster(false, false), ReasonWaitingForContainersConfig},
+		{"containers, plugin running", on, cluster(true, false), ""},
+		{"containers disabled", off, cluster(false, false), ""},
+		{"GPUs first", gpusAndContainers, cluster(false, false), ReasonWaitingForGPUConfig},
+		{"then containers", gpusAndContainers, cluster(false, true), ReasonWaitingForContainersConfig},
+	} {
+		reason, msg := createWait(c.ns, c.sc)
+		if reason != c.reason || (reason == "") != (msg == "") {
+			t.Errorf("%s: createWait = %q, %q; want reason %q", c.name, reason, msg, c.reason)
+		}
+	}
+}

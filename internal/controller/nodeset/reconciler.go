@@ -142,8 +142,9 @@ type world struct {
 	sl      slurm.Client
 	// slurmErr is why Slurm could not be read (nil: the node list was read).
 	slurmErr error
-	// gpuWait is why no pod may be created yet ("" when they may: gpuConfigWait).
-	gpuWait string
+	// createWait is why no pod may be created yet ("" when they may: createWait), and
+	// createWaitReason its reason.
+	createWait, createWaitReason string
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *status) (ctrl.Result, error) {
@@ -185,7 +186,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		return ctrl.Result{}, err
 	}
 	w.sc, w.names = sc, render.NamesFor(sc, r.ClusterDomain)
-	w.gpuWait = gpuConfigWait(ns, sc)
+	w.createWaitReason, w.createWait = createWait(ns, sc)
 	w.hash = render.ComputeTemplateHash(ns, sc, w.names)
 	st.hash = w.hash
 	st.selector = labels.SelectorFromSet(render.ComputeSelectorLabels(w.names, ns.Name)).String()
@@ -234,7 +235,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		strategy:       strategyOf(ns),
 		maxUnavailable: maxUnavailable(ns, st.desired),
 		slurmKnown:     w.slurmErr == nil,
-		holdCreates:    w.gpuWait != "",
+		holdCreates:    w.createWait != "",
 	})
 	o := &outcome{}
 	for _, a := range actions {

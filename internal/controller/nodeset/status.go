@@ -142,7 +142,7 @@ func (r *Reconciler) conclude(w *world, st *status, o *outcome) ctrl.Result {
 
 	updating := c.Updated < c.Replicas
 	wasHeld := false
-	if prev := meta.FindStatusCondition(st.previous, sunkv1.ConditionReady); prev != nil && prev.Reason == ReasonWaitingForGPUConfig {
+	if prev := meta.FindStatusCondition(st.previous, sunkv1.ConditionReady); prev != nil && (prev.Reason == ReasonWaitingForGPUConfig || prev.Reason == ReasonWaitingForContainersConfig) {
 		wasHeld = true
 	}
 	switch {
@@ -153,9 +153,9 @@ func (r *Reconciler) conclude(w *world, st *status, o *outcome) ctrl.Result {
 			"drained, waiting for running jobs to end before deleting the pods of "+list(o.waitingForJobs))
 	case len(o.held) > 0:
 		// The SlurmCluster's status change wakes the NodeSet: nothing to poll.
-		st.set(sunkv1.ConditionReady, false, ReasonWaitingForGPUConfig, fmt.Sprintf("%s; not created yet: %s", w.gpuWait, list(o.held)))
+		st.set(sunkv1.ConditionReady, false, w.createWaitReason, fmt.Sprintf("%s; not created yet: %s", w.createWait, list(o.held)))
 		if !wasHeld {
-			r.event(w.ns, corev1.EventTypeNormal, ReasonWaitingForGPUConfig, "%s", w.gpuWait)
+			r.event(w.ns, corev1.EventTypeNormal, w.createWaitReason, "%s", w.createWait)
 		}
 	case o.retiring > 0 && !updating:
 		st.set(sunkv1.ConditionReady, false, ReasonScalingIn, fmt.Sprintf("%d pods to remove, %d of %d desired pods ready", c.Replicas-int32(st.desired), c.Ready, st.desired))

@@ -119,8 +119,8 @@ func (r *Reconciler) dropFinalizer(ctx context.Context, sc *sunkv1.SlurmCluster)
 }
 
 // clusterOfNodeSet wakes a cluster when one of its NodeSets goes, which is what a deleted
-// cluster waits for, or comes or changes with GPUs (nodeSetGoneOrGPUsChanged), which changes
-// gres.conf.
+// cluster waits for, or comes or changes with GPUs or containers (nodeSetGoneOrConfigChanged),
+// which change gres.conf and plugstack.conf.
 func clusterOfNodeSet(_ context.Context, o client.Object) []ctrl.Request {
 	ns, ok := o.(*sunkv1.NodeSet)
 	if !ok {
@@ -129,12 +129,26 @@ func clusterOfNodeSet(_ context.Context, o client.Object) []ctrl.Request {
 	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: ns.Namespace, Name: ns.Spec.ClusterRef}}}
 }
 
-// nodeSetGoneOrGPUsChanged: a NodeSet's other changes say nothing a cluster's reconcile needs.
-var nodeSetGoneOrGPUsChanged = predicate.Funcs{
-	CreateFunc:  func(e event.CreateEvent) bool { return hasGPUs(e.Object) },
-	UpdateFunc:  func(e event.UpdateEvent) bool { return gpusOf(e.ObjectOld) != gpusOf(e.ObjectNew) },
+// nodeSetGoneOrConfigChanged: a NodeSet's other changes say nothing a cluster's reconcile needs.
+var nodeSetGoneOrConfigChanged = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return configOf(e.Object) != "" },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return configOf(e.ObjectOld) != configOf(e.ObjectNew) },
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// configOf is what of a NodeSet the cluster's configuration renders: its GPUs (gpusOf) and
+// whether it enables containers; "" for neither.
+func configOf(o client.Object) string {
+	ns, ok := o.(*sunkv1.NodeSet)
+	if !ok {
+		return ""
+	}
+	c := gpusOf(o)
+	if ns.ContainersEnabled() {
+		c += " containers"
+	}
+	return c
 }
 
 func hasGPUs(o client.Object) bool {
@@ -151,23 +165,28 @@ func gpusOf(o client.Object) string {
 	return "gpu:" + o.(*sunkv1.NodeSet).Spec.GPUType
 }
 
-// clusterGPUs says whether a NodeSet of the cluster (not being deleted) grants GPUs, and
-// the GPU types such NodeSets name in spec.gpuType. Types read from node labels are not
-// among them: they come and go with nodes, and each change would re-execute slurmctld.
-func (r *Reconciler) clusterGPUs(ctx context.Context, sc *sunkv1.SlurmCluster) (gpus bool, types []string, err error) {
+// clusterNodeSetConfig reads what the cluster's NodeSets (not being deleted) add to its
+// configuration: whether one grants GPUs, the GPU types such NodeSets name in spec.gpuType,
+// and whether one enables containers. Types read from node labels are not among them: they
+// come and go with nodes, and each change would re-execute slurmctld.
+func (r *Reconciler) clusterNodeSetConfig(ctx context.Context, sc *sunkv1.SlurmCluster, in *render.ConfigInputs) error {
 	nodeSets, err := r.nodeSetsOf(ctx, sc)
 	if err != nil {
-		return false, nil, err
+		return err
 	}
 	for _, ns := range nodeSets {
-		if ns.DeletionTimestamp.IsZero() && render.ComputeGPUs(ns) > 0 {
-			gpus = true
+		if !ns.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if render.ComputeGPUs(ns) > 0 {
+			in.GPUs = true
 			if ns.Spec.GPUType != "" {
-				types = append(types, ns.Spec.GPUType)
+				in.GPUTypes = append(in.GPUTypes, ns.Spec.GPUType)
 			}
 		}
+		in.Containers = in.Containers || ns.ContainersEnabled()
 	}
-	return gpus, types, nil
+	return nil
 }
 
 // nodeSetsOf lists the NodeSets whose clusterRef names the cluster.

@@ -35,8 +35,34 @@ func TestNodeSetGPUChangesWakeTheCluster(t *testing.T) {
 		{"scaled", set("8", "h100", 1), set("8", "h100", 3), false},
 		{"a type without GPUs", set("", "", 1), set("", "h100", 1), false},
 	} {
-		if got := nodeSetGoneOrGPUsChanged.Update(event.UpdateEvent{ObjectOld: c.old, ObjectNew: c.new}); got != c.want {
+		if got := nodeSetGoneOrConfigChanged.Update(event.UpdateEvent{ObjectOld: c.old, ObjectNew: c.new}); got != c.want {
 			t.Errorf("%s: wakes the cluster %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestNodeSetContainersWakeTheCluster: plugstack.conf renders whether a NodeSet enables
+// containers; their settings are the pods' (the NodeSet's template), not the cluster's.
+func TestNodeSetContainersWakeTheCluster(t *testing.T) {
+	set := func(c *sunkv1.NodeSetContainers) *sunkv1.NodeSet {
+		return &sunkv1.NodeSet{Spec: sunkv1.NodeSetSpec{Containers: c}}
+	}
+	on := &sunkv1.NodeSetContainers{Enabled: true}
+	for _, c := range []struct {
+		name     string
+		old, new *sunkv1.NodeSet
+		want     bool
+	}{
+		{"enables containers", set(nil), set(on), true},
+		{"disables them", set(on), set(&sunkv1.NodeSetContainers{}), true},
+		{"another registry", set(on), set(&sunkv1.NodeSetContainers{Enabled: true, InsecureRegistries: []string{"r:5000"}}), false},
+		{"settings while disabled", set(nil), set(&sunkv1.NodeSetContainers{InsecureRegistries: []string{"r"}}), false},
+	} {
+		if got := nodeSetGoneOrConfigChanged.Update(event.UpdateEvent{ObjectOld: c.old, ObjectNew: c.new}); got != c.want {
+			t.Errorf("%s: wakes the cluster %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !nodeSetGoneOrConfigChanged.Create(event.CreateEvent{Object: set(on)}) || nodeSetGoneOrConfigChanged.Create(event.CreateEvent{Object: set(nil)}) {
+		t.Error("a new NodeSet wakes its cluster exactly when it has GPUs or containers")
 	}
 }

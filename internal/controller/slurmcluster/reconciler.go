@@ -197,7 +197,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		return ctrl.Result{}, err
 	}
 	in.Topology = topology
-	if in.GPUs, in.GPUTypes, err = r.clusterGPUs(ctx, sc); err != nil {
+	if err := r.clusterNodeSetConfig(ctx, sc, &in); err != nil {
 		return ctrl.Result{}, err
 	}
 	cfg, err := render.RenderConfig(sc, in)

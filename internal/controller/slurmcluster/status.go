@@ -40,8 +40,13 @@ func newStatus(sc *sunkv1.SlurmCluster) *status {
 // ReasonNoGPUs: GPUDevicesIncluded is False because no NodeSet of the cluster grants GPUs.
 const ReasonNoGPUs = "NoGPUNodeSets"
 
-// applied records that slurmctld runs cfg, and whether its gres.conf has the device Include:
-// both describe the running configuration, and change only together.
+// ReasonNoContainers: ContainersEnabled is False because no NodeSet of the cluster enables
+// containers.
+const ReasonNoContainers = "NoContainerNodeSets"
+
+// applied records that slurmctld runs cfg, whether its gres.conf has the device Include and
+// whether its plugstack.conf loads the containers plugin: all describe the running
+// configuration, and change only together.
 func (s *status) applied(cfg *render.Config) {
 	s.configHash = cfg.Hash
 	s.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
@@ -51,6 +56,13 @@ func (s *status) applied(cfg *render.Config) {
 	} else {
 		s.set(sunkv1.ConditionGPUDevicesIncluded, false, ReasonNoGPUs,
 			"slurmctld runs configuration "+cfg.Hash+", whose gres.conf has no device Include: no NodeSet of the cluster grants GPUs")
+	}
+	if cfg.Containers {
+		s.set(sunkv1.ConditionContainersEnabled, true, ReasonApplied,
+			"slurmctld runs configuration "+cfg.Hash+", whose plugstack.conf loads the containers plugin")
+	} else {
+		s.set(sunkv1.ConditionContainersEnabled, false, ReasonNoContainers,
+			"slurmctld runs configuration "+cfg.Hash+", whose plugstack.conf has no containers plugin: no NodeSet of the cluster enables containers")
 	}
 }
 

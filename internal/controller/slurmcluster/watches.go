@@ -67,7 +67,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []ctrl.Request {
 				return r.clustersReferencing(ctx, o)
 			}))).
-		Watches(&sunkv1.NodeSet{}, handler.EnqueueRequestsFromMapFunc(clusterOfNodeSet), builder.WithPredicates(nodeSetGoneOrGPUsChanged)).
+		Watches(&sunkv1.NodeSet{}, handler.EnqueueRequestsFromMapFunc(clusterOfNodeSet), builder.WithPredicates(nodeSetGoneOrConfigChanged)).
 		Complete(r)
 }
 

@@ -3,7 +3,6 @@
 // Package container_test runs sunk-container's prepare and remove for real (root, mount
 // namespaces, overlayfs) on a small image the test writes itself (Debian's busybox-static),
 // and enters the container as the plugin's tasks do (nsenter: setns, then the user's ids).
-// Not yet through slurmd: docs/containers.md, Not yet.
 //
 // prepare leaves a holder process in the container's mount namespace for as long as its stdin
 // stays open (the plugin holds that pipe for the step); the tests hold it the same way and
@@ -18,6 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sunk.dev/sunk/test/registry"
 )
 
 const uid, gid = "1000", "1000"
@@ -28,7 +29,7 @@ func TestPrepareEnterRemove(t *testing.T) {
 	}
 	dir := t.TempDir()
 	helper := buildHelper(t, dir)
-	rootfs := testImage(t, dir)
+	rootfs := registry.BusyboxRootFS(t, dir)
 
 	shared := filepath.Join(dir, "shared")
 	must(t, os.MkdirAll(filepath.Join(shared, "private/pub"), 0o755))
@@ -185,37 +186,4 @@ func buildHelper(t *testing.T, dir string) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return helper
-}
-
-// testImage writes a small root filesystem under dir: busybox, a setuid-root program that
-// prints its effective uid, an os-release that names it, a passwd with root alone.
-func testImage(t *testing.T, dir string) string {
-	t.Helper()
-	busybox, err := exec.LookPath("busybox")
-	if err != nil {
-		t.Fatal("busybox (Debian busybox-static, a host package of hack/provision.sh) is needed to build the test image")
-	}
-	rootfs := filepath.Join(dir, "rootfs")
-	for _, d := range []string{"bin", "etc", "proc", "sys", "dev", "tmp"} {
-		must(t, os.MkdirAll(filepath.Join(rootfs, d), 0o755))
-	}
-	data, err := os.ReadFile(busybox)
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(rootfs, "bin/busybox"), data, 0o755))
-	for _, a := range []string{"sh", "cat", "id", "touch", "grep"} {
-		must(t, os.Symlink("busybox", filepath.Join(rootfs, "bin", a)))
-	}
-	// A setuid-root program that prints its effective uid (busybox's applets drop setuid
-	// themselves, so they cannot show it): inside the container it must run as the user.
-	src := filepath.Join(dir, "euid.c")
-	must(t, os.WriteFile(src, []byte("#include <stdio.h>\n#include <unistd.h>\nint main(void){printf(\"euid=%d\\n\",(int)geteuid());return 0;}\n"), 0o644))
-	if out, err := exec.Command("cc", "-static", "-o", filepath.Join(rootfs, "bin/euid"), src).CombinedOutput(); err != nil {
-		t.Fatalf("cc -static: %v\n%s", err, out)
-	}
-	// os.ModeSetuid, not 0o4000: Go's FileMode keeps the setuid bit elsewhere.
-	must(t, os.Chmod(filepath.Join(rootfs, "bin/euid"), 0o755|os.ModeSetuid))
-	must(t, os.WriteFile(filepath.Join(rootfs, "etc/os-release"), []byte("PRETTY_NAME=\"sunk test image 1\"\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(rootfs, "etc/passwd"), []byte("root:x:0:0:root:/:/bin/sh\n"), 0o644))
-
-	return rootfs
 }

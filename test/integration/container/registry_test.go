@@ -4,8 +4,6 @@ package container_test
 
 import (
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,9 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"sunk.dev/sunk/test/wait"
+	"sunk.dev/sunk/test/registry"
 )
 
 // TestPullFromRegistry: sunk-container pulls from a real registry (Debian's docker-registry,
@@ -35,20 +32,10 @@ func TestPullFromRegistry(t *testing.T) {
 	must(t, os.Chmod(dir, 0o755))
 	must(t, os.Chmod(filepath.Dir(dir), 0o755))
 	helper := buildHelper(t, dir)
-	rootfs := testImage(t, dir)
-	addr, accessLog := startRegistry(t, dir)
+	rootfs := registry.BusyboxRootFS(t, dir)
+	addr, accessLog := registry.Start(t, dir, "127.0.0.1")
 
-	layout := filepath.Join(dir, "layout")
-	for _, args := range [][]string{
-		{"umoci", "init", "--layout", layout},
-		{"umoci", "new", "--image", layout + ":1"},
-		{"umoci", "insert", "--image", layout + ":1", rootfs, "/"},
-		{"skopeo", "copy", "--dest-tls-verify=false", "oci:" + layout + ":1", "docker://" + addr + "/test/busybox:1"},
-	} {
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
+	registry.Push(t, filepath.Join(dir, "layout"), rootfs, addr+"/test/busybox:1", nil)
 
 	state, cache := filepath.Join(dir, "state"), filepath.Join(dir, "cache")
 	args := func(step, image string) []string {
@@ -116,56 +103,13 @@ func TestPullFromRegistry(t *testing.T) {
 
 	for i, tc := range []struct{ image, want string }{
 		{addr + "#test/nothing:1", "sunk-container: --container-image: " + addr + "/test/nothing:1: "},
-		{closedPort(t) + "#test/busybox:1", "connection refused"},
+		{registry.FreeAddr(t, "127.0.0.1") + "#test/busybox:1", "connection refused"},
 	} {
 		_, err := prepare(fmt.Sprint(2+i), tc.image)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("prepare %s: err = %v, want one line containing %q", tc.image, err, tc.want)
 		}
 	}
-}
-
-// startRegistry runs docker-registry on a free port of 127.0.0.1, storage and access log under
-// dir, until the test ends.
-func startRegistry(t *testing.T, dir string) (addr, accessLog string) {
-	t.Helper()
-	addr = closedPort(t)
-	conf := filepath.Join(dir, "registry.yml")
-	must(t, os.WriteFile(conf, []byte(fmt.Sprintf("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n",
-		filepath.Join(dir, "registry"), addr)), 0o644))
-	accessLog = filepath.Join(dir, "registry.log")
-	logf, err := os.Create(accessLog)
-	must(t, err)
-	cmd := exec.Command("docker-registry", "serve", conf)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	must(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logf.Close()
-	})
-	wait.For(t, "the registry answers /v2/", 30*time.Second, 100*time.Millisecond, func() error {
-		resp, err := http.Get("http://" + addr + "/v2/")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	})
-	return addr, accessLog
-}
-
-// closedPort is 127.0.0.1:PORT where nothing listens (it did a moment ago).
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 func readFile(t *testing.T, path string) string {

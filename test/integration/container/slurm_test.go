@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"sunk.dev/sunk/test/registry"
 	"sunk.dev/sunk/test/testenv"
 	"sunk.dev/sunk/test/wait"
 )
@@ -296,11 +297,11 @@ func (n *node) write(t *testing.T, path, data string) {
 	}
 }
 
-// pushImage builds the test image (testImage, plus a directory anyone may write and a user of
+// pushImage builds the test image (registry.BusyboxRootFS, plus a directory anyone may write and a user of
 // the image's own at uid 1000) and pushes it to the node's registry.
 func (n *node) pushImage(t *testing.T, ref string) {
 	t.Helper()
-	rootfs := testImage(t, n.dir)
+	rootfs := registry.BusyboxRootFS(t, n.dir)
 	must(t, os.MkdirAll(filepath.Join(rootfs, "scratch"), 0o777))
 	must(t, os.Chmod(filepath.Join(rootfs, "scratch"), 0o777|os.ModeSticky))
 	must(t, os.WriteFile(filepath.Join(rootfs, "etc/passwd"), []byte("root:x:0:0:root:/:/bin/sh\nimageuser:x:1000:1000::/:/bin/sh\n"), 0o644))
@@ -322,18 +323,8 @@ func (n *node) pushImage(t *testing.T, ref string) {
 		}
 		return nil
 	})
-	for _, args := range [][]string{
-		{"umoci", "init", "--layout", layout},
-		{"umoci", "new", "--image", layout + ":1"},
-		{"umoci", "insert", "--image", layout + ":1", rootfs, "/"},
-		{"umoci", "config", "--image", layout + ":1", "--config.env=PATH=/opt/tool/bin:/usr/bin:/bin",
-			"--config.env=FROM_IMAGE=yes", "--config.env=SHARED=image"},
-		{"nsenter", "--target", strconv.Itoa(n.pid), "--net", "skopeo", "copy", "--dest-tls-verify=false", "oci:" + layout + ":1", "docker://" + ref},
-	} {
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
+	registry.Push(t, layout, rootfs, ref, []string{"PATH=/opt/tool/bin:/usr/bin:/bin", "FROM_IMAGE=yes", "SHARED=image"},
+		"nsenter", "--target", strconv.Itoa(n.pid), "--net")
 }
 
 func tail(s string, n int) string {

@@ -751,6 +751,13 @@ func TestNodeSetAdmission(t *testing.T) {
 		// The CEL rule sees no "Features=" here; the webhook reads the line as Slurm does.
 		"extraConf with Features =":      {func(ns *sunkv1.NodeSet) { ns.Spec.ExtraConf = "Gres=gpu:1 Features =x" }, "spec.extraConf: Forbidden: Features"},
 		"extraConf with a top-level key": {func(ns *sunkv1.NodeSet) { ns.Spec.ExtraConf = "Gres=gpu:1 AuthType=auth/none" }, "not a parameter of a NodeName line"},
+		"containers: a registry with a path": {func(ns *sunkv1.NodeSet) {
+			ns.Spec.Containers = &sunkv1.NodeSetContainers{Enabled: true, InsecureRegistries: []string{"reg:5000/team"}}
+		}, "spec.containers.insecureRegistries[0]"},
+		"containers: cacheSize and cacheVolume": {func(ns *sunkv1.NodeSet) {
+			ns.Spec.Containers = &sunkv1.NodeSetContainers{Enabled: true, CacheSize: ptr.To(resource.MustParse("1Gi")),
+				CacheVolume: &corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+		}, "spec.containers.cacheSize and spec.containers.cacheVolume are exclusive"},
 		"env overriding the node line": {func(ns *sunkv1.NodeSet) {
 			ns.Spec.Env = []corev1.EnvVar{{Name: "SLURMD_CONF", Value: "Features=x"}}
 		}, "spec.env[0].name"},

@@ -1,0 +1,129 @@
+// Package registry gives tests of containers for jobs a real image registry and images built
+// offline: Debian's docker-registry (distribution) on a free port, and a small busybox image
+// laid out with umoci and pushed with skopeo (host packages of hack/provision.sh).
+package registry
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sunk.dev/sunk/test/wait"
+)
+
+// FreeAddr is HOST:PORT where nothing listens (it did a moment ago).
+func FreeAddr(tb testing.TB, host string) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	must(tb, err)
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// Start runs docker-registry on a free port of host, storage and access log under dir, until
+// the test ends; it returns the registry's address and its access log.
+func Start(tb testing.TB, dir, host string) (addr, accessLog string) {
+	tb.Helper()
+	if _, err := exec.LookPath("docker-registry"); err != nil {
+		tb.Fatal("docker-registry is needed (a host package of hack/provision.sh)")
+	}
+	addr = FreeAddr(tb, host)
+	conf := filepath.Join(dir, "registry.yml")
+	must(tb, os.WriteFile(conf, []byte(fmt.Sprintf("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n",
+		filepath.Join(dir, "registry"), addr)), 0o644))
+	accessLog = filepath.Join(dir, "registry.log")
+	logf, err := os.Create(accessLog)
+	must(tb, err)
+	cmd := exec.Command("docker-registry", "serve", conf)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	must(tb, cmd.Start())
+	tb.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logf.Close()
+	})
+	wait.For(tb, "the registry answers /v2/", 30*time.Second, 100*time.Millisecond, func() error {
+		resp, err := http.Get("http://" + addr + "/v2/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	})
+	return addr, accessLog
+}
+
+// BusyboxRootFS writes a small root filesystem under dir (dir/rootfs): busybox, a setuid-root
+// program that prints its effective uid, an os-release that names it ("sunk test image 1"), a
+// passwd with root alone.
+func BusyboxRootFS(tb testing.TB, dir string) string {
+	tb.Helper()
+	busybox, err := exec.LookPath("busybox")
+	if err != nil {
+		tb.Fatal("busybox (Debian busybox-static, a host package of hack/provision.sh) is needed to build the test image")
+	}
+	rootfs := filepath.Join(dir, "rootfs")
+	for _, d := range []string{"bin", "etc", "proc", "sys", "dev", "tmp"} {
+		must(tb, os.MkdirAll(filepath.Join(rootfs, d), 0o755))
+	}
+	data, err := os.ReadFile(busybox)
+	must(tb, err)
+	must(tb, os.WriteFile(filepath.Join(rootfs, "bin/busybox"), data, 0o755))
+	for _, a := range []string{"sh", "cat", "id", "touch", "grep"} {
+		must(tb, os.Symlink("busybox", filepath.Join(rootfs, "bin", a)))
+	}
+	// A setuid-root program that prints its effective uid (busybox's applets drop setuid
+	// themselves, so they cannot show it): inside the container it must run as the user.
+	src := filepath.Join(dir, "euid.c")
+	must(tb, os.WriteFile(src, []byte("#include <stdio.h>\n#include <unistd.h>\nint main(void){printf(\"euid=%d\\n\",(int)geteuid());return 0;}\n"), 0o644))
+	if out, err := exec.Command("cc", "-static", "-o", filepath.Join(rootfs, "bin/euid"), src).CombinedOutput(); err != nil {
+		tb.Fatalf("cc -static: %v\n%s", err, out)
+	}
+	// os.ModeSetuid, not 0o4000: Go's FileMode keeps the setuid bit elsewhere.
+	must(tb, os.Chmod(filepath.Join(rootfs, "bin/euid"), 0o755|os.ModeSetuid))
+	must(tb, os.WriteFile(filepath.Join(rootfs, "etc/os-release"), []byte("PRETTY_NAME=\"sunk test image 1\"\n"), 0o644))
+	must(tb, os.WriteFile(filepath.Join(rootfs, "etc/passwd"), []byte("root:x:0:0:root:/:/bin/sh\n"), 0o644))
+	return rootfs
+}
+
+// Push makes an image of rootfs (umoci, an OCI layout in layout) with env as its configuration's
+// Env, and pushes it to ref (REGISTRY/NAME:TAG, plain HTTP) with skopeo, run behind prefix
+// (for example nsenter into a network namespace) when given.
+func Push(tb testing.TB, layout, rootfs, ref string, env []string, prefix ...string) {
+	tb.Helper()
+	cmds := [][]string{
+		{"umoci", "init", "--layout", layout},
+		{"umoci", "new", "--image", layout + ":1"},
+		{"umoci", "insert", "--image", layout + ":1", rootfs, "/"},
+	}
+	if len(env) > 0 {
+		c := []string{"umoci", "config", "--image", layout + ":1"}
+		for _, e := range env {
+			c = append(c, "--config.env="+e)
+		}
+		cmds = append(cmds, c)
+	}
+	cmds = append(cmds, append(append([]string{}, prefix...), "skopeo", "copy", "--dest-tls-verify=false", "oci:"+layout+":1", "docker://"+ref))
+	for _, args := range cmds {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			tb.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+func must(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
