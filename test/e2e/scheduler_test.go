@@ -23,6 +23,7 @@ import (
 const (
 	taintSlurmJob       = "sunk.dev/slurm-job" // node lock taint; also the pod annotation naming its job
 	annotationPartition = "sunk.dev/partition"
+	annotationExclusive = "sunk.dev/exclusive"
 )
 
 // TestScheduler takes sunk-scheduler through the charts: a Slurm cluster with partitions batch
