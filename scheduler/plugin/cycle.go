@@ -69,13 +69,12 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 	state.Write(stateKey, c)
 	p.mu.Lock()
 	inflight := p.inflight[pod.UID]
-	refused, wasRefused := p.refused[pod.UID]
-	delete(p.refused, pod.UID) // reported once; the next attempt submits again
 	p.mu.Unlock()
 	if inflight {
 		return nil, unresolvable("submitting the Slurm job")
 	}
-	if wasRefused {
+	// Shown on every attempt while it stands: the same job would be refused again.
+	if refused := p.standingRefusal(pod, spec, topo); refused != "" {
 		return nil, unresolvable("Slurm refused the job: %s", refused)
 	}
 	job, ok := p.jobOf(pod)
@@ -228,12 +227,18 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 	js := c.spec.Job
 	js.Comment = p.mark.comment(key)
 	js.ExcludedNodes = p.excludedNodes(allowed)
+	asks := map[types.UID]string{}
+	for _, m := range members {
+		if spec, err := parsePod(m); err == nil {
+			asks[m.UID] = p.refusalAsk(m, spec, c.topo)
+		}
+	}
 	p.mu.Lock()
 	for _, m := range members {
 		p.inflight[m.UID] = true
 	}
 	p.mu.Unlock()
-	go p.submit(js, key, members)
+	go p.submit(js, key, members, asks)
 	return framework.NewStatus(framework.Unschedulable, "submitting the Slurm job")
 }
 

@@ -7,9 +7,7 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
@@ -65,29 +63,18 @@ func (p *Plugin) submitFromQueue(pod *v1.Pod) bool {
 	if err != nil {
 		return false
 	}
-	allowed := sets.New[string]()
-	nodes := p.h.SharedInformerFactory().Core().V1().Nodes().Lister()
-	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
-	for name, slurmNodes := range topo.onNode {
-		node, err := nodes.Get(name)
-		if err != nil {
-			continue
-		}
-		if ok, err := affinity.Match(node); err != nil || !ok {
-			continue
-		}
-		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, scheduleTaints); untolerated {
-			continue
-		}
-		allowed.Insert(slurmNodes...)
-	}
+	allowed := p.allowedSlurmNodes(pod, topo)
 	if allowed.Len() == 0 {
+		return false
+	}
+	if p.standingRefusal(pod, spec, topo) != "" {
 		return false
 	}
 	key := podJobKey(pod.UID)
 	js := spec.Job
 	js.Comment = p.mark.comment(key)
 	js.ExcludedNodes = p.excludedNodes(allowed)
+	asks := map[types.UID]string{pod.UID: p.refusalAsk(pod, spec, topo)}
 	p.mu.Lock()
 	_, refused := p.refused[pod.UID]
 	busy := p.inflight[pod.UID]
@@ -99,7 +86,7 @@ func (p *Plugin) submitFromQueue(pod *v1.Pod) bool {
 		return false
 	}
 	if !busy {
-		go p.submit(js, key, []*v1.Pod{pod})
+		go p.submit(js, key, []*v1.Pod{pod}, asks)
 	}
 	return true
 }

@@ -102,7 +102,7 @@ func (b *testBed) newPlugin(client slurm.Client, args Args) *Plugin {
 		submitted:   map[uint32]submission{},
 		inflight:    map[types.UID]bool{},
 		lastJob:     map[string]uint32{},
-		refused:     map[types.UID]string{},
+		refused:     map[types.UID]refusal{},
 		lc:          newLifecycle(),
 		nodeLocks:   map[string]*sync.Mutex{},
 		submitSlots: make(chan struct{}, maxSubmits),

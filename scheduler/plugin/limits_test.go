@@ -38,7 +38,7 @@ func TestCancelsDoNotHoldUpSubmits(t *testing.T) {
 	p := b.addPod(pod(nil, nil))
 	done := make(chan struct{})
 	go func() {
-		b.p.submit(slurm.JobSubmit{Name: "x", Script: "#!/bin/sh\n"}, podJobKey(p.UID), nil)
+		b.p.submit(slurm.JobSubmit{Name: "x", Script: "#!/bin/sh\n"}, podJobKey(p.UID), nil, nil)
 		close(done)
 	}()
 	receive(t, done, "submission while cancellations hang")

@@ -85,9 +85,9 @@ type Plugin struct {
 	// pod never gets a second job in that window.
 	submitted map[uint32]submission
 	// inflight pods have a submission under way; refused pods had their job refused by Slurm
-	// (the message is shown once, then the pod may try again).
+	// (refusal.go: shown while it stands; the pod asks again once something it depends on changed).
 	inflight map[types.UID]bool
-	refused  map[types.UID]string
+	refused  map[types.UID]refusal
 	// lastJob is the last job seen or submitted for a key, checked with Slurm before another.
 	lastJob map[string]uint32
 	// submitSlots and cancelSlots bound the submissions and the cancellations in flight, each on
@@ -192,7 +192,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		submitted: map[uint32]submission{},
 		inflight:  map[types.UID]bool{},
 		lastJob:   map[string]uint32{},
-		refused:   map[types.UID]string{},
+		refused:   map[types.UID]refusal{},
 		lc:        newLifecycle(),
 		nodeLocks: map[string]*sync.Mutex{},
 

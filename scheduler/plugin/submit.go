@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -26,8 +27,9 @@ const (
 )
 
 // submit submits a job off the scheduling cycle (a Slurm round trip must not hold up other pods).
-// Until Slurm has answered, PreFilter holds the pods back, so a pod never gets two jobs.
-func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod) {
+// Until Slurm has answered, PreFilter holds the pods back, so a pod never gets two jobs. asks
+// holds each member's refusalAsk, kept with a refusal.
+func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod, asks map[types.UID]string) {
 	for _, m := range members {
 		phaseSeconds.WithLabelValues("queue").Observe(max(time.Since(m.CreationTimestamp.Time).Seconds(), 0))
 	}
@@ -58,7 +60,7 @@ func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod) {
 		}
 	case !errors.Is(err, slurm.ErrUnavailable):
 		for _, m := range members {
-			p.refused[m.UID] = err.Error()
+			p.refused[m.UID] = refusal{msg: err.Error(), ask: asks[m.UID], at: time.Now()}
 		}
 	}
 	p.mu.Unlock()

@@ -28,20 +28,22 @@ import (
 // fakeGPUs is how many fake GPUs the test's node advertises and its compute pod holds.
 const fakeGPUs = 2
 
-// fakeGPUDevices makes /dev/nvidia0.. as character devices of NVIDIA's major (195) in the
-// compute pod, before slurmd starts: gres.conf names them (File=), and slurmd refuses a GPU
-// whose file does not exist. No driver answers them, so an open that the device cgroup lets
-// through fails with ENXIO ("No such device or address"), and one it refuses with EPERM
+// fakeGPUDevices makes /dev/nvidia0.. (n of them) as character devices of NVIDIA's major (195)
+// in the compute pod, before slurmd starts: gres.conf names them (File=), and slurmd refuses a
+// GPU whose file does not exist. No driver answers them, so an open that the device cgroup
+// lets through fails with ENXIO ("No such device or address"), and one it refuses with EPERM
 // ("Operation not permitted"): the two tell a job's device rights apart without a GPU.
-const fakeGPUDevices = `#!/bin/sh
+func fakeGPUDevices(n int) string {
+	return fmt.Sprintf(`#!/bin/sh
 set -eu
 i=0
-while [ $i -lt 2 ]; do
+while [ $i -lt %d ]; do
   rm -f /dev/nvidia$i
   mknod -m 0666 /dev/nvidia$i c 195 $i
   i=$((i+1))
 done
-`
+`, n)
+}
 
 // openAll is a job's view of the fake GPUs and the keys, one line each: "DEVICE: RESULT".
 const openAll = `echo "gpus: ${SLURM_JOB_GPUS:-none}"
@@ -79,7 +81,7 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")},
 				Limits:   corev1.ResourceList{wellknown.ResourceGPU: gpus},
 			},
-			Services: []sunkv1.S6Service{{Name: "fake-gpus", Type: sunkv1.S6Oneshot, Run: fakeGPUDevices}},
+			Services: []sunkv1.S6Service{{Name: "fake-gpus", Type: sunkv1.S6Oneshot, Run: fakeGPUDevices(fakeGPUs)}},
 		},
 	}
 	if err := e.c.Create(context.Background(), ns); err != nil {

@@ -15,12 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Names the scheduler's plugin uses (scheduler/plugin: another module, not imported here).
 const (
 	taintSlurmJob       = "sunk.dev/slurm-job" // node lock taint; also the pod annotation naming its job
 	annotationPartition = "sunk.dev/partition"
+	annotationExclusive = "sunk.dev/exclusive"
 )
 
 // TestScheduler takes sunk-scheduler through the charts: a Slurm cluster with partitions batch
@@ -29,6 +32,8 @@ const (
 // urgent preempts it, is bound to the Kubernetes node hosting that Slurm node and runs there;
 // while it runs the node carries the sunk.dev/slurm-job taint and a default-scheduler pod stays
 // Pending; deleting the pod ends its Slurm job and lifts the taint (and the waiting pod runs).
+// The compute node has eight (fake) H100s: a pod asking for two gets them as gres/gpu:h100:2,
+// a pod asking for nine is refused once (gpuPods).
 //
 // The local cluster has one kubelet node, so the NodeSet has one Slurm node: the batch job
 // fills it, and "bound to the node hosting its Slurm node" is the only node there is, checked
@@ -38,6 +43,10 @@ func TestScheduler(t *testing.T) {
 	ctx := context.Background()
 	const release = "sched"
 	h.slurmRelease = release
+
+	// The node has fake GPUs for the test's duration (gpuPods): the compute pod holds eight.
+	h.advertiseGPUs(t, schedNodeGPUs)
+	h.labelNode(t, wellknown.LabelGPUProduct, h100Product)
 
 	// The test's namespace may use partition urgent and preempt with it (sunk-scheduler's
 	// policy; without it the pod would be refused).
@@ -49,8 +58,7 @@ partitions:
 schedulerPolicy:
   tenants:
     - {name: e2e, namespaces: [%s], partitions: [urgent], preempt: true}
-nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
-`, h.ns), "compute-0")
+`, h.ns)+schedulerNodeSetYAML(), "compute-0")
 	if out := h.mustSh(t, login, "scontrol show config | grep -E '^Preempt(Type|Mode)'"); !strings.Contains(out, "preempt/partition_prio") || !strings.Contains(out, "CANCEL") {
 		t.Fatalf("slurmctld's preemption: %q", out)
 	}
@@ -154,16 +162,7 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
 	if state, _, _ := h.jobEnd(t, login, job, time.Minute); state != "CANCELLED" {
 		t.Errorf("the pod's job %s after deleting the pod: %s, want CANCELLED", job, state)
 	}
-	poll(t, time.Minute, "taint lifted", func() error {
-		node, err := h.Clientset.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if _, ok := taintValue(node); ok {
-			return fmt.Errorf("taints %v", node.Spec.Taints)
-		}
-		return nil
-	})
+	h.waitUnlocked(t, nodeName)
 	t.Logf("pod deleted → job cancelled and taint lifted in %s", time.Since(deleted).Round(100*time.Millisecond))
 	waitPod(t, h.Clientset, h.ns, "plain", 2*time.Minute, podSucceeded)
 	poll(t, time.Minute, "urgent pod gone", func() error {
@@ -173,6 +172,8 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
 		}
 		return fmt.Errorf("still there: %v", err)
 	})
+
+	h.gpuPods(t, login, nodeName)
 
 	h.schedulerNotForbidden(t)
 	h.uninstall(t)
