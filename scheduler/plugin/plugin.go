@@ -50,6 +50,10 @@ type Args struct {
 	Cluster string `json:"cluster"`
 	// Namespace of the SlurmCluster and its compute pods.
 	Namespace string `json:"namespace"`
+	// NodeWatcherURL is the cluster's node watchers' Service (http://<cluster>-nodewatch.<namespace>.svc:6830;
+	// SlurmCluster spec.controller.nodeWatcher): Slurm's nodes are followed through it, each
+	// answer only what changed. Empty: the node list is polled from slurmrestd.
+	NodeWatcherURL string `json:"nodeWatcherURL,omitempty"`
 	// PollInterval of the Slurm job and node lists (default 1s).
 	PollInterval metav1.Duration `json:"pollInterval,omitempty"`
 	// GangTimeout is how long the bound-together members of a gang wait for each other at Permit
@@ -160,14 +164,18 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err != nil {
 		return nil, err
 	}
+	nodes, err := nodeInformer(c, args)
+	if err != nil {
+		return nil, err
+	}
 	var p *Plugin
 	// The informer runs from p.run, after p is set.
 	policy := newClusterInformer(dyn, args.Namespace, args.Cluster, func() { p.policyChanged() })
-	p = newPlugin(ctx, h, args, c, mark, policy)
+	p = newPlugin(ctx, h, args, c, nodes, mark, policy)
 	return p, nil
 }
 
-func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Client, mark marker, policy policySource) *Plugin {
+func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Client, nodes *slurm.Informer[string, slurm.Node], mark marker, policy policySource) *Plugin {
 	scheduler := "sunk-scheduler"
 	if f, ok := h.(interface{ ProfileName() string }); ok {
 		scheduler = f.ProfileName()
@@ -184,7 +192,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		policy:    policy,
 		denied:    denials{last: map[types.UID]string{}},
 		jobs:      slurm.NewJobInformer(c, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
-		nodes:     slurm.NewNodeInformer(c, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
+		nodes:     nodes,
 		pods:      podInformer.Lister(),
 		computes:  computeSelector(args),
 		byKey:     map[string]map[uint32]bool{},

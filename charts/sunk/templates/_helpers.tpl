@@ -248,6 +248,9 @@ profiles:
       - name: SunkSlurm
         args:
           slurmURL: http://{{ $v.cluster.name }}-restapi.{{ .ns }}.svc:6820
+          {{- if $v.nodeWatcher }}
+          nodeWatcherURL: http://{{ $v.cluster.name }}-nodewatch.{{ .ns }}.svc:6830
+          {{- end }}
           jwtKeyFile: /etc/sunk/jwt/jwt.key
           markKeyFile: /etc/sunk/mark/mark.key
           slurmUser: {{ $v.slurmUser }}

@@ -1,0 +1,24 @@
+package plugin
+
+import (
+	"fmt"
+
+	"sunk.dev/sunk/pkg/nodewatch"
+	"sunk.dev/sunk/pkg/slurm"
+)
+
+// nodeInformer is where the plugin reads Slurm's nodes: the cluster's node watchers when
+// args.NodeWatcherURL names them (each answer only what changed, and no full list through
+// slurmrestd at every change), else slurmrestd's node list polled every PollInterval. Either
+// way it fails closed: no answer is not "no nodes".
+func nodeInformer(c slurm.Client, args Args) (*slurm.Informer[string, slurm.Node], error) {
+	opts := slurm.InformerOptions{Interval: args.PollInterval.Duration}
+	if args.NodeWatcherURL == "" {
+		return slurm.NewNodeInformer(c, opts), nil
+	}
+	w, err := nodewatch.NewClient(args.NodeWatcherURL, 0)
+	if err != nil {
+		return nil, fmt.Errorf("nodeWatcherURL: %w", err)
+	}
+	return slurm.NewNodeChangeInformer(w, opts), nil
+}
