@@ -215,6 +215,12 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 		o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("removing Slurm node %s: %v", m.name, slurmErr))
 		return nil
 	}
+	if m.listed && m.slurm == nil {
+		// This reconcile's node list has no record: it is gone already, typically removed by
+		// a release whose finalizer patch lost a conflict and comes back here. A second DELETE
+		// would only make slurmctld and slurmrestd log an error (12 in a 5-minute soak).
+		return removeFinalizer(ctx, r.Client, p)
+	}
 	why := "its pod is gone for good"
 	if m.desired {
 		n, err := sl.GetNode(ctx, m.name)

@@ -56,6 +56,7 @@ type member struct {
 	pod     *corev1.Pod // nil: no pod
 	taken   bool        // a pod the NodeSet does not own has the member's name
 	slurm   *slurm.Node // nil: not registered, or Slurm unknown
+	listed  bool        // slurm comes from this reconcile's node list: nil means not registered
 }
 
 // Why a member is given up: the end of the drain reason "k8s: nodeset <why>".

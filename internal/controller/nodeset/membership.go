@@ -205,7 +205,7 @@ func (r *Reconciler) readSlurm(ctx context.Context, w *world, st *status) {
 				byName[list.Nodes[i].Name] = &list.Nodes[i]
 			}
 			for _, m := range w.members {
-				m.slurm = byName[m.name]
+				m.slurm, m.listed = byName[m.name], true
 			}
 		}
 	}
