@@ -164,16 +164,7 @@ func (p *Slurm) command(host string, args ...string) *exec.Cmd {
 // chroot exec into it, so its process is the daemon, killed when the test ends.
 func (p *Slurm) Start(t testing.TB, host string, args ...string) {
 	t.Helper()
-	cmd := p.command(host, args...)
-	log, err := os.Create(filepath.Join(p.Dir, "logs", host+".out"))
-	must(t, err)
-	cmd.Stdout, cmd.Stderr = log, log
-	must(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		log.Close()
-	})
+	testenv.StartLogged(t, p.command(host, args...), filepath.Join(p.Dir, "logs", host+".out"))
 }
 
 // Run runs a command as on CtldHost and returns its output, trimmed.
