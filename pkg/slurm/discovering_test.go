@@ -15,9 +15,11 @@ import (
 
 // fakeRestd serves the real OpenAPI document of a release and a ping under each version it
 // serves; any other path gets the release's real plain-text 404.
+// While down is set, a path starting with it gets 503 and is neither counted nor recorded.
 type fakeRestd struct {
 	mu        sync.Mutex
 	release   string // "24.11" or "26.05"
+	down      string // "/" for every path
 	discovers int
 	paths     []string
 }
@@ -25,6 +27,10 @@ type fakeRestd struct {
 func (f *fakeRestd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.down != "" && strings.HasPrefix(r.URL.Path, f.down) {
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	}
 	f.paths = append(f.paths, r.URL.Path)
 	doc, err := os.ReadFile("testdata/openapi-v3-" + f.release + ".json")
 	if err != nil {
@@ -54,6 +60,20 @@ func (f *fakeRestd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (f *fakeRestd) set(release string) { f.mu.Lock(); f.release = release; f.mu.Unlock() }
 
+func (f *fakeRestd) setDown(prefix string) { f.mu.Lock(); f.down = prefix; f.mu.Unlock() }
+
+// discovering is a Discovering of f, served until the test ends, in apiVersion ("": discovered).
+func (f *fakeRestd) discovering(t *testing.T, apiVersion string) (*Discovering, string) {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	d, err := NewDiscovering(Config{URL: srv.URL, APIVersion: apiVersion, Tokens: StaticToken{User: "u", Value: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, srv.URL
+}
+
 func (f *fakeRestd) counts() (int, []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -64,12 +84,7 @@ func (f *fakeRestd) counts() (int, []string) {
 
 func TestDiscoveringFollowsSlurmrestd(t *testing.T) {
 	f := &fakeRestd{release: "26.05"}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	d, err := NewDiscovering(Config{URL: srv.URL, Tokens: StaticToken{User: "u", Value: "t"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _ := f.discovering(t, "")
 	if d.APIVersion() != "" {
 		t.Fatalf("built, and already speaks %q", d.APIVersion())
 	}
@@ -101,13 +116,8 @@ func TestDiscoveringFollowsSlurmrestd(t *testing.T) {
 // "not found".
 func TestDiscoveringConfiguredVersion(t *testing.T) {
 	f := &fakeRestd{release: "26.05"}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	d, err := NewDiscovering(Config{URL: srv.URL, APIVersion: V0041, Tokens: StaticToken{User: "u", Value: "t"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = d.GetNode(context.Background(), "n1")
+	d, url := f.discovering(t, V0041)
+	_, err := d.GetNode(context.Background(), "n1")
 	if !errors.Is(err, ErrVersionNotServed) || errors.Is(err, ErrNotFound) {
 		t.Fatalf("GetNode in v0.0.41 from 26.05: %v", err)
 	}
@@ -117,37 +127,19 @@ func TestDiscoveringConfiguredVersion(t *testing.T) {
 	if !strings.Contains(err.Error(), "/slurm/v0.0.41/node/n1") {
 		t.Errorf("the error does not name the path: %v", err)
 	}
-	if _, err := NewDiscovering(Config{URL: srv.URL, APIVersion: "v0.0.39", Tokens: StaticToken{User: "u", Value: "t"}}); err == nil || !strings.Contains(err.Error(), "v0.0.39") {
+	if _, err := NewDiscovering(Config{URL: url, APIVersion: "v0.0.39", Tokens: StaticToken{User: "u", Value: "t"}}); err == nil || !strings.Contains(err.Error(), "v0.0.39") {
 		t.Errorf("an unknown configured version: %v", err)
 	}
 }
 
 // A slurmrestd that cannot be asked fails the request, and the next request asks again.
 func TestDiscoveringFailsClosed(t *testing.T) {
-	down := true
-	var mu sync.Mutex
-	f := &fakeRestd{release: "26.05"}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		d := down
-		mu.Unlock()
-		if d {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-			return
-		}
-		f.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	d, err := NewDiscovering(Config{URL: srv.URL, Tokens: StaticToken{User: "u", Value: "t"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := &fakeRestd{release: "26.05", down: "/"}
+	d, _ := f.discovering(t, "")
 	if _, err := d.ListNodes(context.Background(), time.Time{}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("ListNodes before slurmrestd is up: %v", err)
 	}
-	mu.Lock()
-	down = false
-	mu.Unlock()
+	f.setDown("")
 	if _, err := d.Ping(context.Background()); err != nil || d.APIVersion() != V0045 {
 		t.Fatalf("Ping once it is up: %v, version %q", err, d.APIVersion())
 	}
@@ -172,12 +164,7 @@ func TestNotServedOnlySlurmrestds(t *testing.T) {
 // after RecheckOlder and moves to the newest, and stops asking once it speaks the newest.
 func TestDiscoveringMovesUpAfterAnUpgrade(t *testing.T) {
 	f := &fakeRestd{release: "24.11"}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	d, err := NewDiscovering(Config{URL: srv.URL, Tokens: StaticToken{User: "u", Value: "t"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _ := f.discovering(t, "")
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	d.now = func() time.Time { return clock }
 	ctx := context.Background()
@@ -213,32 +200,14 @@ func TestDiscoveringMovesUpAfterAnUpgrade(t *testing.T) {
 // A re-check that fails keeps the client that works.
 func TestDiscoveringRecheckFailureKeepsTheClient(t *testing.T) {
 	f := &fakeRestd{release: "24.11"}
-	var mu sync.Mutex
-	openapiDown := false
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		down := openapiDown
-		mu.Unlock()
-		if down && r.URL.Path == "/openapi/v3" {
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return
-		}
-		f.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	d, err := NewDiscovering(Config{URL: srv.URL, Tokens: StaticToken{User: "u", Value: "t"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _ := f.discovering(t, "")
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	d.now = func() time.Time { return clock }
 	ctx := context.Background()
 	if _, err := d.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	openapiDown = true
-	mu.Unlock()
+	f.setDown("/openapi/v3")
 	clock = clock.Add(RecheckOlder)
 	if _, err := d.Ping(ctx); err != nil || d.APIVersion() != V0042 {
 		t.Fatalf("a failed re-check: %v, version %q", err, d.APIVersion())

@@ -150,8 +150,9 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 	}
 	pendingPods.Set(float64(pending))
 	p.expireSubmissions()
-	p.denied.keepOnly(func(uid types.UID) bool { _, ok := byUID[uid]; return ok })
-	p.forgetRefusals(func(uid types.UID) bool { _, ok := byUID[uid]; return ok })
+	exists := func(uid types.UID) bool { _, ok := byUID[uid]; return ok }
+	p.denied.keepOnly(exists)
+	p.forgetRefusals(exists)
 
 	running := map[uint32]bool{}
 	known := map[uint32]bool{}

@@ -6,6 +6,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -222,11 +223,7 @@ type denials struct {
 func (d *denials) keepOnly(exists func(types.UID) bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for uid := range d.last {
-		if !exists(uid) {
-			delete(d.last, uid)
-		}
-	}
+	maps.DeleteFunc(d.last, func(uid types.UID, _ string) bool { return !exists(uid) })
 }
 
 // refusal is why the pod may not have the Slurm job it asks for, "" when it may (or when its

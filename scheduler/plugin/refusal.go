@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -111,9 +112,5 @@ func (p *Plugin) standingRefusal(pod *v1.Pod, spec *podSpec, topo *topology) str
 func (p *Plugin) forgetRefusals(exists func(types.UID) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for uid := range p.refused {
-		if !exists(uid) {
-			delete(p.refused, uid)
-		}
-	}
+	maps.DeleteFunc(p.refused, func(uid types.UID, _ refusal) bool { return !exists(uid) })
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"sunk.dev/sunk/test/testenv"
 	"sunk.dev/sunk/test/wait"
 )
 
@@ -39,16 +40,7 @@ func Start(tb testing.TB, dir, host string) (addr, accessLog string) {
 	must(tb, os.WriteFile(conf, []byte(fmt.Sprintf("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n",
 		filepath.Join(dir, "registry"), addr)), 0o644))
 	accessLog = filepath.Join(dir, "registry.log")
-	logf, err := os.Create(accessLog)
-	must(tb, err)
-	cmd := exec.Command("docker-registry", "serve", conf)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	must(tb, cmd.Start())
-	tb.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logf.Close()
-	})
+	testenv.StartLogged(tb, exec.Command("docker-registry", "serve", conf), accessLog)
 	wait.For(tb, "the registry answers /v2/", 30*time.Second, 100*time.Millisecond, func() error {
 		resp, err := http.Get("http://" + addr + "/v2/")
 		if err != nil {

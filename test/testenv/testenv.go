@@ -71,3 +71,23 @@ func run(name string, args ...string) (string, error) {
 	}
 	return out.String(), nil
 }
+
+// StartLogged starts cmd with its output in logFile and kills it when the test ends: before
+// the cleanups registered earlier run, so that those find its log whole.
+func StartLogged(tb testing.TB, cmd *exec.Cmd, logFile string) {
+	tb.Helper()
+	log, err := os.Create(logFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		tb.Fatalf("starting %v: %v", cmd.Args, err)
+	}
+	tb.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		log.Close()
+	})
+}

@@ -3,7 +3,8 @@ package slurmcluster
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,7 +59,7 @@ func planTopologyStr(running *render.FileTopology, desired *render.Topology, str
 	name := render.TopologyKind(desired)
 	if strs == nil {
 		if running != nil {
-			for _, u := range sortedKeys(running.Units) {
+			for _, u := range slices.Sorted(maps.Keys(running.Units)) {
 				place := strings.Split(u, ":")
 				if !desired.HasPlace(place) {
 					p.keep, p.why = append(p.keep, place), append(p.why, "Slurm's topology_str cannot be read")
@@ -68,7 +69,7 @@ func planTopologyStr(running *render.FileTopology, desired *render.Topology, str
 		return p
 	}
 	// The places slurmctld holds by string: the file must keep each.
-	for _, node := range sortedKeys(strs) {
+	for _, node := range slices.Sorted(maps.Keys(strs)) {
 		place, ok := strPlace(strs[node], name)
 		switch {
 		case strs[node] == "":
@@ -82,7 +83,7 @@ func planTopologyStr(running *render.FileTopology, desired *render.Topology, str
 	if running == nil || running.Name != name {
 		return p
 	}
-	for _, node := range sortedKeys(desired.Places) {
+	for _, node := range slices.Sorted(maps.Keys(desired.Places)) {
 		str, known := strs[node]
 		if !known { // slurmd not registered: it will be placed by the file
 			continue
@@ -111,15 +112,6 @@ func strPlace(str, name string) ([]string, bool) {
 		}
 	}
 	return nil, false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // topologyStrs are the topology_str of every node slurmctld has; nil when Slurm cannot be

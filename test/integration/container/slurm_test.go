@@ -185,18 +185,9 @@ func startNode(t *testing.T) *node {
 
 	cmd := exec.Command("unshare", "--pid", "--fork", "--kill-child", "--mount", "--uts", "--net", "--propagation", "private",
 		"bash", filepath.Join(testenv.RepoRoot(), "test/integration/container/testdata/node.sh"), dir, rootfs, layer)
-	logf, err := os.Create(filepath.Join(dir, "node.log"))
-	must(t, err)
-	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	must(t, cmd.Start())
 	n := &node{dir: dir}
-	t.Cleanup(func() {
-		// PID 1 of the node's namespaces ends with unshare (--kill-child), and with it every
-		// process of the node: daemons, steps, containers' holders.
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logf.Close()
+	t.Cleanup(func() { // runs once the node has ended (StartLogged's cleanup is registered later)
 		if t.Failed() {
 			for _, f := range []string{"node.log", "upper/var/log/slurm/slurmd.log", "upper/var/log/slurm/slurmctld.log"} {
 				b, _ := os.ReadFile(filepath.Join(dir, f))
@@ -204,6 +195,9 @@ func startNode(t *testing.T) *node {
 			}
 		}
 	})
+	// Killing unshare (--kill-child) ends PID 1 of the node's namespaces, and with it every
+	// process of the node: daemons, steps, containers' holders.
+	testenv.StartLogged(t, cmd, filepath.Join(dir, "node.log"))
 	wait.For(t, "the node's namespaces", 10*time.Second, 50*time.Millisecond, func() error {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
 		if err != nil {

@@ -241,3 +241,10 @@ func (h *harness) runControlPlane(t *testing.T, cluster string) (*appsv1.Statefu
 	}
 	return ctld, pod
 }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

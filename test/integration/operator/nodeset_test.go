@@ -321,15 +321,6 @@ func (h *harness) allPods(t *testing.T, nodeSet string) []string {
 	return names
 }
 
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // readyNodeSet waits until a NodeSet runs exactly want, all Ready and current, with the
 // Ready condition true.
 func (h *harness) readyNodeSet(t *testing.T, name string, want ...string) {

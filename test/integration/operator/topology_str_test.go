@@ -114,7 +114,7 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 			case <-time.After(200 * time.Millisecond):
 			}
 			if cm := configMap(); cm != nil && cm.Data[render.TopologyYAMLFile] != "" {
-				priv.writeTopology(t, cm.Data[render.TopologyYAMLFile])
+				priv.WriteEtc(t, render.TopologyYAMLFile, cm.Data[render.TopologyYAMLFile])
 				h.exec.deliver("topo-controller-0", cm.Data["slurm.conf"])
 			}
 		}
@@ -123,7 +123,7 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 	h.runControlPlane(t, "topo")
 
 	leafOf := func(sw string) string { // the nodes of a leaf switch, "" when slurmctld has none such
-		out, err := priv.scontrol("show", "topology", "tree")
+		out, err := priv.Scontrol("show", "topology", "tree")
 		if err != nil {
 			return "error: " + out
 		}
@@ -134,7 +134,7 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 		return m[1]
 	}
 	nodeTopology := func(node string) string {
-		out, _ := priv.scontrol("show", "node", node)
+		out, _ := priv.Scontrol("show", "node", node)
 		m := regexp.MustCompile(`Topology=(\S+)`).FindStringSubmatch(out)
 		if m == nil {
 			return ""
@@ -150,16 +150,16 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 	})
 	ctldUp := func() {
 		t.Helper()
-		if out, err := priv.scontrol("ping"); err != nil || !strings.Contains(out, "is UP") {
+		if out, err := priv.Scontrol("ping"); err != nil || !strings.Contains(out, "is UP") {
 			t.Fatalf("slurmctld: %s %v", out, err)
 		}
 	}
 	job := func() string {
 		t.Helper()
-		id, err := priv.run("sbatch", "--parsable", "-o", "/dev/null", "-w", "gpu-2", "--wrap", "sleep 25")
+		id, err := priv.Run("sbatch", "--parsable", "-o", "/dev/null", "-w", "gpu-2", "--wrap", "sleep 25")
 		must(t, err)
 		slow("job "+id+" running", func() error {
-			if out, _ := priv.scontrol("show", "job", id); !strings.Contains(out, "JobState=RUNNING") {
+			if out, _ := priv.Scontrol("show", "job", id); !strings.Contains(out, "JobState=RUNNING") {
 				return fmt.Errorf("%s", out)
 			}
 			return nil
@@ -167,7 +167,7 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 		return id
 	}
 	jobState := func(id string) string {
-		out, _ := priv.scontrol("show", "job", id)
+		out, _ := priv.Scontrol("show", "job", id)
 		m := regexp.MustCompile(`JobState=(\S+)`).FindStringSubmatch(out)
 		if m == nil {
 			return out
@@ -189,7 +189,7 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 			if y := configMap().Data[render.TopologyYAMLFile]; strings.Contains(y, unit) {
 				return fmt.Errorf("topology.yaml still has %s:\n%s", unit, y)
 			}
-			if out, err := priv.scontrol("show", "topology", "tree"); err != nil || strings.Contains(out, "SwitchName="+unit+" ") {
+			if out, err := priv.Scontrol("show", "topology", "tree"); err != nil || strings.Contains(out, "SwitchName="+unit+" ") {
 				return fmt.Errorf("slurmctld still has %s: %s %v", unit, out, err)
 			}
 			return nil

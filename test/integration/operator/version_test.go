@@ -5,6 +5,8 @@ package operator
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,7 +71,7 @@ func TestSlurmVersionDefaultsImagesAndAdmission(t *testing.T) {
 			return err
 		}
 		if _, ok := cm.Data["topology.yaml"]; !ok || cm.Data["topology.conf"] != "" || strings.Contains(cm.Data["slurm.conf"], "TopologyPlugin=") {
-			return fmt.Errorf("files %v", keys(cm.Data))
+			return fmt.Errorf("files %v", slices.Sorted(maps.Keys(cm.Data)))
 		}
 		return nil
 	})
@@ -91,7 +93,7 @@ func TestSlurmVersionDefaultsImagesAndAdmission(t *testing.T) {
 			return err
 		}
 		if _, ok := cm.Data["topology.yaml"]; ok || cm.Data["topology.conf"] == "" {
-			return fmt.Errorf("24.11 files %v", keys(cm.Data))
+			return fmt.Errorf("24.11 files %v", slices.Sorted(maps.Keys(cm.Data)))
 		}
 		if err := h.get(t, "v0-controller", &ctld); err != nil {
 			return err

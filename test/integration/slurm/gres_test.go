@@ -20,6 +20,7 @@ import (
 	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/privateslurm"
 	"sunk.dev/sunk/test/wait"
 )
 
@@ -53,21 +54,16 @@ func TestGPUsWithoutGPUs(t *testing.T) {
 	const node = "gpu-0"
 	p := startPrivateSlurmConfigless(t, cfg.Files)
 	// The node's own /etc/slurm: the key, and what sunk-entrypoint writes from SUNK_GRES_CONF.
-	etc := filepath.Join(p.dir, "etc-"+node)
-	must(t, os.MkdirAll(etc, 0o755))
-	key, err := os.ReadFile(filepath.Join(p.dir, "etc", "slurm.key"))
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(etc, "slurm.key"), key, 0o600))
+	etc := p.OwnEtc(t, node)
 	must(t, os.WriteFile(filepath.Join(etc, "gres-node.conf"), []byte(gresConf), 0o644))
-	p.etc = map[string]string{node: etc}
-	must(t, os.MkdirAll(filepath.Join(p.dir, "spool", "slurmd-"+node), 0o755))
+	p.NodeSpool(t, node)
 	devices := "mount -t tmpfs -o mode=0755 dev /dev && mknod -m 666 /dev/null c 1 3 && mknod -m 666 /dev/zero c 1 5 && " +
 		"mknod -m 666 /dev/urandom c 1 9 && for i in 0 1 2 3; do mknod -m 666 /dev/nvidia$i c 195 $i; done"
-	p.start(t, node, "sh", "-c", devices+` && exec slurmd -D -Z --conf-server 127.0.0.1:"$0" --conf "$1"`, p.ctldPort, line)
+	p.Start(t, node, "sh", "-c", devices+` && exec slurmd -D -Z --conf-server 127.0.0.1:"$0" --conf "$1"`, p.ctldPort, line)
 
 	var nodeOut string
 	wait.For(t, node+" idle", 60*time.Second, 500*time.Millisecond, func() error {
-		nodeOut, _ = p.scontrol("show", "node", node)
+		nodeOut, _ = p.Scontrol("show", "node", node)
 		if !regexp.MustCompile(`State=IDLE[+ ]`).MatchString(nodeOut) || strings.Contains(nodeOut, "DRAIN") {
 			return fmt.Errorf("%s", nodeOut)
 		}
@@ -78,44 +74,41 @@ func TestGPUsWithoutGPUs(t *testing.T) {
 			t.Errorf("scontrol show node lacks %q:\n%s", want, nodeOut)
 		}
 	}
-	if out, err := p.run("sinfo", "-h", "-N", "-o", "%N %G"); err != nil || out != node+" gpu:h100:4" {
+	if out, err := p.Run("sinfo", "-h", "-N", "-o", "%N %G"); err != nil || out != node+" gpu:h100:4" {
 		t.Errorf("sinfo -o '%%N %%G': %q, %v", out, err)
 	}
 
-	id, err := p.run("sbatch", "--parsable", "-o", "/shared/gpus.out", "--gres=gpu:h100:2", "--wrap", `echo "$CUDA_VISIBLE_DEVICES"`)
+	id, err := p.Run("sbatch", "--parsable", "-o", "/shared/gpus.out", "--gres=gpu:h100:2", "--wrap", `echo "$CUDA_VISIBLE_DEVICES"`)
 	if err != nil {
 		t.Fatalf("sbatch --gres=gpu:h100:2: %s", id)
 	}
 	wait.For(t, "job "+id, 60*time.Second, 300*time.Millisecond, func() error {
-		if out, _ := p.scontrol("show", "job", id); !strings.Contains(out, "JobState=COMPLETED") {
+		if out, _ := p.Scontrol("show", "job", id); !strings.Contains(out, "JobState=COMPLETED") {
 			return fmt.Errorf("%s", out)
 		}
 		return nil
 	})
-	out, err := os.ReadFile(filepath.Join(p.dir, "shared", "gpus.out"))
+	out, err := os.ReadFile(filepath.Join(p.Dir, "shared", "gpus.out"))
 	must(t, err)
 	if got := strings.TrimSpace(string(out)); got != "0,1" {
 		t.Errorf("CUDA_VISIBLE_DEVICES of a job with --gres=gpu:h100:2: %q, want 0,1", got)
 	}
-	if out, _ := p.run("sbatch", "--gres=gpu:a100:1", "--wrap", "true"); !strings.Contains(out, "Requested node configuration is not available") {
+	if out, _ := p.Run("sbatch", "--gres=gpu:a100:1", "--wrap", "true"); !strings.Contains(out, "Requested node configuration is not available") {
 		t.Errorf("sbatch --gres=gpu:a100:1 on an h100 node: %s", out)
 	}
 
 	// A second pod of the NodeSet whose slurmd finds device lines for two of its four GPUs.
 	const short = "gpu-1"
-	etc = filepath.Join(p.dir, "etc-"+short)
-	must(t, os.MkdirAll(etc, 0o755))
-	must(t, os.WriteFile(filepath.Join(etc, "slurm.key"), key, 0o600))
+	etc = p.OwnEtc(t, short)
 	must(t, os.WriteFile(filepath.Join(etc, "gres-node.conf"), []byte(render.GPUGresConf(typ, 2)), 0o644))
-	p.etc[short] = etc
-	must(t, os.MkdirAll(filepath.Join(p.dir, "spool", "slurmd-"+short), 0o755))
-	p.start(t, short, "sh", "-c", devices+` && exec slurmd -D -Z -N "$2" --conf-server 127.0.0.1:"$0" --conf "$1"`,
-		p.ctldPort, fmt.Sprintf("%s Port=%d", line, freePorts(t, 1)[0]), short)
+	p.NodeSpool(t, short)
+	p.Start(t, short, "sh", "-c", devices+` && exec slurmd -D -Z -N "$2" --conf-server 127.0.0.1:"$0" --conf "$1"`,
+		p.ctldPort, fmt.Sprintf("%s Port=%d", line, privateslurm.FreePorts(t, 1)[0]), short)
 	// Slurm rebuilds the node's GRES from what slurmd found and drains it itself. (A device
 	// file missing outright is worse: slurmd 24.11 waits for it, then stops, and never
 	// registers.)
 	wait.For(t, short+" registered", 60*time.Second, 500*time.Millisecond, func() error {
-		nodeOut, _ = p.scontrol("-o", "show", "node", short)
+		nodeOut, _ = p.Scontrol("-o", "show", "node", short)
 		if !strings.Contains(nodeOut, "Reason=") {
 			return fmt.Errorf("%s", nodeOut)
 		}
@@ -153,43 +146,22 @@ func field(line, key string) string {
 }
 
 // startPrivateSlurmConfigless starts a configless slurmctld for dynamic nodes with GPUs, with
-// sunk's rendered gres files; nodes are the test's to start (p.start), against p.ctldPort.
+// sunk's rendered gres files; nodes are the test's to start (p.Start), against p.ctldPort.
 func startPrivateSlurmConfigless(t *testing.T, files map[string]string) *privateSlurm {
 	t.Helper()
 	p := newPrivateSlurm(t)
-	ports := freePorts(t, 2)
+	ports := privateslurm.FreePorts(t, 2)
 	p.ctldPort = fmt.Sprint(ports[0])
-	conf := fmt.Sprintf(`ClusterName=grestest
-SlurmctldHost=topoctld(127.0.0.1)
-SlurmctldPort=%d
+	p.WriteEtc(t, "slurm.conf", p.Conf("grestest")+fmt.Sprintf(`SlurmctldPort=%d
 SlurmdPort=%d
 SlurmctldParameters=enable_configless
-SlurmUser=root
-AuthType=auth/slurm
-CredType=cred/slurm
-StateSaveLocation=/var/spool/slurmctld
-SlurmdSpoolDir=/var/spool/slurmd-%%n
-SlurmctldPidFile=/run/slurmctld.pid
-SlurmdPidFile=/run/slurmd.pid
-SlurmctldLogFile=/var/log/slurm/slurmctld.log
-SlurmdLogFile=/var/log/slurm/slurmd-%%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
 GresTypes=gpu
 MaxNodeCount=8
 PartitionName=all Nodes=ALL Default=YES State=UP
-`, ports[0], ports[1])
-	must(t, os.WriteFile(filepath.Join(p.dir, "hosts"), []byte("127.0.0.1 localhost topoctld\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(p.dir, "etc", "slurm.conf"), []byte(conf), 0o644))
+`, ports[0], ports[1]))
 	for _, f := range []string{"gres.conf", "gres-node.conf"} {
-		must(t, os.WriteFile(filepath.Join(p.dir, "etc", f), []byte(files[f]), 0o644))
+		p.WriteEtc(t, f, files[f])
 	}
-	p.start(t, "topoctld", "slurmctld", "-D", "-i")
-	wait.For(t, "private slurmctld", 30*time.Second, 200*time.Millisecond, func() error {
-		_, err := p.scontrol("ping")
-		return err
-	})
+	p.StartCtld(t)
 	return p
 }

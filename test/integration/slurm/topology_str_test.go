@@ -4,8 +4,6 @@ package slurm_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/test/privateslurm"
 	"sunk.dev/sunk/test/testenv"
 	"sunk.dev/sunk/test/wait"
 )
@@ -50,7 +49,7 @@ func TestTopologyStrOnRealSlurm(t *testing.T) {
 		p.extraConf = "MaxNodeCount=8\n"
 	})
 	leafLine := func(leaf string) string {
-		out, err := p.scontrol("show", "topology", "tree")
+		out, err := p.Scontrol("show", "topology", "tree")
 		must(t, err)
 		m := regexp.MustCompile(`(?m)^SwitchName=` + regexp.QuoteMeta(leaf) + ` .*Nodes=(\S+)`).FindStringSubmatch(out)
 		if m == nil {
@@ -65,15 +64,13 @@ func TestTopologyStrOnRealSlurm(t *testing.T) {
 	leaves[dyn] = leafB
 	place := renderTree().Places[dyn]
 	topoStr := render.TopologyStr("tree", place)
-	ports := freePorts(t, 1)
-	hosts, err := os.ReadFile(filepath.Join(p.dir, "hosts"))
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(p.dir, "hosts"), append(hosts, []byte("127.0.0.30 "+dyn+"\n")...), 0o644))
-	must(t, os.MkdirAll(filepath.Join(p.dir, "spool", "slurmd-"+dyn), 0o755))
+	ports := privateslurm.FreePorts(t, 1)
+	p.AddHost(t, dyn, "127.0.0.30")
+	p.NodeSpool(t, dyn)
 	line := fmt.Sprintf("CPUs=1 RealMemory=100 Port=%d Topology=%s", ports[0], topoStr)
-	p.start(t, dyn, "slurmd", "-D", "-Z", "--conf", line)
+	p.Start(t, dyn, "slurmd", "-D", "-Z", "--conf", line)
 	wait.For(t, dyn+" registered", 60*time.Second, 500*time.Millisecond, func() error {
-		out, err := p.run("sinfo", "-h", "-n", dyn, "-o", "%t")
+		out, err := p.Run("sinfo", "-h", "-n", dyn, "-o", "%t")
 		if err != nil || out != "idle" {
 			return fmt.Errorf("sinfo: %q %v", out, err)
 		}
@@ -89,10 +86,10 @@ func TestTopologyStrOnRealSlurm(t *testing.T) {
 	running = renderTree()
 
 	// 2. A relabel while a job runs on the node: dyn-0 moves to leaf A by a node update.
-	id, err := p.run("sbatch", "--parsable", "-o", "/dev/null", "-w", dyn, "--wrap", "sleep 6")
+	id, err := p.Run("sbatch", "--parsable", "-o", "/dev/null", "-w", dyn, "--wrap", "sleep 6")
 	must(t, err)
 	wait.For(t, "job running", 30*time.Second, 200*time.Millisecond, func() error {
-		if out, _ := p.scontrol("show", "job", id); !strings.Contains(out, "JobState=RUNNING") {
+		if out, _ := p.Scontrol("show", "job", id); !strings.Contains(out, "JobState=RUNNING") {
 			return fmt.Errorf("%s", out)
 		}
 		return nil
@@ -102,7 +99,7 @@ func TestTopologyStrOnRealSlurm(t *testing.T) {
 	if len(moves) != 1 || moves[0].Node != dyn {
 		t.Fatalf("moves %v, want %s's", moves, dyn)
 	}
-	if out, err := p.scontrol("update", "NodeName="+moves[0].Node, "Topology="+moves[0].TopologyStr); err != nil {
+	if out, err := p.Scontrol("update", "NodeName="+moves[0].Node, "Topology="+moves[0].TopologyStr); err != nil {
 		t.Fatalf("scontrol update NodeName=%s Topology=%s: %s", moves[0].Node, moves[0].TopologyStr, out)
 	}
 	if got := leafLine(swA); !strings.Contains(got, dyn) {
@@ -111,11 +108,11 @@ func TestTopologyStrOnRealSlurm(t *testing.T) {
 	if got := leafLine(swB); got != "gpu-[2-3]" {
 		t.Errorf("after the move leaf %s has %s, want gpu-[2-3]", swB, got)
 	}
-	if out, _ := p.scontrol("show", "node", dyn); !strings.Contains(out, "Topology="+moves[0].TopologyStr) {
+	if out, _ := p.Scontrol("show", "node", dyn); !strings.Contains(out, "Topology="+moves[0].TopologyStr) {
 		t.Errorf("scontrol show node %s does not say Topology=%s:\n%s", dyn, moves[0].TopologyStr, out)
 	}
 	wait.For(t, "the running job finishes", 60*time.Second, 300*time.Millisecond, func() error {
-		if out, _ := p.scontrol("show", "job", id); !strings.Contains(out, "JobState=COMPLETED") {
+		if out, _ := p.Scontrol("show", "job", id); !strings.Contains(out, "JobState=COMPLETED") {
 			return fmt.Errorf("%s", out)
 		}
 		return nil
@@ -133,7 +130,7 @@ func TestTopologyStrOnRealSlurm(t *testing.T) {
 
 	// Jobs asking for one switch and three nodes now find them in leaf A only.
 	got := p.jobNodes(t, "-N3", "--switches=1")
-	hostnames, err := p.scontrol("show", "hostnames", got)
+	hostnames, err := p.Scontrol("show", "hostnames", got)
 	must(t, err)
 	if !strings.Contains("\n"+hostnames+"\n", "\n"+dyn+"\n") {
 		t.Errorf("sbatch --switches=1 -N3 ran on %s, not in leaf %s", got, swA)

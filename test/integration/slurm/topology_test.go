@@ -3,11 +3,8 @@
 package slurm_test
 
 import (
-	"crypto/rand"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,23 +13,20 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/test/privateslurm"
 	"sunk.dev/sunk/test/testenv"
 	"sunk.dev/sunk/test/wait"
 )
 
-// The topology tests run their own slurmctld and five static slurmd in the test bed's Slurm
-// root filesystem (hack/slurm-chroot.sh), on ports of their own: a topology plugin and its
-// reconfigures would change how the shared test bed places every other test's jobs. The
-// topology.conf and the TopologyPlugin are sunk's renderings; slurm.conf is the least a
-// slurmctld with real nodes needs.
+// The topology tests run their own slurmctld and five static slurmd (test/privateslurm): a
+// topology plugin and its reconfigures would change how the shared test bed places every other
+// test's jobs. The topology.conf and the TopologyPlugin are sunk's renderings; slurm.conf is
+// the least a slurmctld with real nodes needs.
 
-// privateSlurm is one slurmctld and its nodes, each its own process in its own mount and UTS
-// namespace, on the host's network.
+// privateSlurm is one private Slurm and how this package's tests configure it.
 type privateSlurm struct {
-	dir      string
-	nodes    []string
-	ctldPort string            // set by startPrivateSlurmConfigless
-	etc      map[string]string // a host's own /etc/slurm, else the shared dir/etc
+	*privateslurm.Slurm
+	ctldPort string // set by startPrivateSlurmConfigless
 	// topologyYAML, when set, is written as topology.yaml instead of topology.conf, and
 	// partitions replace the one partition "all" (Slurm 25.05 and later).
 	topologyYAML, partitions string
@@ -40,63 +34,36 @@ type privateSlurm struct {
 	extraConf string
 }
 
-// newPrivateSlurm makes the directories and the key of a private Slurm; nothing runs yet.
+// newPrivateSlurm makes the directories and the key of a private Slurm in the root filesystem
+// of the test bed (SUNK_SLURM_VERSION's); nothing runs yet.
 func newPrivateSlurm(t *testing.T) *privateSlurm {
 	t.Helper()
 	testenv.Slurm(t) // the root filesystem, provisioned with the test bed
-	p := &privateSlurm{dir: t.TempDir()}
-	for _, d := range []string{"etc", "spool/slurmctld", "logs", "shared", "run"} {
-		must(t, os.MkdirAll(filepath.Join(p.dir, d), 0o755))
-	}
-	must(t, os.Chmod(filepath.Join(p.dir, "shared"), 0o1777))
-	key := make([]byte, 1024)
-	_, _ = rand.Read(key)
-	must(t, os.WriteFile(filepath.Join(p.dir, "etc", "slurm.key"), key, 0o600))
-	t.Cleanup(func() { // runs before the daemons stop and t.TempDir goes
-		if t.Failed() {
-			logs, _ := filepath.Glob(filepath.Join(p.dir, "logs", "*"))
-			for _, l := range logs {
-				b, _ := os.ReadFile(l)
-				t.Logf("--- %s (last 3000 bytes)\n%s", filepath.Base(l), b[max(0, len(b)-3000):])
-			}
-		}
-	})
-	return p
+	return &privateSlurm{Slurm: privateslurm.New(t)}
 }
 
+// startPrivateSlurm starts slurmctld with sunk's topology (plugin, topology.conf) and a static
+// slurmd per node, and waits until they are idle.
 func startPrivateSlurm(t *testing.T, nodes []string, plugin, topologyConf string, opts ...func(*privateSlurm)) *privateSlurm {
 	t.Helper()
 	p := newPrivateSlurm(t)
-	p.nodes = nodes
 	for _, o := range opts {
 		o(p)
 	}
-	ports := freePorts(t, 1+len(nodes))
-	hosts := "127.0.0.1 localhost topoctld\n"
+	ports := privateslurm.FreePorts(t, 1+len(nodes))
 	var nodeLines []string
 	for i, n := range nodes {
 		addr := fmt.Sprintf("127.0.0.%d", 10+i)
-		hosts += addr + " " + n + "\n"
+		p.AddHost(t, n, addr)
+		p.NodeSpool(t, n)
 		nodeLines = append(nodeLines, fmt.Sprintf("NodeName=%s NodeAddr=%s Port=%d CPUs=1 RealMemory=100", n, addr, ports[1+i]))
-		must(t, os.MkdirAll(filepath.Join(p.dir, "spool", "slurmd-"+n), 0o755))
 	}
-	must(t, os.WriteFile(filepath.Join(p.dir, "hosts"), []byte(hosts), 0o644))
 	p.writeConf(t, plugin, topologyConf, fmt.Sprintf("SlurmctldPort=%d\n%s\n", ports[0], strings.Join(nodeLines, "\n")))
-	p.start(t, "topoctld", "slurmctld", "-D", "-i")
-	wait.For(t, "private slurmctld", 30*time.Second, 200*time.Millisecond, func() error {
-		_, err := p.scontrol("ping")
-		return err
-	})
+	p.StartCtld(t)
 	for _, n := range nodes {
-		p.start(t, n, "slurmd", "-D")
+		p.Start(t, n, "slurmd", "-D")
 	}
-	wait.For(t, "private nodes idle", 60*time.Second, 500*time.Millisecond, func() error {
-		out, err := p.run("sinfo", "-h", "-N", "-o", "%N %t")
-		if err != nil || strings.Count(out+"\n", " idle\n") < len(nodes) {
-			return fmt.Errorf("sinfo: %s %v", out, err)
-		}
-		return nil
-	})
+	p.WaitIdle(t, len(nodes))
 	return p
 }
 
@@ -105,26 +72,11 @@ func startPrivateSlurm(t *testing.T, nodes []string, plugin, topologyConf string
 func (p *privateSlurm) writeConf(t *testing.T, plugin, topologyConf, extra string) {
 	t.Helper()
 	if extra == "" {
-		old, err := os.ReadFile(filepath.Join(p.dir, "etc", "slurm.conf"))
+		old, err := os.ReadFile(filepath.Join(p.Dir, "etc", "slurm.conf"))
 		must(t, err)
 		_, extra, _ = strings.Cut(string(old), "# --\n")
 	}
-	conf := `ClusterName=topotest
-SlurmctldHost=topoctld(127.0.0.1)
-SlurmUser=root
-AuthType=auth/slurm
-CredType=cred/slurm
-StateSaveLocation=/var/spool/slurmctld
-SlurmdSpoolDir=/var/spool/slurmd-%n
-SlurmctldPidFile=/run/slurmctld.pid
-SlurmdPidFile=/run/slurmd.pid
-SlurmctldLogFile=/var/log/slurm/slurmctld.log
-SlurmdLogFile=/var/log/slurm/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-`
+	conf := p.Conf("topotest")
 	if p.partitions != "" {
 		conf += p.partitions
 	} else {
@@ -134,59 +86,24 @@ SelectTypeParameters=CR_Core_Memory
 		conf += "TopologyPlugin=" + plugin + "\n"
 	}
 	conf += p.extraConf + "# --\n" + extra
-	must(t, os.WriteFile(filepath.Join(p.dir, "etc", "slurm.conf"), []byte(conf), 0o644))
+	p.WriteEtc(t, "slurm.conf", conf)
 	if p.topologyYAML != "" {
-		must(t, os.WriteFile(filepath.Join(p.dir, "etc", render.TopologyYAMLFile), []byte(p.topologyYAML), 0o644))
+		p.WriteEtc(t, render.TopologyYAMLFile, p.topologyYAML)
 		return
 	}
-	must(t, os.WriteFile(filepath.Join(p.dir, "etc", "topology.conf"), []byte(topologyConf), 0o644))
-}
-
-func (p *privateSlurm) chroot(host string, args ...string) *exec.Cmd {
-	etc := filepath.Join(p.dir, "etc")
-	if e, ok := p.etc[host]; ok {
-		etc = e
-	}
-	all := append([]string{"--mount", "--uts", "--propagation", "private",
-		filepath.Join(testenv.RepoRoot(), "hack", "slurm-chroot.sh"), p.dir, host, etc, filepath.Join(p.dir, "spool")}, args...)
-	return exec.Command("unshare", all...)
-}
-
-// start runs a daemon; unshare, the chroot script and chroot exec into it, so its process
-// is the daemon, stopped when the test ends.
-func (p *privateSlurm) start(t *testing.T, host string, args ...string) {
-	t.Helper()
-	cmd := p.chroot(host, args...)
-	log, err := os.Create(filepath.Join(p.dir, "logs", host+".out"))
-	must(t, err)
-	cmd.Stdout, cmd.Stderr = log, log
-	must(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		log.Close()
-	})
-}
-
-func (p *privateSlurm) run(args ...string) (string, error) {
-	out, err := p.chroot("topoctld", args...).CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
-
-func (p *privateSlurm) scontrol(args ...string) (string, error) {
-	return p.run(append([]string{"scontrol"}, args...)...)
+	p.WriteEtc(t, "topology.conf", topologyConf)
 }
 
 // jobNodes submits a batch job and returns the nodes it ran on once it completed.
 func (p *privateSlurm) jobNodes(t *testing.T, args ...string) string {
 	t.Helper()
-	id, err := p.run(append([]string{"sbatch", "--parsable", "-o", "/dev/null"}, append(args, "--wrap", "srun true")...)...)
+	id, err := p.Run(append([]string{"sbatch", "--parsable", "-o", "/dev/null"}, append(args, "--wrap", "srun true")...)...)
 	if err != nil {
 		t.Fatalf("sbatch %v: %s", args, id)
 	}
 	var nodes string
 	wait.For(t, "job "+id, 60*time.Second, 300*time.Millisecond, func() error {
-		out, err := p.scontrol("show", "job", id)
+		out, err := p.Scontrol("show", "job", id)
 		if err != nil || !strings.Contains(out, "JobState=COMPLETED") {
 			return fmt.Errorf("job %s: %s", id, out)
 		}
@@ -199,27 +116,16 @@ func (p *privateSlurm) jobNodes(t *testing.T, args ...string) string {
 func (p *privateSlurm) reconfigure(t *testing.T, plugin, topologyConf string) {
 	t.Helper()
 	p.writeConf(t, plugin, topologyConf, "")
-	if out, err := p.scontrol("reconfigure"); err != nil {
+	if out, err := p.Scontrol("reconfigure"); err != nil {
 		t.Fatalf("scontrol reconfigure: %s", out)
 	}
 	wait.For(t, "slurmctld back after reconfigure", 30*time.Second, 300*time.Millisecond, func() error {
-		out, err := p.scontrol("ping")
+		out, err := p.Scontrol("ping")
 		if err != nil || !strings.Contains(out, "is UP") {
 			return fmt.Errorf("%s", out)
 		}
 		return nil
 	})
-}
-
-func freePorts(t *testing.T, n int) []int {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		must(t, err)
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
 }
 
 func must(t *testing.T, err error) {
@@ -266,7 +172,7 @@ func TestTopologyOnRealSlurm(t *testing.T) {
 	p := startPrivateSlurm(t, names, topo.SlurmPlugin(), topo.Conf)
 
 	// 1. slurmctld lists the switches sunk wrote, by the names it wrote.
-	out, err := p.scontrol("show", "topology")
+	out, err := p.Scontrol("show", "topology")
 	must(t, err)
 	for _, want := range []string{
 		"SwitchName=nn-9a8b7c6d5e4f30211-sw Level=0 LinkSpeed=1 Nodes=gpu-[0-1]",
@@ -288,10 +194,10 @@ func TestTopologyOnRealSlurm(t *testing.T) {
 	}
 
 	// 3. A relabel while a job runs: gpu-1 moves to the other leaf, the job finishes.
-	id, err := p.run("sbatch", "--parsable", "-o", "/dev/null", "-w", "gpu-1", "--wrap", "sleep 6")
+	id, err := p.Run("sbatch", "--parsable", "-o", "/dev/null", "-w", "gpu-1", "--wrap", "sleep 6")
 	must(t, err)
 	wait.For(t, "job running", 30*time.Second, 200*time.Millisecond, func() error {
-		if out, _ := p.scontrol("show", "job", id); !strings.Contains(out, "JobState=RUNNING") {
+		if out, _ := p.Scontrol("show", "job", id); !strings.Contains(out, "JobState=RUNNING") {
 			return fmt.Errorf("%s", out)
 		}
 		return nil
@@ -299,12 +205,12 @@ func TestTopologyOnRealSlurm(t *testing.T) {
 	leaves["gpu-1"] = leafB
 	topo = renderTree()
 	p.reconfigure(t, topo.SlurmPlugin(), topo.Conf)
-	out, _ = p.scontrol("show", "topology")
+	out, _ = p.Scontrol("show", "topology")
 	if !strings.Contains(out, "SwitchName=nn-0c1d2e3f4a5b6c7d8-sw Level=0 LinkSpeed=1 Nodes=gpu-[1-3]") {
 		t.Errorf("after the relabel:\n%s", out)
 	}
 	wait.For(t, "the running job finishes", 60*time.Second, 300*time.Millisecond, func() error {
-		if out, _ := p.scontrol("show", "job", id); !strings.Contains(out, "JobState=COMPLETED") {
+		if out, _ := p.Scontrol("show", "job", id); !strings.Contains(out, "JobState=COMPLETED") {
 			return fmt.Errorf("%s", out)
 		}
 		return nil
@@ -323,7 +229,7 @@ func TestTopologyOnRealSlurm(t *testing.T) {
 		t.Errorf("excluded %d nodes, want gpu-4:\n%s", btopo.Excluded, btopo.Conf)
 	}
 	p.reconfigure(t, btopo.SlurmPlugin(), btopo.Conf)
-	out, _ = p.scontrol("show", "topology")
+	out, _ = p.Scontrol("show", "topology")
 	for _, want := range []string{
 		"BlockName=5e7a1c2b-8f3d-4a6e-9b0c-1d2e3f4a5b6c.0-blk BlockIndex=0 Nodes=gpu-[0-1] BlockSize=2",
 		"BlockName=5e7a1c2b-8f3d-4a6e-9b0c-1d2e3f4a5b6c.1-blk BlockIndex=1 Nodes=gpu-[2-3] BlockSize=2",
@@ -350,7 +256,7 @@ func TestTopologyOnRealSlurm(t *testing.T) {
 			t.Fatalf("a topology without nodes names the plugin %q", empty.SlurmPlugin())
 		}
 		p.reconfigure(t, empty.SlurmPlugin(), empty.Conf)
-		out, err := p.scontrol("show", "topology")
+		out, err := p.Scontrol("show", "topology")
 		if strings.Contains(out, "gpu-") {
 			t.Errorf("%s without nodes: scontrol show topology places nodes: %s", empty.Plugin, out)
 		}
@@ -361,7 +267,7 @@ func TestTopologyOnRealSlurm(t *testing.T) {
 	// not run and places the nodes, and --segment keeps to one block.
 	p.reconfigure(t, btopo.SlurmPlugin(), btopo.Conf)
 	wait.For(t, "blocks after a start without a plugin", 30*time.Second, 300*time.Millisecond, func() error {
-		out, err := p.scontrol("show", "topology")
+		out, err := p.Scontrol("show", "topology")
 		if err != nil || !strings.Contains(out, "BlockName=5e7a1c2b-8f3d-4a6e-9b0c-1d2e3f4a5b6c.0-blk BlockIndex=0 Nodes=gpu-[0-1] BlockSize=2") {
 			return fmt.Errorf("%s %v", out, err)
 		}

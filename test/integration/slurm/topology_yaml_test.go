@@ -60,7 +60,7 @@ func TestTopologyYAMLOnRealSlurm(t *testing.T) {
 			"BlockName=5e7a1c2b-8f3d-4a6e-9b0c-1d2e3f4a5b6c.2-blk BlockIndex=1 Nodes=gpu-[3-4] BlockSize=2",
 		},
 	} {
-		out, err := p.scontrol("show", "topology", topo)
+		out, err := p.Scontrol("show", "topology", topo)
 		must(t, err)
 		out = linkSpeed.ReplaceAllString(out, "") // 24.11 says 1, 26.05 0: not sunk's
 		for _, want := range wants {
@@ -69,7 +69,7 @@ func TestTopologyYAMLOnRealSlurm(t *testing.T) {
 			}
 		}
 	}
-	if out, err := p.scontrol("show", "topology"); err != nil || !strings.Contains(out, "SwitchName=") {
+	if out, err := p.Scontrol("show", "topology"); err != nil || !strings.Contains(out, "SwitchName=") {
 		t.Errorf("scontrol show topology (the default, tree): %s %v", out, err)
 	}
 
