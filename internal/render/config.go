@@ -123,12 +123,12 @@ func TopologyKind(t *Topology) string { return strings.TrimPrefix(t.Plugin, "top
 // TopologyFile is the file slurmctld reads the topology from, and its text: topology.conf, or
 // with yaml (Slurm 25.05 and later) topology.yaml with the topology as the cluster default
 // named after its kind, and Also (the blocks beside a tree) after it under its own kind's
-// name. A topology with Kept set is that text, as written before.
+// name. A topology with Kept set is that text, as written before. topology.conf holds one
+// topology: with tree and block (a cluster upgrading from 24.11, whose configuration is for
+// the oldest release still running) it is the tree alone, and no partition names a topology
+// (partitions) until topology.yaml.
 func TopologyFile(t *Topology, yaml bool) (name, text string, err error) {
 	if !yaml {
-		if t.Also != nil {
-			return "", "", fmt.Errorf("topology: tree and block together need topology.yaml (Slurm 25.05 and later)")
-		}
 		return "topology.conf", t.Conf, nil
 	}
 	if t.Kept != "" {

@@ -82,7 +82,7 @@ func TestRenderConfigTopologyYAML(t *testing.T) {
 
 // TestRenderConfigTreeAndBlock: a spec with tree and block together (Slurm 25.05 and later)
 // renders both into topology.yaml, the tree as the cluster default, and each partition's
-// Topology= names the one it chose; without topology.yaml (24.11) it is refused.
+// Topology= names the one it chose; without topology.yaml (24.11) the tree alone.
 func TestRenderConfigTreeAndBlock(t *testing.T) {
 	sc := minimal()
 	sc.Spec.SlurmVersion = sunkv1.SlurmVersion2605
@@ -112,8 +112,15 @@ func TestRenderConfigTreeAndBlock(t *testing.T) {
 	if topo.Plugin != "topology/tree" || topo.Also == nil || topo.Also.Plugin != "topology/block" {
 		t.Fatalf("want the tree with the blocks beside it, got %s and %+v", topo.Plugin, topo.Also)
 	}
-	if _, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), Topology: topo}); err == nil {
-		t.Errorf("tree and block rendered without topology.yaml (24.11)")
+	// For 24.11 (while the cluster upgrades to 26.05, its configuration is for the oldest
+	// release still running): topology.conf with the tree alone, no partition's Topology=.
+	old, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), Topology: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Files["topology.conf"] != topo.Conf || old.Files[TopologyYAMLFile] != "" || strings.Contains(old.Files["slurm.conf"], " Topology=") ||
+		!strings.Contains(old.Files["slurm.conf"], "\nTopologyPlugin=topology/tree\n") {
+		t.Errorf("24.11: want topology.conf with the tree, no partition's Topology=:\n%s", files(old))
 	}
 	conf, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), Topology: topo, TopologyYAML: true})
 	if err != nil {

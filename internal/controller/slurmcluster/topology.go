@@ -135,7 +135,7 @@ func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n re
 	}
 	unlabelled, excluded, problems, renamed := desired.Unlabelled, desired.Excluded, desired.Problems, desired.Renamed
 	msg := fmt.Sprintf("%d compute nodes in %s", desired.Nodes, desired.Plugin)
-	if a := desired.Also; a != nil {
+	if a := desired.Also; a != nil && yaml { // topology.conf (24.11) holds the tree alone
 		// Counted per topology: a node without either label counts twice.
 		unlabelled, excluded = unlabelled+a.Unlabelled, excluded+a.Excluded
 		problems, renamed = append(slices.Clone(problems), a.Problems...), append(slices.Clone(renamed), a.Renamed...)
