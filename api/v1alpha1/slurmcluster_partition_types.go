@@ -34,6 +34,13 @@ type PartitionSpec struct {
 	// +optional
 	PriorityTier *int32 `json:"priorityTier,omitempty"`
 
+	// Topology is the topology of spec.topology the partition's jobs are placed by ("tree"
+	// or "block"; Slurm's Topology= on the partition line). Without it, the cluster default:
+	// the tree when spec.topology has both. Slurm 25.05 and later only (spec.slurmVersion
+	// "26.05"): 24.11 reads one topology.conf and knows no partition Topology=.
+	// +optional
+	Topology TopologyName `json:"topology,omitempty"`
+
 	// ExtraConf is added to the partition's line as is (for example "PriorityTier=10 OverSubscribe=NO").
 	// +kubebuilder:validation:Pattern=`^[^\n#]*$`
 	// +optional

@@ -22,6 +22,9 @@ type Image string
 // SlurmClusterSpec describes one Slurm cluster's control plane: slurmctld, slurmrestd,
 // accounting, login pods and the configuration every Slurm daemon shares.
 // +kubebuilder:validation:XValidation:rule="!has(self.partitions) || self.partitions.filter(p, has(p.default) && p.default).size() <= 1",message="spec.partitions: at most one partition may be the default"
+// +kubebuilder:validation:XValidation:rule="!has(self.topology) || !has(self.topology.tree) || !has(self.topology.block) || (has(self.slurmVersion) && self.slurmVersion != '24.11')",message="spec.topology: tree and block together need Slurm 25.05 or later (spec.slurmVersion 26.05): 24.11 runs one topology plugin",fieldPath=".topology"
+// +kubebuilder:validation:XValidation:rule="!has(self.partitions) || self.partitions.all(p, !has(p.topology) || (has(self.slurmVersion) && self.slurmVersion != '24.11'))",message="spec.partitions[].topology needs Slurm 25.05 or later (spec.slurmVersion 26.05): 24.11 knows no partition Topology=",fieldPath=".partitions"
+// +kubebuilder:validation:XValidation:rule="!has(self.partitions) || self.partitions.all(p, !has(p.topology) || (has(self.topology) && (p.topology == 'tree' ? has(self.topology.tree) : has(self.topology.block))))",message="spec.partitions[].topology must name a topology spec.topology defines (tree or block)",fieldPath=".partitions"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.slurmVersion) || (has(self.slurmVersion) && self.slurmVersion >= oldSelf.slurmVersion)",message="spec.slurmVersion: Slurm cannot be downgraded (a newer slurmctld and slurmdbd have already converted their state)",fieldPath=".slurmVersion"
 type SlurmClusterSpec struct {
 	// SlurmVersion is the Slurm release the cluster runs: "24.11" or "26.05". It picks the

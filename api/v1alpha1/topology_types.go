@@ -4,9 +4,11 @@
 package v1alpha1
 
 // TopologySpec makes Slurm's topology plugin follow the Kubernetes nodes the compute pods
-// run on: sunk renders topology.conf from their labels and sets TopologyPlugin. Slurm 24.11
-// runs one plugin at a time, so exactly one of tree and block is set.
-// +kubebuilder:validation:XValidation:rule="has(self.tree) != has(self.block)",message="exactly one of tree and block must be set (Slurm 24.11 runs one topology plugin)"
+// run on: sunk renders topology.conf (24.11) or topology.yaml (25.05 and later) from their
+// labels. Slurm 24.11 runs one plugin at a time, so there exactly one of tree and block is
+// set. On 26.05 both may be: topology.yaml then holds the topologies "tree" (the cluster
+// default) and "block", and a partition picks one with spec.partitions[].topology.
+// +kubebuilder:validation:XValidation:rule="has(self.tree) || has(self.block)",message="at least one of tree and block must be set"
 type TopologySpec struct {
 	// Tree is Slurm's topology/tree: switches in levels, from label values.
 	// +optional
@@ -16,6 +18,30 @@ type TopologySpec struct {
 	// label's values.
 	// +optional
 	Block *BlockTopology `json:"block,omitempty"`
+}
+
+// TopologyName names a topology of topology.yaml after its kind: what a partition's
+// Topology= says.
+// +kubebuilder:validation:Enum=tree;block
+type TopologyName string
+
+// The topologies of topology.yaml.
+const (
+	TopologyTree  TopologyName = "tree"
+	TopologyBlock TopologyName = "block"
+)
+
+// Has says whether the spec defines the topology named n.
+func (t *TopologySpec) Has(n TopologyName) bool {
+	switch {
+	case t == nil:
+		return false
+	case n == TopologyTree:
+		return t.Tree != nil
+	case n == TopologyBlock:
+		return t.Block != nil
+	}
+	return false
 }
 
 // TopologyPreset names a label convention of a provider or tool.

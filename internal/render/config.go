@@ -50,9 +50,9 @@ type ConfigInputs struct {
 	// include each pod's own device lines (GresNodeConfPath).
 	GPUs bool
 	// TopologyYAML says the cluster's Slurm reads topology.yaml (25.05 and later): the
-	// topology is written there, as the cluster default named after its kind, instead of
-	// topology.conf and TopologyPlugin. False (24.11, and every cluster today: the
-	// SlurmCluster does not yet say its Slurm version) renders topology.conf.
+	// topology is written there, as the cluster default named after its kind (with tree and
+	// block, the tree, and the blocks beside it), instead of topology.conf and
+	// TopologyPlugin, and partitions get their Topology=. False (24.11) renders topology.conf.
 	TopologyYAML bool
 	// QuiesceTimeout says the cluster's slurmctld gives up a quiesce after
 	// conmgr_quiesce_timeout (26.05): slurm.conf then sets it to QuiesceTimeout.
@@ -122,7 +122,11 @@ func TopologyKind(t *Topology) string { return strings.TrimPrefix(t.Plugin, "top
 
 // TopologyFile is the file slurmctld reads the topology from, and its text: topology.conf, or
 // with yaml (Slurm 25.05 and later) topology.yaml with the topology as the cluster default
-// named after its kind. A topology with Kept set is that text, as written before.
+// named after its kind, and Also (the blocks beside a tree) after it under its own kind's
+// name. A topology with Kept set is that text, as written before. topology.conf holds one
+// topology: with tree and block (a cluster upgrading from 24.11, whose configuration is for
+// the oldest release still running) it is the tree alone, and no partition names a topology
+// (partitions) until topology.yaml.
 func TopologyFile(t *Topology, yaml bool) (name, text string, err error) {
 	if !yaml {
 		return "topology.conf", t.Conf, nil
@@ -130,7 +134,11 @@ func TopologyFile(t *Topology, yaml bool) (name, text string, err error) {
 	if t.Kept != "" {
 		return TopologyYAMLFile, t.Kept, nil
 	}
-	y, err := RenderTopologyYAML([]NamedTopology{{Name: TopologyKind(t), Default: true, Topology: t}})
+	topos := []NamedTopology{{Name: TopologyKind(t), Default: true, Topology: t}}
+	if t.Also != nil {
+		topos = append(topos, NamedTopology{Name: TopologyKind(t.Also), Topology: t.Also})
+	}
+	y, err := RenderTopologyYAML(topos)
 	return TopologyYAMLFile, y, err
 }
 
@@ -346,7 +354,7 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 		)
 	}
 	conf := mergeConf(strings.Join(lines, "\n")+"\n", sc.Spec.Controller.ExtraConf)
-	return conf + partitions(sc)
+	return conf + partitions(sc, in.TopologyYAML)
 }
 
 // AccountingTRES is AccountingStorageTRES: gres/gpu, the GPUs of every type (what sacct and
@@ -367,8 +375,10 @@ func AccountingTRES(gpuTypes []string) string {
 }
 
 // partitions renders NodeSet (by Feature, so that dynamic nodes join by their features)
-// and PartitionName lines. Without partitions in the spec there is one default "all".
-func partitions(sc *sunkv1.SlurmCluster) string {
+// and PartitionName lines. Without partitions in the spec there is one default "all". A
+// partition's topology is Topology= only where Slurm reads topology.yaml (yaml): 24.11 stops
+// on the key, and admission refuses it there.
+func partitions(sc *sunkv1.SlurmCluster, yaml bool) string {
 	var b strings.Builder
 	b.WriteString("\n# Partitions\n")
 	parts := sc.Spec.EffectivePartitions()
@@ -405,6 +415,10 @@ func partitions(sc *sunkv1.SlurmCluster) string {
 		line := fmt.Sprintf("PartitionName=%s Nodes=%s Default=%s MaxTime=%s State=UP", p.Name, nodes, def, maxTime)
 		if p.PriorityTier != nil {
 			line += fmt.Sprintf(" PriorityTier=%d", *p.PriorityTier)
+		}
+		if yaml && p.Topology != "" && sc.Spec.Topology.Has(p.Topology) {
+			// topology.yaml names each topology after its kind (TopologyFile).
+			line += " Topology=" + string(p.Topology)
 		}
 		if p.ExtraConf != "" {
 			line += " " + strings.TrimSpace(p.ExtraConf)

@@ -45,6 +45,10 @@ type Topology struct {
 	// rendering of this topology: the file slurmctld runs with while a change settles
 	// (TopologyFile). topology.conf's kept text is Conf itself.
 	Kept string
+	// Also is the block topology rendered from the same nodes when the spec has tree and
+	// block together (Slurm 25.05 and later): the receiver is then the tree, topology.yaml's
+	// cluster default, and Also its second topology (TopologyFile).
+	Also *Topology
 }
 
 // TopologyUnit is a switch or a block: its name, its nodes (a hostlist), and a switch's
@@ -97,7 +101,8 @@ func BlockLabelKey(b *sunkv1.BlockTopology) string {
 	return b.LabelKey
 }
 
-// RenderTopology renders topology.conf for the nodes. The output depends only on the set of
+// RenderTopology renders topology.conf for the nodes; with tree and block both in the spec,
+// the tree with the blocks in Also (for topology.yaml only). The output depends only on the set of
 // nodes and their labels (sorted, hostlist-compressed), so an unchanged cluster renders the
 // same bytes and causes no reconfigure. Every name it writes is one slurmctld reads safely:
 // see topologyNames.
@@ -109,8 +114,17 @@ func RenderTopology(spec *sunkv1.TopologySpec, nodes []TopologyNode) (*Topology,
 		return renderTree(TreeLabelKeys(spec.Tree), nodes)
 	case spec.Block != nil && spec.Tree == nil:
 		return renderBlocks(spec.Block, nodes)
+	case spec.Block != nil:
+		tree, err := renderTree(TreeLabelKeys(spec.Tree), nodes)
+		if err != nil {
+			return nil, err
+		}
+		if tree.Also, err = renderBlocks(spec.Block, nodes); err != nil {
+			return nil, err
+		}
+		return tree, nil
 	}
-	return nil, fmt.Errorf("topology: exactly one of tree and block must be set")
+	return nil, fmt.Errorf("topology: neither tree nor block is set")
 }
 
 // treePath is a node's switches, outermost first; nil when its labels place it nowhere.

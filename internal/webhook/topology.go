@@ -12,21 +12,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/slurmversion"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // validateTopology checks spec.topology as CEL cannot: presets of the right kind, label keys
 // Kubernetes accepts, and BlockSizes Slurm accepts (block_record.c calls fatal() on sizes that
-// are not the base times a power of two, up to 2^15).
+// are not the base times a power of two, up to 2^15); and, as the CRD's rules do for a cluster
+// without the webhook, tree and block together and partitions' topologies only where Slurm
+// reads topology.yaml.
 func validateTopology(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
+	errs := validatePartitionTopologies(spec, path.Root().Child("partitions"))
 	t := spec.Topology
 	if t == nil {
-		return nil, nil
+		return errs, nil
 	}
-	var errs field.ErrorList
 	var warnings admission.Warnings
-	if (t.Tree == nil) == (t.Block == nil) {
-		errs = append(errs, field.Invalid(path, "", "exactly one of tree and block must be set: Slurm 24.11 runs one topology plugin"))
+	yaml := slurmversion.FeaturesOf(spec.Version()).TopologyYAML
+	switch {
+	case t.Tree == nil && t.Block == nil:
+		errs = append(errs, field.Invalid(path, "", "at least one of tree and block must be set"))
+	case t.Tree != nil && t.Block != nil && !yaml:
+		errs = append(errs, field.Invalid(path, "tree and block", fmt.Sprintf(
+			"tree and block together need Slurm 25.05 or later (spec.slurmVersion %s): Slurm %s runs one topology plugin", sunkv1.SlurmVersion2605, spec.Version())))
 	}
 	if tr := t.Tree; tr != nil {
 		p := path.Child("tree")
@@ -67,6 +75,33 @@ func validateTopology(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.Er
 		}
 	}
 	return errs, warnings
+}
+
+// validatePartitionTopologies: a partition's topology is one spec.topology defines, on a Slurm
+// that reads topology.yaml (a 24.11 slurmctld would stop on the unknown key Topology= of the
+// partition line).
+func validatePartitionTopologies(spec *sunkv1.SlurmClusterSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, p := range spec.Partitions {
+		if p.Topology == "" {
+			continue
+		}
+		fp := path.Index(i).Child("topology")
+		var defined []string
+		for _, n := range []sunkv1.TopologyName{sunkv1.TopologyTree, sunkv1.TopologyBlock} {
+			if spec.Topology.Has(n) {
+				defined = append(defined, string(n))
+			}
+		}
+		switch {
+		case !slurmversion.FeaturesOf(spec.Version()).TopologyYAML:
+			errs = append(errs, field.Invalid(fp, p.Topology, fmt.Sprintf(
+				"a partition's topology needs Slurm 25.05 or later (spec.slurmVersion %s): Slurm %s knows no partition Topology=", sunkv1.SlurmVersion2605, spec.Version())))
+		case !spec.Topology.Has(p.Topology):
+			errs = append(errs, field.NotSupported(fp, p.Topology, defined))
+		}
+	}
+	return errs
 }
 
 func validateLabelKey(k string, p *field.Path) field.ErrorList {

@@ -3,6 +3,7 @@ package slurmcluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +79,9 @@ func decideTopology(current, desired string, pending *pendingTopology, now time.
 // topology renders the cluster's topology.conf, or with yaml (Slurm 25.05 and later)
 // topology.yaml, from its compute pods and their nodes' labels, debounced, and reports it in
 // the status; with byStr (nodes move by topology_str) the file keeps every place a node's
-// string names (topology_str.go). nil without spec.topology.
+// string names (topology_str.go). With tree and block together nodes move by the file and a
+// reconfigure only: a node update's topology_str would have to name the node's place in both
+// topologies, which sunk does not build yet. nil without spec.topology.
 func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, yaml, byStr bool, keys slurmconn.Keys, st *status) (*render.Topology, time.Duration, error) {
 	if sc.Spec.Topology == nil {
 		r.pendingTopologies.Delete(sc.UID)
@@ -95,7 +98,7 @@ func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n re
 		return nil, 0, err
 	}
 	desired, err := render.RenderTopology(sc.Spec.Topology, nodes)
-	if err == nil && byStr {
+	if err == nil && byStr && desired.Also == nil {
 		err = r.keepStringPlaces(ctx, sc, n, keys, cm.Data[render.TopologyYAMLFile], desired)
 	}
 	if err != nil {
@@ -130,9 +133,16 @@ func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n re
 	} else {
 		r.pendingTopologies.Store(sc.UID, next)
 	}
-	st.topology = &sunkv1.TopologyStatus{Nodes: int32(desired.Nodes), UnlabelledNodes: int32(desired.Unlabelled), ExcludedNodes: int32(desired.Excluded)}
+	unlabelled, excluded, problems, renamed := desired.Unlabelled, desired.Excluded, desired.Problems, desired.Renamed
 	msg := fmt.Sprintf("%d compute nodes in %s", desired.Nodes, desired.Plugin)
-	if r := desired.Renamed; len(r) > 0 {
+	if a := desired.Also; a != nil && yaml { // topology.conf (24.11) holds the tree alone
+		// Counted per topology: a node without either label counts twice.
+		unlabelled, excluded = unlabelled+a.Unlabelled, excluded+a.Excluded
+		problems, renamed = append(slices.Clone(problems), a.Problems...), append(slices.Clone(renamed), a.Renamed...)
+		msg += " and " + a.Plugin
+	}
+	st.topology = &sunkv1.TopologyStatus{Nodes: int32(desired.Nodes), UnlabelledNodes: int32(unlabelled), ExcludedNodes: int32(excluded)}
+	if r := renamed; len(r) > 0 {
 		more := ""
 		if len(r) > 3 {
 			r, more = r[:3], fmt.Sprintf(" and %d more", len(r)-3)
@@ -143,10 +153,10 @@ func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n re
 		msg += " (slurm.conf names no TopologyPlugin until a switch or block has a node)"
 	}
 	switch {
-	case desired.Excluded > 0:
-		st.set(sunkv1.ConditionTopologyReady, false, ReasonTopologyLeftOut, msg+"; "+strings.Join(desired.Problems, "; "))
-	case desired.Unlabelled > 0:
-		st.set(sunkv1.ConditionTopologyReady, false, ReasonTopologyUnlabelled, msg+"; "+strings.Join(desired.Problems, "; "))
+	case excluded > 0:
+		st.set(sunkv1.ConditionTopologyReady, false, ReasonTopologyLeftOut, msg+"; "+strings.Join(problems, "; "))
+	case unlabelled > 0:
+		st.set(sunkv1.ConditionTopologyReady, false, ReasonTopologyUnlabelled, msg+"; "+strings.Join(problems, "; "))
 	default:
 		st.set(sunkv1.ConditionTopologyReady, true, ReasonTopologyPlaced, msg+", every one under a labelled switch or block")
 	}

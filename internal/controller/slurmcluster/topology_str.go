@@ -153,7 +153,7 @@ func (r *Reconciler) keepStringPlaces(ctx context.Context, sc *sunkv1.SlurmClust
 // nodes move.
 func (r *Reconciler) moveByTopologyStr(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, desired *render.Topology, keys slurmconn.Keys, st *status) (time.Duration, error) {
 	file, ok := cfg.Files[render.TopologyYAMLFile]
-	if desired == nil || !ok || st.configHash != cfg.Hash {
+	if desired == nil || desired.Also != nil || !ok || st.configHash != cfg.Hash { // see topology()
 		return 0, nil
 	}
 	running, err := render.ReadTopologyYAML(file)

@@ -101,6 +101,7 @@ var corpusFields = []crField{
 	clusterField("spec.partitions[0].name", kindName, func(sc *sunkv1.SlurmCluster, v string) { sc.Spec.Partitions[0].Name = v }),
 	clusterField("spec.partitions[0].nodeSets[0]", kindName, func(sc *sunkv1.SlurmCluster, v string) { sc.Spec.Partitions[0].NodeSets = []string{v} }),
 	clusterField("spec.partitions[0].maxTime", kindName, func(sc *sunkv1.SlurmCluster, v string) { sc.Spec.Partitions[0].MaxTime = v }),
+	clusterField("spec.partitions[0].topology", kindName, func(sc *sunkv1.SlurmCluster, v string) { sc.Spec.Partitions[0].Topology = sunkv1.TopologyName(v) }),
 	clusterField("spec.partitions[0].extraConf", kindParams, func(sc *sunkv1.SlurmCluster, v string) { sc.Spec.Partitions[0].ExtraConf = "MaxNodes=" + v }),
 	clusterField("spec.preemption.exemptTime", kindName, func(sc *sunkv1.SlurmCluster, v string) {
 		sc.Spec.Preemption = sunkv1.PreemptionSpec{Type: sunkv1.PreemptionPartitionPrio, ExemptTime: v}

@@ -1,0 +1,66 @@
+//go:build integration
+
+package operator
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/test/testenv"
+)
+
+// TestCRDRulesForTopologyPerPartition: without sunk's webhook (a cluster that runs none, or
+// while it is down), a real kube-apiserver's CRD rules alone refuse tree and block together
+// and partitions' topologies on Slurm 24.11, and a partition's topology that spec.topology
+// does not define, each naming the field; 26.05 admits them. (The webhook's own refusals are
+// table-tested in internal/webhook; the controller repeats them as InvalidSpec.)
+func TestCRDRulesForTopologyPerPartition(t *testing.T) {
+	env := testenv.APIEnv(t, testenv.APIOptions{CRDDirectoryPaths: []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")}})
+	scheme := runtime.NewScheme()
+	must(t, sunkv1.AddToScheme(scheme))
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	must(t, err)
+	tree := &sunkv1.TreeTopology{Preset: sunkv1.PresetAWS}
+	block := &sunkv1.BlockTopology{Preset: sunkv1.PresetNVIDIAGPUClique}
+	for _, tc := range []struct {
+		name    string
+		version string
+		topo    *sunkv1.TopologySpec
+		parts   []sunkv1.PartitionSpec
+		want    string // "" admits
+	}{
+		{name: "both on 26.05, a partition on each", version: "26.05", topo: &sunkv1.TopologySpec{Tree: tree, Block: block},
+			parts: []sunkv1.PartitionSpec{{Name: "a", Topology: "tree"}, {Name: "b", Topology: "block"}, {Name: "c"}}},
+		{name: "both on 24.11", version: "24.11", topo: &sunkv1.TopologySpec{Tree: tree, Block: block},
+			want: "spec.topology: Invalid value: \"object\": spec.topology: tree and block together need Slurm 25.05 or later"},
+		{name: "both without slurmVersion (24.11)", topo: &sunkv1.TopologySpec{Tree: tree, Block: block}, want: "tree and block together need Slurm 25.05 or later"},
+		{name: "neither", version: "26.05", topo: &sunkv1.TopologySpec{}, want: "spec.topology: Invalid value: \"object\": at least one of tree and block must be set"},
+		{name: "a partition's topology on 24.11", version: "24.11", topo: &sunkv1.TopologySpec{Tree: tree},
+			parts: []sunkv1.PartitionSpec{{Name: "a", Topology: "tree"}}, want: "spec.partitions: Invalid value: \"object\": spec.partitions[].topology needs Slurm 25.05 or later"},
+		{name: "a partition on a topology not defined", version: "26.05", topo: &sunkv1.TopologySpec{Tree: tree},
+			parts: []sunkv1.PartitionSpec{{Name: "a", Topology: "block"}}, want: "spec.partitions[].topology must name a topology spec.topology defines"},
+		{name: "a partition's topology without spec.topology", version: "26.05",
+			parts: []sunkv1.PartitionSpec{{Name: "a", Topology: "tree"}}, want: "spec.partitions[].topology must name a topology spec.topology defines"},
+		{name: "a partition's unknown topology", version: "26.05", topo: &sunkv1.TopologySpec{Tree: tree, Block: block},
+			parts: []sunkv1.PartitionSpec{{Name: "a", Topology: "nvlink"}}, want: `spec.partitions[0].topology: Unsupported value: "nvlink"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "topo"},
+				Spec: sunkv1.SlurmClusterSpec{Image: "sunk.dev/slurm:26.05", SlurmVersion: tc.version, Topology: tc.topo, Partitions: tc.parts}}
+			err := c.Create(context.Background(), sc, client.DryRunAll)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
