@@ -68,7 +68,7 @@ func TestTopologyPerPartitionOnRealSlurm(t *testing.T) {
 
 	// slurmctld has what sunk wrote: every leaf switch and every block with its nodes.
 	for name, units := range map[string][]render.TopologyUnit{"tree": topo.Switches, "block": topo.Also.Blocks} {
-		out, err := p.scontrol("show", "topology", name)
+		out, err := p.Scontrol("show", "topology", name)
 		must(t, err)
 		kind := map[string]string{"tree": "SwitchName=", "block": "BlockName="}[name]
 		for _, u := range units {
@@ -81,7 +81,7 @@ func TestTopologyPerPartitionOnRealSlurm(t *testing.T) {
 		}
 	}
 	for part, want := range map[string]string{"train": "Topology=tree", "nvl": "Topology=block"} {
-		if out, err := p.scontrol("show", "partition", part); err != nil || !strings.Contains(out, want) {
+		if out, err := p.Scontrol("show", "partition", part); err != nil || !strings.Contains(out, want) {
 			t.Errorf("scontrol show partition %s lacks %s: %s %v", part, want, out, err)
 		}
 	}
