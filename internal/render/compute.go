@@ -31,6 +31,9 @@ type ComputeMember struct {
 	// the NodeSet's spec.gpuType wins over it. Not part of the template hash: it is read
 	// when the pod is made.
 	GPUType string
+	// Topology is the Topology= its slurmd registers with (RegistrationTopology), "" for
+	// none. Not part of the template hash either: a pod without one is not outdated.
+	Topology string
 }
 
 // PerNodeMemberName is the member name of a NodeSet on a Kubernetes node: <nodeset>-<node>
@@ -109,20 +112,21 @@ func resourceOf(res corev1.ResourceRequirements, r corev1.ResourceName) (resourc
 // SlurmdConf is slurmd's --conf node line: CPUs and RealMemory from the container's
 // resources (limit, else request; omitted when neither is set, and slurmd then reports the
 // host's), Gres from its nvidia.com/gpu and gpuType (wellknown.GPUGres), the NodeSet's name and
-// features as Features, Weight, then spec.extraConf, whose keys replace sunk's.
+// features as Features, Weight, a member's Topology (ComputeMember), then spec.extraConf,
+// whose keys replace sunk's.
 func SlurmdConf(ns *sunkv1.NodeSet, gpuType string) string {
-	line, _ := slurmdConf(ns, gpuType)
+	line, _ := slurmdConf(ns, gpuType, "")
 	return line
 }
 
 // SlurmdGresConf is the pod's own gres.conf (GPUGresConf), or "" when spec.extraConf sets
 // Gres itself: then the GRES are the user's, and so are their devices.
 func SlurmdGresConf(ns *sunkv1.NodeSet, gpuType string) string {
-	_, gres := slurmdConf(ns, gpuType)
+	_, gres := slurmdConf(ns, gpuType, "")
 	return gres
 }
 
-func slurmdConf(ns *sunkv1.NodeSet, gpuType string) (line, gresConf string) {
+func slurmdConf(ns *sunkv1.NodeSet, gpuType, topology string) (line, gresConf string) {
 	extra := strings.Fields(ns.Spec.ExtraConf)
 	set := map[string]bool{}
 	for _, kv := range extra {
@@ -149,6 +153,9 @@ func slurmdConf(ns *sunkv1.NodeSet, gpuType string) (line, gresConf string) {
 	}
 	parts = append(parts, "Features="+strings.Join(append([]string{ns.Name}, ns.Spec.Features...), ","))
 	add("Weight", strconv.Itoa(int(ptr.Deref(ns.Spec.Weight, 1))))
+	if topology != "" {
+		add("Topology", topology)
+	}
 	return strings.Join(append(parts, extra...), " "), gresConf
 }
 
@@ -197,10 +204,10 @@ func MemberGPUType(ns *sunkv1.NodeSet, nodeLabels map[string]string) (string, er
 
 // computePodSpec is the part of a compute pod that is the same for every member but its GPU
 // type: what the template hash covers (with spec.gpuType as the type).
-func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, gpuType string) corev1.PodSpec {
+func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, gpuType, topology string) corev1.PodSpec {
 	c := slurmContainer(sc, "slurmd", ns.Spec.Image, ns.Spec.Resources)
 	c.Ports = []corev1.ContainerPort{{Name: "slurmd", ContainerPort: SlurmdPort}}
-	line, gresConf := slurmdConf(ns, gpuType)
+	line, gresConf := slurmdConf(ns, gpuType, topology)
 	c.Env = []corev1.EnvVar{
 		{Name: "SLURM_CONF_SERVER", Value: n.ConfServer(Controllers(sc))},
 		{Name: EnvSlurmdConf, Value: line},
@@ -237,7 +244,7 @@ func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, gpuTyp
 // ComputeTemplateHash is the hash of everything a compute pod is made of except its name
 // and placement: when it changes, the NodeSet's pods are replaced (the protected way).
 func ComputeTemplateHash(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names) string {
-	spec, err := json.Marshal(computePodSpec(ns, sc, n, ns.Spec.GPUType))
+	spec, err := json.Marshal(computePodSpec(ns, sc, n, ns.Spec.GPUType, ""))
 	if err != nil {
 		panic(fmt.Sprintf("render: marshalling a pod spec: %v", err)) // cannot happen for a PodSpec
 	}
@@ -250,7 +257,7 @@ func ComputeTemplateHash(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names) s
 // still checks resources and taints; in Replicas mode it goes where the NodeSet's selection
 // allows.
 func ComputePod(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, m ComputeMember) *corev1.Pod {
-	spec := computePodSpec(ns, sc, n, cmp.Or(ns.Spec.GPUType, m.GPUType))
+	spec := computePodSpec(ns, sc, n, cmp.Or(ns.Spec.GPUType, m.GPUType), m.Topology)
 	spec.Hostname = m.Name
 	if m.NodeName != "" {
 		spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
