@@ -110,6 +110,7 @@ func (r *Reconciler) create(ctx context.Context, w *world, m *member, st *status
 		r.event(w.ns, corev1.EventTypeWarning, ReasonGPUTypeUnusable, "pod %s gets untyped GPUs: %v", m.name, err)
 	}
 	cm.GPUType = typ
+	cm.Topology = r.registrationTopology(ctx, w, m)
 	pod := render.ComputePod(w.ns, w.sc, w.names, cm)
 	if err := controllerutil.SetControllerReference(w.ns, pod, r.Scheme); err != nil {
 		return err

@@ -145,6 +145,10 @@ type world struct {
 	// createWait is why no pod may be created yet ("" when they may: createWait), and
 	// createWaitReason its reason.
 	createWait, createWaitReason string
+	// runningTopology is the topology.yaml slurmctld runs ("" when not known), read once
+	// topologyRead, for the Topology= of new pods (registrationTopology).
+	runningTopology string
+	topologyRead    bool
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *status) (ctrl.Result, error) {

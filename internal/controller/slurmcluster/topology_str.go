@@ -9,12 +9,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // On Slurm 25.05 and later a relabelled node moves by the topology_str of a node update,
@@ -141,11 +143,55 @@ func (r *Reconciler) keepStringPlaces(ctx context.Context, sc *sunkv1.SlurmClust
 	if current != "" {
 		running, _ = render.ReadTopologyYAML(current) // a file sunk did not write names nothing to keep
 	}
-	p := planTopologyStr(running, desired, r.topologyStrs(ctx, sc, n, keys))
+	strs := r.topologyStrs(ctx, sc, n, keys)
+	p := planTopologyStr(running, desired, strs)
 	if p.err != nil {
 		return p.err
 	}
-	return desired.KeepPlaces(p.keep, p.why)
+	pending, err := r.pendingRegistrations(ctx, n)
+	if err != nil {
+		return err
+	}
+	keep, why := pendingPlaces(desired, strs, pending)
+	return desired.KeepPlaces(append(p.keep, keep...), append(p.why, why...))
+}
+
+// pendingRegistrations are the Topology= of compute pods that register with one
+// (render.RegisteredTopology), by pod.
+func (r *Reconciler) pendingRegistrations(ctx context.Context, n render.Names) (map[string]string, error) {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(n.Namespace), client.MatchingLabels(render.SelectorLabels(n, wellknown.ComponentCompute))); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i := range pods.Items {
+		if str := render.RegisteredTopology(&pods.Items[i]); str != "" && pods.Items[i].DeletionTimestamp.IsZero() {
+			out[pods.Items[i].Name] = str
+		}
+	}
+	return out, nil
+}
+
+// pendingPlaces are the places compute pods will register with (pending, by pod) that
+// desired lacks, for pods whose Slurm node has no topology_str yet (strs; nil: Slurm could
+// not be read, and planTopologyStr keeps every place already): the pod was made while the
+// file had its place, and a registration naming a place the file dropped meanwhile would be
+// refused, so the file keeps it until the node has registered (then its topology_str keeps
+// it, or the node moves on).
+func pendingPlaces(desired *render.Topology, strs, pending map[string]string) (keep [][]string, why []string) {
+	if strs == nil {
+		return nil, nil
+	}
+	name := render.TopologyKind(desired)
+	for _, pod := range slices.Sorted(maps.Keys(pending)) {
+		if strs[pod] != "" {
+			continue
+		}
+		if place, ok := strPlace(pending[pod], name); ok && !desired.HasPlace(place) {
+			keep, why = append(keep, place), append(why, pod+"'s registration")
+		}
+	}
+	return keep, why
 }
 
 // moveByTopologyStr moves the nodes whose new place the running file has (step 2 above),
