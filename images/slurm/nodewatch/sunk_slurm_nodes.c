@@ -259,7 +259,12 @@ int main(int argc, char **argv)
 			err = 0;
 		}
 		if (!what) {
-			if (slurm_load_partitions(parts ? parts->last_update : 0, &p2, SHOW) == SLURM_SUCCESS) {
+			/* A changed node table reloads the whole partition table: a partition's node
+			 * indexes (node_inx, which slurm_populate_node_partitions maps onto the node
+			 * array) follow the node table, and a dynamic node that registers joins a
+			 * Nodes=ALL partition without moving the partition table's update time. Asking
+			 * with that time gave the new node no partitions at all. */
+			if (slurm_load_partitions((parts && !changed_nodes) ? parts->last_update : 0, &p2, SHOW) == SLURM_SUCCESS) {
 				changed_parts = 1;
 			} else if ((err = errno) != SLURM_NO_CHANGE_IN_DATA) {
 				what = "loading the partition table";
