@@ -168,6 +168,12 @@ const EnvSlurmdConf = "SLURMD_CONF"
 // it is what this pod asked Slurm for, not what the NodeSet would render today. "" when the
 // line has no Gres; ok is false when the pod has no such line (not a pod sunk rendered).
 func RegisteredGres(pod *corev1.Pod) (gres string, ok bool) {
+	return registeredField(pod, "gres")
+}
+
+// registeredField is key's value on the node line of a compute pod's slurmd (EnvSlurmdConf):
+// "" when the line lacks it; ok is false when the pod has no such line.
+func registeredField(pod *corev1.Pod, key string) (value string, ok bool) {
 	for _, c := range pod.Spec.Containers {
 		if c.Name != "slurmd" {
 			continue
@@ -178,11 +184,11 @@ func RegisteredGres(pod *corev1.Pod) (gres string, ok bool) {
 			}
 			// The line is key=value fields; a later key wins, as extraConf's replaces sunk's.
 			for _, kv := range strings.Fields(e.Value) {
-				if k, v, _ := strings.Cut(kv, "="); strings.EqualFold(k, "gres") {
-					gres = v
+				if k, v, _ := strings.Cut(kv, "="); strings.EqualFold(k, key) {
+					value = v
 				}
 			}
-			return gres, true
+			return value, true
 		}
 	}
 	return "", false

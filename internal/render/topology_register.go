@@ -1,8 +1,6 @@
 package render
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
@@ -51,21 +49,6 @@ func RegistrationTopology(spec *sunkv1.TopologySpec, byStr bool, running string,
 // its EnvSlurmdConf (the last Topology key wins, as extraConf's replaces sunk's); "" when it
 // has none.
 func RegisteredTopology(pod *corev1.Pod) string {
-	str := ""
-	for _, c := range pod.Spec.Containers {
-		if c.Name != "slurmd" {
-			continue
-		}
-		for _, e := range c.Env {
-			if e.Name != EnvSlurmdConf {
-				continue
-			}
-			for _, kv := range strings.Fields(e.Value) {
-				if k, v, _ := strings.Cut(kv, "="); strings.EqualFold(k, "topology") {
-					str = v
-				}
-			}
-		}
-	}
+	str, _ := registeredField(pod, "topology")
 	return str
 }
