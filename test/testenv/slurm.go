@@ -54,6 +54,18 @@ func Slurm(t testing.TB) *SlurmEnv {
 	return env
 }
 
+// SlurmSince is Slurm for a test of a feature that Slurm has from release since on: on an older
+// test bed it skips t, saying what that release lacks ("reads no topology.yaml") and how to run
+// the test (the 24.11 pass of make test skips it, the 26.05 pass runs it).
+func SlurmSince(t testing.TB, since, lacks string) *SlurmEnv {
+	t.Helper()
+	env := Slurm(t)
+	if v := env.SlurmVersion; v == "" || v < since {
+		t.Skipf("Slurm %q %s (%s and later do): run with SUNK_SLURM_VERSION=26.05", v, lacks, since)
+	}
+	return env
+}
+
 // APIVersions are the REST API versions that both pkg/slurm and the test bed's slurmrestd know,
 // oldest first (slurm.Discover, asked once).
 func (e *SlurmEnv) APIVersions(t testing.TB) []string {

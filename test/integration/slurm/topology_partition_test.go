@@ -22,9 +22,7 @@ import (
 // inside one domain, and the partition without a topology takes the tree, the default. Run
 // it on the 26.05 test bed (SUNK_SLURM_VERSION=26.05); 24.11 reads no topology.yaml.
 func TestTopologyPerPartitionOnRealSlurm(t *testing.T) {
-	if v := testenv.Slurm(t).SlurmVersion; v == "" || v < "25.05" {
-		t.Skipf("Slurm %q reads no topology.yaml (25.05 and later do): run with SUNK_SLURM_VERSION=26.05", v)
-	}
+	testenv.SlurmSince(t, "25.05", "reads no topology.yaml")
 	sc := &sunkv1.SlurmCluster{Spec: sunkv1.SlurmClusterSpec{
 		SlurmVersion: sunkv1.SlurmVersion2605,
 		Topology: &sunkv1.TopologySpec{

@@ -25,9 +25,7 @@ import (
 // (26.05.5: the node is made, then drained as INVALID_REG, "Failed to set topology"). Run
 // it on the 26.05 test bed (SUNK_SLURM_VERSION=26.05).
 func TestTopologyRegistrationOnRealSlurm(t *testing.T) {
-	if v := testenv.Slurm(t).SlurmVersion; v == "" || v < "25.05" {
-		t.Skipf("Slurm %q takes no Topology= at registration (25.05 and later do): run with SUNK_SLURM_VERSION=26.05", v)
-	}
+	testenv.SlurmSince(t, "25.05", "takes no Topology= at registration")
 	spec := &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{Preset: sunkv1.PresetAWS}}
 	var nodes []render.TopologyNode
 	for n, leaf := range map[string]string{"gpu-0": leafA, "gpu-1": leafA, "gpu-2": leafB, "gpu-3": leafB} {

@@ -25,9 +25,7 @@ import (
 // (pkg/slurm's TestUpdateNodeTopology shows topology_str in its body). Run it on the 26.05
 // test bed (SUNK_SLURM_VERSION=26.05).
 func TestTopologyStrOnRealSlurm(t *testing.T) {
-	if v := testenv.Slurm(t).SlurmVersion; v == "" || v < "25.05" {
-		t.Skipf("Slurm %q places no node by topology_str (25.05 and later do): run with SUNK_SLURM_VERSION=26.05", v)
-	}
+	testenv.SlurmSince(t, "25.05", "places no node by topology_str")
 	spec := &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{Preset: sunkv1.PresetAWS}}
 	names := []string{"gpu-0", "gpu-1", "gpu-2", "gpu-3"}
 	leaves := map[string]string{"gpu-0": leafA, "gpu-1": leafA, "gpu-2": leafB, "gpu-3": leafB}

@@ -22,9 +22,7 @@ import (
 var linkSpeed = regexp.MustCompile(` LinkSpeed=\d+`)
 
 func TestTopologyYAMLOnRealSlurm(t *testing.T) {
-	if v := testenv.Slurm(t).SlurmVersion; v == "" || v < "25.05" {
-		t.Skipf("Slurm %q reads no topology.yaml (25.05 and later do): run with SUNK_SLURM_VERSION=26.05", v)
-	}
+	testenv.SlurmSince(t, "25.05", "reads no topology.yaml")
 	names := []string{"gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4"}
 	leaves := map[string]string{"gpu-0": leafA, "gpu-1": leafA, "gpu-2": leafB, "gpu-3": leafB, "gpu-4": ""}
 	var treeNodes, blockNodes []render.TopologyNode
