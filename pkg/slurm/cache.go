@@ -93,6 +93,12 @@ func NewJobInformer(c Client, opts InformerOptions) *Informer[uint32, Job] {
 }
 
 func newJobInformer(l *jobLister, opts InformerOptions) *Informer[uint32, Job] {
+	if opts.ResyncEvery == 0 {
+		// The lister's own refresh (JobFullListEvery) is the safety net: a state change is
+		// seen through the state list whatever update_time says, and a list without
+		// update_time every so many polls would stall a poll on the whole job table.
+		opts.ResyncEvery = -1
+	}
 	i := newInformer(opts, l.list, func(j *Job) uint32 { return j.ID })
 	i.backlog = func() int { return l.backlog }
 	return i

@@ -56,8 +56,11 @@ type jobLister struct {
 	records  map[uint32]Job
 	since    time.Time // last_update of the last full list
 	lastFull time.Time
-	// Moving averages of what a full list and one job's fetch take, in seconds.
-	fullCost, getCost float64
+	// Moving averages, in seconds, of what a full list takes per job it returns and of what a
+	// round of one-job fetches takes. A full list's cost grows with the job table, so it is
+	// timed per job and estimated for the table as it is now: timed once on a nearly empty
+	// table, it would make every later burst look cheaper to list in full than to fetch.
+	fullCostPerJob, getCost float64
 	// backlog is how many changes the last list left for the next (over jobFetchBudget).
 	backlog int
 }
@@ -70,16 +73,17 @@ func ewma(avg, v float64) float64 {
 	return 0.8*avg + 0.2*v
 }
 
-// fetchCheaper says whether fetching n jobs one by one should end sooner than a full list.
-func (l *jobLister) fetchCheaper(n int) bool {
+// fetchCheaper says whether fetching n jobs one by one should end sooner than a full list of a
+// table of jobs jobs.
+func (l *jobLister) fetchCheaper(n, jobs int) bool {
 	if n > l.maxFetch {
 		return false
 	}
-	if l.fullCost == 0 || l.getCost == 0 {
+	if l.fullCostPerJob == 0 || l.getCost == 0 {
 		return true
 	}
 	rounds := (n + JobInformerConns - 1) / JobInformerConns
-	return float64(rounds)*l.getCost <= l.fullCost
+	return float64(rounds)*l.getCost <= l.fullCostPerJob*float64(max(jobs, 1))
 }
 
 func newJobLister(c Client, opts InformerOptions) *jobLister {
@@ -156,7 +160,7 @@ func (l *jobLister) list(ctx context.Context, since time.Time) ([]Job, time.Time
 		gone = append(gone, uint32(n))
 	}
 	switch {
-	case needFull || !l.fetchCheaper(len(changes)):
+	case needFull || !l.fetchCheaper(len(changes), len(next)):
 		return l.full(ctx, next, time.Time{})
 	case l.now().Sub(l.lastFull) >= l.fullEvery:
 		// update_time: when no record changed since the last full list, Slurm says so in a few
@@ -231,7 +235,7 @@ func (l *jobLister) full(ctx context.Context, states map[string]string, since ti
 	if err != nil {
 		return nil, time.Time{}, false, err
 	}
-	l.fullCost = ewma(l.fullCost, l.now().Sub(start).Seconds())
+	l.fullCostPerJob = ewma(l.fullCostPerJob, l.now().Sub(start).Seconds()/float64(max(len(jl.Jobs), 1)))
 	return l.apply(states, jl)
 }
 

@@ -3,26 +3,29 @@ package slurm
 import "testing"
 
 // TestJobListerChoosesTheCheaperRead: changed jobs are fetched one by one only while that is
-// expected to end sooner than a full list, by the moving averages of both, and never beyond
-// maxFetch.
+// expected to end sooner than a full list of the table as large as it is now, by the moving
+// averages of a fetch round and of a full list per job, and never beyond maxFetch.
 func TestJobListerChoosesTheCheaperRead(t *testing.T) {
 	rounds := func(n int) int { return (n + JobInformerConns - 1) / JobInformerConns }
 	for _, tc := range []struct {
 		name              string
-		n, maxFetch       int
-		fullCost, getCost float64
-		want              bool
+		n, jobs, maxFetch       int
+		fullCostPerJob, getCost float64
+		want                    bool
 	}{
-		{"nothing timed yet", 10, 100, 0, 0, true},
-		{"over maxFetch", 101, 100, 10, 0.001, false},
-		{"fetch rounds cheaper", JobInformerConns * 3, 100, 1, 0.1, true},
-		{"full list cheaper", JobInformerConns * 3, 100, 0.25, 0.1, false},
-		{"equal costs fetch", JobInformerConns * 2, 100, 0.2, 0.1, true},
+		{"nothing timed yet", 10, 100, 100, 0, 0, true},
+		{"over maxFetch", 101, 1000, 100, 10, 0.001, false},
+		{"fetch rounds cheaper", JobInformerConns * 3, 100, 100, 0.01, 0.1, true},
+		{"full list cheaper", JobInformerConns * 3, 100, 100, 0.0025, 0.1, false},
+		{"equal costs fetch", JobInformerConns * 2, 100, 100, 0.002, 0.1, true},
+		// Timed on 10 jobs at 1 ms each, the full list of the 600 now is 0.6 s: fetching 32
+		// in 4 rounds of 60 ms is cheaper, though 60 ms is more than the 10 ms list timed.
+		{"the table grew since the full list was timed", 32, 600, 256, 0.001, 0.06, true},
 	} {
-		l := &jobLister{maxFetch: tc.maxFetch, fullCost: tc.fullCost, getCost: tc.getCost}
-		if got := l.fetchCheaper(tc.n); got != tc.want {
-			t.Errorf("%s: fetchCheaper(%d) with %d rounds at %gs vs full %gs = %v, want %v",
-				tc.name, tc.n, rounds(tc.n), tc.getCost, tc.fullCost, got, tc.want)
+		l := &jobLister{maxFetch: tc.maxFetch, fullCostPerJob: tc.fullCostPerJob, getCost: tc.getCost}
+		if got := l.fetchCheaper(tc.n, tc.jobs); got != tc.want {
+			t.Errorf("%s: fetchCheaper(%d, %d) with %d rounds at %gs vs full %gs a job = %v, want %v",
+				tc.name, tc.n, tc.jobs, rounds(tc.n), tc.getCost, tc.fullCostPerJob, got, tc.want)
 		}
 	}
 }
