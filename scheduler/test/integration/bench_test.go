@@ -4,9 +4,11 @@ package integration
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,10 +58,60 @@ func BenchmarkThousandPods(b *testing.B) {
 	}
 	sunk, def := results["sunk-scheduler"], results["default-scheduler"]
 	phases := phaseMeans(b)
+	rest := restProfile(b) // before the Slurm-only run, whose jobs the plugin reads too
+	alone := e.slurmOnly(n)
+	b.Logf("slurm alone: %d jobs started and cancelled in %v: %.1f jobs/s, submission-to-seen-running p50 %v p99 %v",
+		n, alone.total.Round(time.Millisecond), alone.perSec, alone.p50.Round(time.Millisecond), alone.p99.Round(time.Millisecond))
 	fmt.Printf("bench: pods=%d sunk_pods_per_s=%.1f default_pods_per_s=%.1f ratio=%.3f p50_s=%.3f p99_s=%.3f default_p99_s=%.3f"+
+		" slurm_only_jobs_per_s=%.1f slurm_only_p99_s=%.3f ratio_to_slurm_only=%.3f"+
 		" queue_mean_s=%.3f submit_mean_s=%.3f pending_mean_s=%.3f detect_mean_s=%.3f activate_mean_s=%.3f bind_mean_s=%.3f\n",
 		n, sunk.perSec, def.perSec, sunk.perSec/def.perSec, sunk.p50.Seconds(), sunk.p99.Seconds(), def.p99.Seconds(),
+		alone.perSec, alone.p99.Seconds(), sunk.perSec/alone.perSec,
 		phases["queue"], phases["submit"], phases["pending"], phases["detect"], phases["activate"], phases["bind"])
+	fmt.Println(rest)
+}
+
+// restProfile reads sunk_slurm_rest_request_duration_seconds from the process's registry: per
+// endpoint, how many requests the run made and their mean seconds, as one bench line (where
+// slurmrestd's time went).
+func restProfile(b *testing.B) string {
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	type stat struct {
+		n   uint64
+		sum float64
+	}
+	by := map[string]*stat{}
+	for _, mf := range mfs {
+		if mf.GetName() != "sunk_slurm_rest_request_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			var ep string
+			for _, l := range m.Label {
+				if l.GetName() == "endpoint" {
+					ep = l.GetValue()
+				}
+			}
+			if by[ep] == nil {
+				by[ep] = &stat{}
+			}
+			by[ep].n += m.Histogram.GetSampleCount()
+			by[ep].sum += m.Histogram.GetSampleSum()
+		}
+	}
+	eps := slices.Sorted(maps.Keys(by))
+	line := "bench: rest"
+	for _, ep := range eps {
+		// "GET /job/{job_id}" → get_job_job_id
+		name := strings.Join(strings.FieldsFunc(strings.ToLower(ep), func(r rune) bool {
+			return (r < 'a' || r > 'z') && (r < '0' || r > '9')
+		}), "_")
+		line += fmt.Sprintf(" %s_n=%d %s_mean_ms=%.1f", name, by[ep].n, name, 1000*by[ep].sum/float64(max(by[ep].n, 1)))
+	}
+	return line
 }
 
 // phaseMeans reads sunk-scheduler's sunk_scheduler_phase_seconds from the process's registry:

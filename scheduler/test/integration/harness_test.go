@@ -116,6 +116,8 @@ type env struct {
 	// slurmURL is where the scheduler reaches slurmrestd (default the test bed's; a test puts
 	// a fault proxy there).
 	slurmURL string
+	// nodeWatcherURL is the node watcher the scheduler follows nodes through (startNodeWatcher).
+	nodeWatcherURL string
 }
 
 func setup(t testing.TB) *env {
@@ -175,7 +177,8 @@ func setup(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, cs: cs, slurm: se, sc: sc, kubeconfig: kubeconfig, markKeyFile: markKeyFile, hostOf: map[string]string{}}
+	e := &env{t: t, ctx: ctx, cs: cs, slurm: se, sc: sc, kubeconfig: kubeconfig, markKeyFile: markKeyFile, hostOf: map[string]string{},
+		nodeWatcherURL: startNodeWatcher(t)}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: computeNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +342,7 @@ profiles:
     postBind: {enabled: [{name: SunkSlurm}]}
   pluginConfig:
   - name: SunkSlurm
-    args: {slurmURL: %q, slurmUser: %q, jwtKeyFile: %q, markKeyFile: %q, cluster: %q, namespace: %q, pollInterval: %s, gangTimeout: 10s}
+    args: {slurmURL: %q, slurmUser: %q, jwtKeyFile: %q, markKeyFile: %q, cluster: %q, namespace: %q, pollInterval: %s, nodeWatcherURL: %q, gangTimeout: 10s}
 %s`
 
 // startScheduler runs sunk-scheduler in this process until the returned stop is called (or the
@@ -355,7 +358,7 @@ func (e *env) startScheduler(extraProfiles string) (stop func()) {
 	if slurmURL == "" {
 		slurmURL = e.slurm.RESTURL
 	}
-	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, slurmURL, e.slurm.User, e.slurm.JWTKeyFile, e.markKeyFile, clusterName, computeNS, poll, extraProfiles)
+	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, slurmURL, e.slurm.User, e.slurm.JWTKeyFile, e.markKeyFile, clusterName, computeNS, poll, e.nodeWatcherURL, extraProfiles)
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
