@@ -8,7 +8,7 @@ import "testing"
 func TestJobListerChoosesTheCheaperRead(t *testing.T) {
 	rounds := func(n int) int { return (n + JobInformerConns - 1) / JobInformerConns }
 	for _, tc := range []struct {
-		name              string
+		name                    string
 		n, jobs, maxFetch       int
 		fullCostPerJob, getCost float64
 		want                    bool
