@@ -114,7 +114,8 @@ func waitForJob(t *testing.T, b *testBed, fk *slurmfake.Fake, pod *v1.Pod) *slur
 }
 
 // TestSubmitFromTheQueueKeepsToAllowedNodes: the job of a pod submitted from PreEnqueue excludes
-// the Slurm nodes on Kubernetes nodes the pod's node selector or an untolerated taint rules out;
+// the Slurm nodes on Kubernetes nodes the pod's node selector or an untolerated taint rules out,
+// but not a node another job's lock taints (excluded, it stayed out of the job for good);
 // a gang member and a pod with a bad annotation take the cycle path (nothing submitted).
 func TestSubmitFromTheQueueKeepsToAllowedNodes(t *testing.T) {
 	ctx := context.Background()
@@ -127,6 +128,8 @@ func TestSubmitFromTheQueueKeepsToAllowedNodes(t *testing.T) {
 	}
 	k3, _ := b.h.cs.CoreV1().Nodes().Get(ctx, "k3", metav1.GetOptions{})
 	k3.Labels = map[string]string{"zone": "b"}
+	// Another job's node lock is Slurm's to arbitrate: the node is the job's once that job ends.
+	k3.Spec.Taints = []v1.Taint{lockTaint("99")}
 	if err := b.h.inf.Core().V1().Nodes().Informer().GetIndexer().Update(k3); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +140,7 @@ func TestSubmitFromTheQueueKeepsToAllowedNodes(t *testing.T) {
 		t.Fatal("a new pod was let in before its job")
 	}
 	if j := waitForJob(t, b, fk, p); j.ExcludedNodes != "n[1-2]" {
-		t.Fatalf("excluded nodes %q, want n[1-2] (k1 has no zone b, k2 a taint)", j.ExcludedNodes)
+		t.Fatalf("excluded nodes %q, want n[1-2] (k1 has no zone b, k2 a taint; k3's lock is Slurm's)", j.ExcludedNodes)
 	}
 
 	members := b.gang("g", 2)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // refusalRetry is how long a refusal stands when nothing it depends on changed: Slurm may
@@ -80,12 +82,20 @@ func (p *Plugin) allowedSlurmNodes(pod *v1.Pod, topo *topology) sets.Set[string]
 		if ok, err := affinity.Match(node); err != nil || !ok {
 			continue
 		}
-		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, scheduleTaints); untolerated {
+		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, notNodeLock); untolerated {
 			continue
 		}
 		allowed.Insert(slurmNodes...)
 	}
 	return allowed
+}
+
+// notNodeLock selects the taints that rule a node out of a pod's Slurm job: those the binding
+// cycle filters on, except another job's node lock. That lock keeps off pods Slurm did not place;
+// the node's Slurm resources are Slurm's to hand out once the locking job ends, and a node
+// excluded from a pending job stays excluded however soon the lock lifts.
+func notNodeLock(t *v1.Taint) bool {
+	return scheduleTaints(t) && t.Key != wellknown.TaintJob
 }
 
 // standingRefusal is the refusal of the pod's job that still stands, "" if none. A refusal
