@@ -135,10 +135,11 @@ func (h *helmEnv) gpuPods(t *testing.T, login, nodeName string) {
 	if !h.hasEvent(t, big.Name, "SlurmSubmitFailed") {
 		t.Errorf("no SlurmSubmitFailed event for pod gpus9")
 	}
-	// kube-scheduler tries an unschedulable pod again after five minutes at most: by the time it
-	// has, slurmctld has forgotten the first refused job (MinJobAge=120), so a job in squeue
-	// now would be a new submission.
-	poll(t, 8*time.Minute, "kube-scheduler's second attempt at pod gpus9", func() error {
+	// kube-scheduler tries the pod again at once when a compute pod's labels change (an event the
+	// plugin registers), instead of at its five-minute flush: every job seen under the pod's
+	// name is collected, so a second submission would show as a second job id.
+	h.nudgeComputePod(t)
+	poll(t, 2*time.Minute, "kube-scheduler's second attempt at pod gpus9", func() error {
 		jobsOf()
 		if n := h.schedulingAttempts(t, big.Name, "Slurm refused the job"); n < 2 {
 			return fmt.Errorf("%d attempts showing the refusal", n)
@@ -162,6 +163,22 @@ func (h *helmEnv) gpuPods(t *testing.T, login, nodeName string) {
 	}
 	if out := strings.TrimSpace(h.mustSh(t, login, "squeue -h -n "+name+" -o %i")); out != "" {
 		t.Errorf("live jobs of the refused pod: %q", out)
+	}
+}
+
+// nudgeComputePod changes a label of one of the namespace's compute pods: kube-scheduler then
+// tries again the pods SunkSlurm rejected (Plugin.EventsToRegister).
+func (h *helmEnv) nudgeComputePod(t *testing.T) {
+	t.Helper()
+	cs, ns := h.Clientset, h.ns
+	ctx := context.Background()
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: wellknown.LabelComponent + "=" + wellknown.ComponentCompute})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("compute pods of %s: %v (%d)", ns, err, len(pods.Items))
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{"e2e.sunk.dev/nudge":"%d"}}}`, time.Now().UnixNano())
+	if _, err := cs.CoreV1().Pods(ns).Patch(ctx, pods.Items[0].Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
