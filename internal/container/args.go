@@ -57,6 +57,8 @@ type Args struct {
 	CacheDir string
 	// Insecure are registries reached over plain HTTP (--insecure-registry, the node's setting).
 	Insecure []string
+	// CacheMax bounds the image cache in bytes (--cache-max, the node's setting; 0: no bound).
+	CacheMax int64
 }
 
 // The compute pod's volumes for containers and images.
@@ -158,6 +160,11 @@ func ParseArgs(argv []string) (Args, error) {
 				a.CacheDir = path.Clean(val)
 			default:
 				a.RootFS = path.Clean(val)
+			}
+		case "cache-max":
+			var n uint64
+			if n, err = parseUint(name, val, 63); err == nil {
+				a.CacheMax = int64(n)
 			}
 		case "insecure-registry":
 			if err = needVal(); err == nil {
@@ -350,7 +357,7 @@ func ParseJobArgs(argv []string) (jobID uint64, stateDir string, err error) {
 				return 0, "", ferr(name, "%q is not an absolute path", val)
 			}
 			stateDir = path.Clean(val)
-		case name == "cache-dir" || name == "insecure-registry":
+		case name == "cache-dir" || name == "insecure-registry" || name == "cache-max":
 		default:
 			return 0, "", fmt.Errorf("unknown flag --%s", name)
 		}

@@ -90,7 +90,8 @@ func Prepare(exe string, a Args) (p Prepared, err error) {
 	case a.RootFS != "":
 		rootfs = a.RootFS
 	default:
-		if rootfs, err = (Cache{Dir: a.CacheDir, Insecure: a.Insecure}).Unpacked(*a.Opts.Image); err != nil {
+		cache := Cache{Dir: a.CacheDir, Insecure: a.Insecure, Max: a.CacheMax, StateDir: a.StateDir}
+		if rootfs, err = cache.Unpacked(*a.Opts.Image, dir); err != nil {
 			return Prepared{}, ferr("container-image", "%v", err)
 		}
 	}

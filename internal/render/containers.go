@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +49,24 @@ func ContainersNodeConfText(ns *sunkv1.NodeSet) string {
 	if r := ns.Spec.Containers.InsecureRegistries; len(r) > 0 {
 		text += "--insecure-registry=" + strings.Join(r, ",") + "\n"
 	}
+	if n := ImageCacheBound(ns); n > 0 {
+		text += "--cache-max=" + strconv.FormatInt(n, 10) + "\n"
+	}
 	return text
+}
+
+// ImageCacheBound is the helper's bound on the image cache (--cache-max) for a NodeSet with
+// cacheSize: three quarters of the emptyDir's limit. kubelet evicts the whole compute pod, and
+// with it the node's running jobs, when the emptyDir outgrows its limit; the helper fails a
+// step whose image does not fit its bound instead. The quarter left is for the containers'
+// writable layers (in the same volume) and a pull whose image is larger than its manifest
+// suggested. 0 (no bound) with cacheVolume or without cacheSize: the volume is sized elsewhere.
+func ImageCacheBound(ns *sunkv1.NodeSet) int64 {
+	q := ns.Spec.Containers.CacheSize
+	if q == nil || ns.Spec.Containers.CacheVolume != nil {
+		return 0
+	}
+	return q.Value() / 4 * 3
 }
 
 // containersPodSpec adds containers to a NodeSet's slurmd container and pod, if the NodeSet
