@@ -33,6 +33,8 @@ type Cache struct {
 	Max int64
 	// StateDir holds the containers' directories, whose usesFile say which images are in use.
 	StateDir string
+	// Auth is where the step's registry credentials come from.
+	Auth Auth
 }
 
 // Unpacked returns the root filesystem of img, pulling and unpacking it first when the cache
@@ -44,12 +46,17 @@ func (c Cache) Unpacked(img Image, dir string) (string, error) {
 			return "", err
 		}
 	}
+	authFile, cleanup, err := c.Auth.authFile(img, filepath.Join(c.Dir, "auth"))
+	defer cleanup()
+	if err != nil {
+		return "", err
+	}
 	// The tag is resolved first: a digest names what is cached, and a moved tag pulls anew.
 	unlock, err := c.lock("ref-" + hash(img.String()))
 	if err != nil {
 		return "", err
 	}
-	digest, compressed, err := c.manifest(img)
+	digest, compressed, err := c.manifest(img, authFile)
 	unlock()
 	if err != nil {
 		return "", err
@@ -90,7 +97,7 @@ func (c Cache) Unpacked(img Image, dir string) (string, error) {
 	pinned := img
 	pinned.Tag, pinned.Digest = "", digest
 	args := append([]string{"copy", "--quiet"}, c.tls("--src-tls-verify", img)...)
-	args = append(args, c.creds("--src-no-creds", img)...)
+	args = append(args, creds("--src", authFile)...)
 	if _, err := run("skopeo", append(args, pinned.Transport(), "oci:"+layout+":image")...); err != nil {
 		return "", fmt.Errorf("%s: %v", img, err)
 	}
@@ -151,11 +158,11 @@ func (c Cache) makeRoom(sum string, need int64) error {
 // the registry serves) and the compressed size of its config and layers. The registry is asked
 // every time, with the step's credentials, even when the image is cached: the cache is shared
 // by the node's users, and a user who may not pull an image must not run it from there.
-func (c Cache) manifest(img Image) (digest string, size int64, err error) {
+func (c Cache) manifest(img Image, authFile string) (digest string, size int64, err error) {
 	// --raw: the manifest (or multi-platform index) alone, whose sha256 is its digest. Plain
 	// inspect would also fetch the config blob and list every tag.
 	args := append([]string{"inspect", "--raw"}, c.tls("--tls-verify", img)...)
-	args = append(args, c.creds("--no-creds", img)...)
+	args = append(args, creds("-", authFile)...)
 	out, err := run("skopeo", append(args, img.Transport())...)
 	if err != nil {
 		return "", 0, fmt.Errorf("%s: %v", img, err)
@@ -177,10 +184,13 @@ func (c Cache) tls(flag string, img Image) []string {
 	return nil
 }
 
-// creds: registry credentials are not read yet (imagePullSecrets, enroot's netrc: docs/containers.md,
-// Not yet); skopeo must not fall back to root's own files on the node either.
-func (c Cache) creds(flag string, img Image) []string {
-	return []string{flag}
+// creds are skopeo's flags for authFile (prefix "--src" for copy, "-" for inspect): that file
+// alone, or no credentials. Never skopeo's own lookup, which would read root's files on the node.
+func creds(prefix, authFile string) []string {
+	if authFile == "" {
+		return []string{prefix + "-no-creds"}
+	}
+	return []string{prefix + "-authfile=" + authFile}
 }
 
 // lock takes an exclusive flock on DIR/locks/KEY; the returned func releases it.
@@ -239,6 +249,12 @@ func logMessage(line string) string {
 	msg, err := strconv.Unquote(q[:end+1])
 	if err != nil {
 		return line
+	}
+	// skopeo inspect wraps every registry error so; the image is named by the caller already.
+	if rest, ok := strings.CutPrefix(msg, "Error parsing image name "); ok {
+		if _, after, ok := strings.Cut(rest, `": `); ok {
+			msg = after
+		}
 	}
 	return strings.Join(strings.Fields(msg), " ")
 }
