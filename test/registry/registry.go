@@ -45,6 +45,7 @@ func StartWith(tb testing.TB, dir, host string, users map[string]string) (addr, 
 	if _, err := exec.LookPath("docker-registry"); err != nil {
 		tb.Fatal("docker-registry is needed (a host package of hack/provision.sh)")
 	}
+	must(tb, os.MkdirAll(dir, 0o755))
 	addr = FreeAddr(tb, host)
 	conf := fmt.Sprintf("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n",
 		filepath.Join(dir, "registry"), addr)
@@ -96,7 +97,7 @@ func Requests(tb testing.TB, accessLog, repo string) (manifests int, blobs map[s
 
 // BusyboxRootFS writes a small root filesystem under dir (dir/rootfs): busybox, a setuid-root
 // program that prints its effective uid, an os-release that names it ("sunk test image 1"), a
-// passwd with root alone.
+// passwd with root alone, a world-writable /scratch.
 func BusyboxRootFS(tb testing.TB, dir string) string {
 	tb.Helper()
 	busybox, err := exec.LookPath("busybox")
@@ -104,9 +105,12 @@ func BusyboxRootFS(tb testing.TB, dir string) string {
 		tb.Fatal("busybox (Debian busybox-static, a host package of hack/provision.sh) is needed to build the test image")
 	}
 	rootfs := filepath.Join(dir, "rootfs")
-	for _, d := range []string{"bin", "etc", "proc", "sys", "dev", "tmp"} {
+	for _, d := range []string{"bin", "etc", "proc", "sys", "dev", "tmp", "scratch"} {
 		must(tb, os.MkdirAll(filepath.Join(rootfs, d), 0o755))
 	}
+	// /scratch: a directory every user may write (as /tmp in an image), where a step of a
+	// named container leaves a file for the next (/tmp is private to each step).
+	must(tb, os.Chmod(filepath.Join(rootfs, "scratch"), 0o777|os.ModeSticky))
 	data, err := os.ReadFile(busybox)
 	must(tb, err)
 	must(tb, os.WriteFile(filepath.Join(rootfs, "bin/busybox"), data, 0o755))
