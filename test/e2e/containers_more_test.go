@@ -86,13 +86,48 @@ func (e *operatorEnv) moreContainers(t *testing.T, login, ctr string, r ctrRegis
 	oneLine("a missing mount source", out, err, "sunk-container: --container-mounts: /nonexistent: no such file or directory")
 	e.waitIdle(t, login, time.Minute, "the nodes idle after bad input (none drained)", node0, node1)
 
-	// Two jobs pulling one image at once on one node: each blob is fetched once.
+	// Two jobs pulling one image at once on one node: each blob is fetched once. The test holds
+	// the image's digest lock in the pod (the helper's CACHE/locks/digest-HEX) until both jobs
+	// have asked the registry for its manifest, so the two pulls do meet there.
 	m0, b0 := registry.Requests(t, r.accessLog, "test/twice")
+	marker := fmt.Sprintf("/tmp/twice-%d", time.Now().UnixNano())
+	lock := render.ContainersDir + "/images/locks/digest-" + strings.TrimPrefix(r.twiceDigest, "sha256:")
+	held := make(chan error, 1)
+	go func() {
+		_, err := e.sh(t, node0, "slurmd", "flock "+lock+" sh -c 'touch "+marker+".held; while [ ! -e "+marker+".release ]; do sleep 0.1; done'")
+		held <- err
+	}()
+	// However the test ends, the lock is let go (a job waiting for it could not end).
+	release := func() { _, _ = e.sh(t, node0, "slurmd", "touch "+marker+".release") }
+	defer release()
+	poll(t, time.Minute, "the test holds "+lock, func() error {
+		_, err := e.sh(t, node0, "slurmd", "test -e "+marker+".held")
+		return err
+	})
+	type result struct {
+		out string
+		err error
+	}
+	jobs := make(chan result, 1)
 	start := time.Now()
-	out, err = asUser(fmt.Sprintf("sh -c 'for i in 1 2; do srun -p ctr -w %s -n1 --mem=32M -D /tmp --container-image=%s/test/twice:1 cat /twice & done; wait'", node0, r.addr))
+	go func() {
+		out, err := asUser(fmt.Sprintf("sh -c 'for i in 1 2; do srun -p ctr -w %s -n1 --mem=32M -D /tmp --container-image=%s/test/twice:1 cat /twice & done; wait'", node0, r.addr))
+		jobs <- result{out, err}
+	}()
+	poll(t, time.Minute, "both jobs asked the registry for test/twice:1", func() error {
+		if m, _ := registry.Requests(t, r.accessLog, "test/twice"); m-m0 < 2 {
+			return fmt.Errorf("%d manifest GETs", m-m0)
+		}
+		return nil
+	})
+	release()
+	if err := <-held; err != nil {
+		t.Errorf("holding %s: %v", lock, err)
+	}
+	res := <-jobs
 	took := time.Since(start)
-	if err != nil || strings.Count(out, "twice\n") != 2 {
-		t.Errorf("two jobs with test/twice:1: %v %q", err, out)
+	if res.err != nil || strings.Count(res.out, "twice\n") != 2 {
+		t.Errorf("two jobs with test/twice:1: %v %q", res.err, res.out)
 	}
 	m1, b1 := registry.Requests(t, r.accessLog, "test/twice")
 	if len(b1) == 0 {

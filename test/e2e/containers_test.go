@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -71,6 +73,11 @@ func TestContainersForJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	registry.PushAs(t, "node:node-pw", filepath.Join(dir, "layout-twice"), rootfs, r.addr+"/test/twice:1", nil)
+	raw, err := exec.Command("skopeo", "inspect", "--raw", "--tls-verify=false", "--creds=node:node-pw", "docker://"+r.addr+"/test/twice:1").Output()
+	if err != nil {
+		t.Fatalf("skopeo inspect test/twice:1: %v", err)
+	}
+	r.twiceDigest = fmt.Sprintf("sha256:%x", sha256.Sum256(raw))
 
 	for _, v := range []string{sunkv1.SlurmVersion2411, sunkv1.SlurmVersion2605} {
 		t.Run(v, func(t *testing.T) { e.containersForJobs(t, v, r) })
@@ -78,9 +85,10 @@ func TestContainersForJobs(t *testing.T) {
 }
 
 // ctrRegistries are TestContainersForJobs's registries: addr, whose credentials the NodeSet
-// has, with test/os:1 (image) and test/twice:1, and other, whose it has not.
+// has, with test/os:1 (image) and test/twice:1 (its manifest's digest twiceDigest), and
+// other, whose it has not.
 type ctrRegistries struct {
-	addr, other, image, accessLog string
+	addr, other, image, accessLog, twiceDigest string
 }
 
 // containersForJobs is TestContainersForJobs on a cluster of release v: NodeSets ctr-NN (two
@@ -116,6 +124,9 @@ func (e *operatorEnv) containersForJobs(t *testing.T, v string, r ctrRegistries)
 	for _, ns := range []*sunkv1.NodeSet{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: ctr}, Spec: sunkv1.NodeSetSpec{
 			ClusterRef: sc.Name, Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(2)), Resources: small,
+			// Two CPUs (the machine's), not the one a 100m request gives: two jobs run on one
+			// pod at once (moreContainers).
+			ExtraConf: "CPUs=2",
 			Containers: &sunkv1.NodeSetContainers{Enabled: true, CacheSize: ptr.To(resource.MustParse("1Gi")),
 				InsecureRegistries: []string{r.addr, r.other}, ImagePullSecrets: []sunkv1.SecretName{{Name: secret}}}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: plain}, Spec: sunkv1.NodeSetSpec{
