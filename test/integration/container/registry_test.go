@@ -92,11 +92,7 @@ func TestPullFromRegistry(t *testing.T) {
 		}
 	}
 	// The layer is the largest blob: GETs of each blob, counted in the registry's access log.
-	blobGet := regexp.MustCompile(`"GET /v2/test/busybox/blobs/(sha256:[0-9a-f]{64}) `)
-	counts := map[string]int{}
-	for _, m := range blobGet.FindAllStringSubmatch(readFile(t, accessLog), -1) {
-		counts[m[1]]++
-	}
+	_, counts := registry.Requests(t, accessLog, "test/busybox")
 	if len(counts) == 0 {
 		t.Fatalf("no blob was fetched, says the registry's log")
 	}
