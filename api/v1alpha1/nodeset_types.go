@@ -177,6 +177,30 @@ type NodeSetContainers struct {
 	// +kubebuilder:validation:items:Pattern=`^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)(:[0-9]{1,5})?$`
 	// +optional
 	InsecureRegistries []string `json:"insecureRegistries,omitempty"`
+
+	// ImagePullSecrets are Secrets of type kubernetes.io/dockerconfigjson, in the NodeSet's
+	// namespace, whose credentials pull the images jobs ask for. They are not the pod's
+	// imagePullSecrets (kubelet's, for sunk's own images): every user of these nodes may pull
+	// whatever the credentials here can read, from the registries they name, so they are
+	// chosen for jobs. Mounted read-only into slurmd's container, readable by root alone (the
+	// helper), never into a job's container. A user's own credentials (enroot's
+	// ~/.config/enroot/.credentials) take precedence for their registry. The pods start once
+	// every Secret exists.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	ImagePullSecrets []SecretName `json:"imagePullSecrets,omitempty"`
+}
+
+// SecretName names a Secret in the object's namespace. (corev1.LocalObjectReference's name may
+// be empty and is unbounded, which neither a list keyed by name nor a CEL budget accepts.)
+type SecretName struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
 }
 
 // ContainersEnabled says whether the NodeSet's jobs may run in containers.

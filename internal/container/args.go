@@ -57,6 +57,10 @@ type Args struct {
 	CacheDir string
 	// Insecure are registries reached over plain HTTP (--insecure-registry, the node's setting).
 	Insecure []string
+	// CacheMax bounds the image cache in bytes (--cache-max, the node's setting; 0: no bound).
+	CacheMax int64
+	// AuthDir holds the node's registry credentials (--auth-dir: dockerconfigjson files).
+	AuthDir string
 }
 
 // The compute pod's volumes for containers and images.
@@ -147,7 +151,7 @@ func ParseArgs(argv []string) (Args, error) {
 				err = ferr(name, "%q is not an absolute path", val)
 			}
 			a.Job.BatchScript = path.Clean(val)
-		case "state-dir", "rootfs", "cache-dir":
+		case "state-dir", "rootfs", "cache-dir", "auth-dir":
 			if err = needVal(); err == nil && !path.IsAbs(val) {
 				err = ferr(name, "%q is not an absolute path", val)
 			}
@@ -156,8 +160,15 @@ func ParseArgs(argv []string) (Args, error) {
 				a.StateDir = path.Clean(val)
 			case "cache-dir":
 				a.CacheDir = path.Clean(val)
+			case "auth-dir":
+				a.AuthDir = path.Clean(val)
 			default:
 				a.RootFS = path.Clean(val)
+			}
+		case "cache-max":
+			var n uint64
+			if n, err = parseUint(name, val, 63); err == nil {
+				a.CacheMax = int64(n)
 			}
 		case "insecure-registry":
 			if err = needVal(); err == nil {
@@ -350,7 +361,7 @@ func ParseJobArgs(argv []string) (jobID uint64, stateDir string, err error) {
 				return 0, "", ferr(name, "%q is not an absolute path", val)
 			}
 			stateDir = path.Clean(val)
-		case name == "cache-dir" || name == "insecure-registry":
+		case name == "cache-dir" || name == "insecure-registry" || name == "cache-max" || name == "auth-dir":
 		default:
 			return 0, "", fmt.Errorf("unknown flag --%s", name)
 		}

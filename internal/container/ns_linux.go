@@ -9,10 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -209,39 +207,25 @@ func NSInit(specIn io.Reader, hold io.Reader) error {
 // is made as what its source is). Opening as the user means the user could reach the path: a
 // bind made by root alone would skip the search permission of its directories.
 func openUserMounts(s NSSpec) (trees []int, dirs []bool, err error) {
-	type result struct {
-		fds []int
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		// Never unlocked: the thread's credentials are the user's, so the runtime ends the
-		// thread with this goroutine.
-		runtime.LockOSThread()
-		var res result
-		defer func() { done <- res }()
-		gids := append([]uint32{s.Job.GID}, s.Job.GIDs...)
-		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gids)), uintptr(unsafe.Pointer(&gids[0])), 0); e != 0 {
-			res.err = fmt.Errorf("setgroups: %w", e)
-			return
-		}
-		unix.RawSyscall(unix.SYS_SETFSGID, uintptr(s.Job.GID), 0, 0)
-		unix.RawSyscall(unix.SYS_SETFSUID, uintptr(s.Job.UID), 0, 0)
+	var fds []int
+	err = asUser(s.Job, func() error {
 		for _, m := range s.Mounts {
 			fd, err := unix.Open(m.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
 			if err != nil {
-				res.err = fmt.Errorf("--container-mounts: %s: %w", m.Source, err)
-				return
+				return fmt.Errorf("--container-mounts: %s: %w", m.Source, err)
 			}
-			res.fds = append(res.fds, fd)
+			fds = append(fds, fd)
 		}
-	}()
-	r := <-done
-	if r.err != nil {
-		return nil, nil, r.err
+		return nil
+	})
+	if err != nil {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, nil, err
 	}
-	trees, dirs = make([]int, len(r.fds)), make([]bool, len(r.fds))
-	for i, fd := range r.fds {
+	trees, dirs = make([]int, len(fds)), make([]bool, len(fds))
+	for i, fd := range fds {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			return nil, nil, fmt.Errorf("--container-mounts: %s: %w", s.Mounts[i].Source, err)

@@ -83,6 +83,7 @@ func Prepare(exe string, a Args) (p Prepared, err error) {
 	if a.Opts.Entry != nil && *a.Opts.Entry {
 		return Prepared{}, ferr("container-entrypoint", "running the image's entrypoint is not supported yet")
 	}
+	user := getent("passwd", a.Job.UID)
 	rootfs := string(recorded)
 	switch {
 	case exists:
@@ -90,7 +91,9 @@ func Prepare(exe string, a Args) (p Prepared, err error) {
 	case a.RootFS != "":
 		rootfs = a.RootFS
 	default:
-		if rootfs, err = (Cache{Dir: a.CacheDir, Insecure: a.Insecure}).Unpacked(*a.Opts.Image); err != nil {
+		cache := Cache{Dir: a.CacheDir, Insecure: a.Insecure, Max: a.CacheMax, StateDir: a.StateDir,
+			Auth: Auth{NodeDir: a.AuthDir, Job: a.Job, Home: homeOf(user)}}
+		if rootfs, err = cache.Unpacked(*a.Opts.Image, dir); err != nil {
 			return Prepared{}, ferr("container-image", "%v", err)
 		}
 	}
@@ -99,16 +102,16 @@ func Prepare(exe string, a Args) (p Prepared, err error) {
 		Dir:      dir,
 		Writable: a.Opts.Writable == nil || *a.Opts.Writable,
 		Job:      a.Job,
-		User:     getent("passwd", a.Job.UID),
+		User:     user,
 		Mounts:   a.Opts.Mounts,
 	}
 	if a.Opts.MountHome != nil && *a.Opts.MountHome {
 		// The home directory the cluster gives the user, at the same path, opened as the user.
-		f := strings.Split(spec.User, ":")
-		if len(f) < 6 || !filepath.IsAbs(f[5]) {
+		home := homeOf(user)
+		if home == "" {
 			return Prepared{}, ferr("container-mount-home", "uid %d has no home directory on this node", a.Job.UID)
 		}
-		spec.Mounts = append(spec.Mounts, Mount{Source: f[5], Target: f[5]})
+		spec.Mounts = append(spec.Mounts, Mount{Source: home, Target: home})
 	}
 	for _, gid := range append([]uint32{a.Job.GID}, a.Job.GIDs...) {
 		if g := getent("group", gid); g != "" {
@@ -235,6 +238,15 @@ func lockDir(dir string, wait time.Duration) (*os.File, error) {
 		// The blocked flock ends with this short-lived process.
 		return nil, fmt.Errorf("still in use by another step of this job after %v", wait)
 	}
+}
+
+// homeOf is the home directory of a passwd line, "" if it names none.
+func homeOf(passwd string) string {
+	f := strings.Split(passwd, ":")
+	if len(f) < 6 || !filepath.IsAbs(f[5]) {
+		return ""
+	}
+	return f[5]
 }
 
 // getent is the NSS entry of id (files, sssd: whatever the pod resolves), or "".

@@ -21,35 +21,47 @@ import (
 //	DIR/oci/HEX        the image as skopeo copied it (an OCI layout), deleted once unpacked
 //	DIR/rootfs/HEX     the unpacked root filesystem, named by the manifest's digest; read-only
 //	DIR/rootfs/HEX.env the image's environment (imageenv.go)
+//
+// and the records of its bound (cache_linux.go).
 type Cache struct {
 	Dir string
 	// Insecure are registries (HOST[:PORT]) reached over plain HTTP: the node's setting, for a
 	// registry inside the cluster (the test bed's).
 	Insecure []string
+	// Max bounds the bytes of the cached images and pulls in progress (0: no bound); an image
+	// that does not fit fails its step (CacheFullError).
+	Max int64
+	// StateDir holds the containers' directories, whose usesFile say which images are in use.
+	StateDir string
+	// Auth is where the step's registry credentials come from.
+	Auth Auth
 }
 
 // Unpacked returns the root filesystem of img, pulling and unpacking it first when the cache
-// does not hold it. Errors are one line and name the image.
-func (c Cache) Unpacked(img Image) (string, error) {
-	for _, d := range []string{"locks", "oci", "rootfs"} {
+// does not hold it, and records that the container at dir uses it (usesFile): from then on
+// until dir is gone the image is not evicted. Errors are one line and name the image.
+func (c Cache) Unpacked(img Image, dir string) (string, error) {
+	for _, d := range []string{"locks", "oci", "rootfs", "pulls"} {
 		if err := os.MkdirAll(filepath.Join(c.Dir, d), 0o700); err != nil {
 			return "", err
 		}
+	}
+	authFile, cleanup, err := c.Auth.authFile(img, filepath.Join(c.Dir, "auth"))
+	defer cleanup()
+	if err != nil {
+		return "", err
 	}
 	// The tag is resolved first: a digest names what is cached, and a moved tag pulls anew.
 	unlock, err := c.lock("ref-" + hash(img.String()))
 	if err != nil {
 		return "", err
 	}
-	digest, err := c.digest(img)
+	digest, compressed, err := c.manifest(img, authFile)
 	unlock()
 	if err != nil {
 		return "", err
 	}
-	sum, ok := strings.CutPrefix(digest, "sha256:")
-	if !ok || !digestRE.MatchString(digest) {
-		return "", fmt.Errorf("%s: the registry answered digest %q", img, digest)
-	}
+	sum, _ := strings.CutPrefix(digest, "sha256:")
 	rootfs := filepath.Join(c.Dir, "rootfs", sum)
 	// The second job asking for an image waits here while the first pulls it, then finds it.
 	unlock, err = c.lock("digest-" + sum)
@@ -57,18 +69,35 @@ func (c Cache) Unpacked(img Image) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	if _, err := os.Stat(rootfs); err == nil {
-		return rootfs, nil
+	// Cached already: taken under the cache lock, so no eviction deletes it in between.
+	unlockCache, err := c.lock("cache")
+	if err != nil {
+		return "", err
 	}
-	layout := filepath.Join(c.Dir, "oci", sum)
-	tmp := rootfs + ".tmp"
+	if _, err := os.Stat(rootfs); err == nil {
+		err = use(dir, rootfs)
+		unlockCache()
+		return rootfs, err
+	}
+	// Room for the layout and the unpacked tree, as far as the manifest tells.
+	estimate := compressed * (1 + unpackFactor)
+	err = c.makeRoom(sum, estimate)
+	if err == nil {
+		err = c.reserve(sum, estimate)
+	}
+	unlockCache()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", img, err)
+	}
+	// Whatever happens now, no reservation or half-made tree stays.
+	defer c.dropPull(sum)
+	layout, tmp := filepath.Join(c.Dir, "oci", sum), rootfs+".tmp"
 	_ = os.RemoveAll(layout)
 	_ = os.RemoveAll(tmp)
-	defer os.RemoveAll(layout)
 	pinned := img
 	pinned.Tag, pinned.Digest = "", digest
 	args := append([]string{"copy", "--quiet"}, c.tls("--src-tls-verify", img)...)
-	args = append(args, c.creds("--src-no-creds", img)...)
+	args = append(args, creds("--src", authFile)...)
 	if _, err := run("skopeo", append(args, pinned.Transport(), "oci:"+layout+":image")...); err != nil {
 		return "", fmt.Errorf("%s: %v", img, err)
 	}
@@ -81,31 +110,69 @@ func (c Cache) Unpacked(img Image) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: reading its configuration: %v", img, err)
 	}
+	_ = os.RemoveAll(layout)
+	size, err := diskUsage(tmp)
+	if err != nil {
+		return "", err
+	}
+	// The measured size decides: the image joins the cache only if it fits.
+	if unlockCache, err = c.lock("cache"); err != nil {
+		return "", err
+	}
+	defer unlockCache()
+	if err := c.makeRoom(sum, size); err != nil {
+		return "", fmt.Errorf("%s: %w", img, err)
+	}
 	b, _ := json.Marshal(env)
 	if err := os.WriteFile(rootfs+".env", b, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(rootfs+".size", []byte(strconv.FormatInt(size, 10)), 0o600); err != nil {
 		return "", err
 	}
 	if err := os.Rename(tmp, rootfs); err != nil {
 		return "", err
 	}
-	return rootfs, nil
+	return rootfs, use(dir, rootfs)
 }
 
-// digest is the manifest digest img names now (a digest reference names itself).
-func (c Cache) digest(img Image) (string, error) {
-	if img.Digest != "" {
-		return img.Digest, nil
+// makeRoom evicts the least recently used images no container uses until need more bytes fit
+// under Max beside the other pulls in progress, or fails with CacheFullError evicting nothing.
+// The caller holds the cache lock.
+func (c Cache) makeRoom(sum string, need int64) error {
+	if c.Max <= 0 {
+		return nil
 	}
+	s, err := c.state(sum)
+	if err != nil {
+		return fmt.Errorf("the image cache: %v", err)
+	}
+	victims, ok := PlanEviction(s.images, s.pending, need, c.Max)
+	if !ok {
+		return &CacheFullError{Need: need, Have: Available(s.images, s.pending, c.Max), Bound: c.Max}
+	}
+	return c.evict(victims)
+}
+
+// manifest resolves img to its manifest's digest (a digest reference is checked against what
+// the registry serves) and the compressed size of its config and layers. The registry is asked
+// every time, with the step's credentials, even when the image is cached: the cache is shared
+// by the node's users, and a user who may not pull an image must not run it from there.
+func (c Cache) manifest(img Image, authFile string) (digest string, size int64, err error) {
 	// --raw: the manifest (or multi-platform index) alone, whose sha256 is its digest. Plain
 	// inspect would also fetch the config blob and list every tag.
 	args := append([]string{"inspect", "--raw"}, c.tls("--tls-verify", img)...)
-	args = append(args, c.creds("--no-creds", img)...)
+	args = append(args, creds("-", authFile)...)
 	out, err := run("skopeo", append(args, img.Transport())...)
 	if err != nil {
-		return "", fmt.Errorf("%s: %v", img, err)
+		return "", 0, fmt.Errorf("%s: %v", img, err)
 	}
 	sum := sha256.Sum256([]byte(out))
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	digest = "sha256:" + hex.EncodeToString(sum[:])
+	if img.Digest != "" && img.Digest != digest {
+		return "", 0, fmt.Errorf("%s: the registry served a manifest of digest %s", img, digest)
+	}
+	return digest, manifestSize([]byte(out)), nil
 }
 
 func (c Cache) tls(flag string, img Image) []string {
@@ -117,10 +184,13 @@ func (c Cache) tls(flag string, img Image) []string {
 	return nil
 }
 
-// creds: registry credentials are not read yet (imagePullSecrets, enroot's netrc: docs/containers.md,
-// Not yet); skopeo must not fall back to root's own files on the node either.
-func (c Cache) creds(flag string, img Image) []string {
-	return []string{flag}
+// creds are skopeo's flags for authFile (prefix "--src" for copy, "-" for inspect): that file
+// alone, or no credentials. Never skopeo's own lookup, which would read root's files on the node.
+func creds(prefix, authFile string) []string {
+	if authFile == "" {
+		return []string{prefix + "-no-creds"}
+	}
+	return []string{prefix + "-authfile=" + authFile}
 }
 
 // lock takes an exclusive flock on DIR/locks/KEY; the returned func releases it.
@@ -179,6 +249,12 @@ func logMessage(line string) string {
 	msg, err := strconv.Unquote(q[:end+1])
 	if err != nil {
 		return line
+	}
+	// skopeo inspect wraps every registry error so; the image is named by the caller already.
+	if rest, ok := strings.CutPrefix(msg, "Error parsing image name "); ok {
+		if _, after, ok := strings.Cut(rest, `": `); ok {
+			msg = after
+		}
 	}
 	return strings.Join(strings.Fields(msg), " ")
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -48,7 +49,12 @@ func (e *PodExecer) Exec(ctx context.Context, namespace, pod, container string, 
 	if err != nil {
 		return "", err
 	}
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool { return true })
+	// Only a refused websocket upgrade falls back to SPDY, as kubectl does: on any other error
+	// (a command that exited non-zero is one) the command has run, and SPDY would run it a
+	// second time, its output appended to the first's.
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
 	if err != nil {
 		return "", err
 	}

@@ -51,7 +51,8 @@ func fullNodeSet() *sunkv1.NodeSet {
 			Weight:       ptr.To(int32(10)),
 			ExtraConf:    "Gres=gpu:8 CPUs=14",
 			Containers: &sunkv1.NodeSetContainers{Enabled: true, CacheSize: ptr.To(resource.MustParse("50Gi")),
-				InsecureRegistries: []string{"registry.slurm.svc:5000", "10.0.0.5"}},
+				InsecureRegistries: []string{"registry.slurm.svc:5000", "10.0.0.5"},
+				ImagePullSecrets:   []sunkv1.SecretName{{Name: "nvcr"}, {Name: "team-registry"}}},
 		},
 	}
 }

@@ -1,9 +1,12 @@
 package render
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 )
@@ -27,6 +30,10 @@ const (
 	// directory on overlayfs.
 	ContainersDir    = "/var/lib/sunk"
 	containersVolume = "sunk-containers"
+	// RegistryAuthDir holds the NodeSet's imagePullSecrets for the helper (--auth-dir), one
+	// NN-NAME.json each, in the order listed, readable by root alone.
+	RegistryAuthDir    = "/etc/sunk/registry-auth"
+	registryAuthVolume = "sunk-registry-auth"
 )
 
 // plugstackConf is plugstack.conf: with containers, the plugin as `required` (slurmstepd ignores
@@ -48,7 +55,27 @@ func ContainersNodeConfText(ns *sunkv1.NodeSet) string {
 	if r := ns.Spec.Containers.InsecureRegistries; len(r) > 0 {
 		text += "--insecure-registry=" + strings.Join(r, ",") + "\n"
 	}
+	if len(ns.Spec.Containers.ImagePullSecrets) > 0 {
+		text += "--auth-dir=" + RegistryAuthDir + "\n"
+	}
+	if n := ImageCacheBound(ns); n > 0 {
+		text += "--cache-max=" + strconv.FormatInt(n, 10) + "\n"
+	}
 	return text
+}
+
+// ImageCacheBound is the helper's bound on the image cache (--cache-max) for a NodeSet with
+// cacheSize: three quarters of the emptyDir's limit. kubelet evicts the whole compute pod, and
+// with it the node's running jobs, when the emptyDir outgrows its limit; the helper fails a
+// step whose image does not fit its bound instead. The quarter left is for the containers'
+// writable layers (in the same volume) and a pull whose image is larger than its manifest
+// suggested. 0 (no bound) with cacheVolume or without cacheSize: the volume is sized elsewhere.
+func ImageCacheBound(ns *sunkv1.NodeSet) int64 {
+	q := ns.Spec.Containers.CacheSize
+	if q == nil || ns.Spec.Containers.CacheVolume != nil {
+		return 0
+	}
+	return q.Value() / 4 * 3
 }
 
 // containersPodSpec adds containers to a NodeSet's slurmd container and pod, if the NodeSet
@@ -66,5 +93,28 @@ func containersPodSpec(ns *sunkv1.NodeSet, c *corev1.Container, vols []corev1.Vo
 	}
 	// Writable, unlike mount(): the helper pulls, unpacks and writes layers there.
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: containersVolume, MountPath: ContainersDir})
-	return append(vols, corev1.Volume{Name: containersVolume, VolumeSource: src})
+	vols = append(vols, corev1.Volume{Name: containersVolume, VolumeSource: src})
+	if secrets := ns.Spec.Containers.ImagePullSecrets; len(secrets) > 0 {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: registryAuthVolume, MountPath: RegistryAuthDir, ReadOnly: true})
+		vols = append(vols, registryAuthVolumeSpec(secrets))
+	}
+	return vols
+}
+
+// registryAuthVolumeSpec projects each Secret's .dockerconfigjson as NN-NAME.json (the helper
+// takes the first that names the image's registry), mode 0400: slurmd's container runs jobs
+// as their users, and the pod has no fsGroup, so only root (the helper) reads them. A missing
+// Secret or key keeps the pod from starting (kubelet's event names it) rather than pulling
+// without the credentials the admin meant.
+func registryAuthVolumeSpec(secrets []sunkv1.SecretName) corev1.Volume {
+	var sources []corev1.VolumeProjection
+	for i, s := range secrets {
+		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.Name},
+			Items:                []corev1.KeyToPath{{Key: corev1.DockerConfigJsonKey, Path: fmt.Sprintf("%02d-%s.json", i, s.Name)}},
+		}})
+	}
+	return corev1.Volume{Name: registryAuthVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: sources, DefaultMode: ptr.To[int32](0o400),
+	}}}
 }

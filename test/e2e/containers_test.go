@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,24 +21,28 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/container"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/registry"
 )
 
-// TestContainersForJobs runs Pyxis's --container-image on a SlurmCluster of each release (26.05,
-// the default, then 24.11: each image carries a plugin built against its own Slurm) whose
-// NodeSet "ctr-*" enables containers (spec.containers) and whose NodeSet "plain-*" does not,
-// against a real registry on the Kubernetes node's address with an image the test built:
-// `srun -N2` prints the image's os-release on both compute pods as the user's uid; on "plain-*"
-// the step fails with the helper's one line and the node stays idle; every container is gone
-// once its job ended.
+// TestContainersForJobs runs Pyxis's --container-image on a SlurmCluster of each release (24.11,
+// then 26.05: each image carries a plugin built against its own Slurm) whose NodeSet "ctr-*"
+// enables containers (spec.containers) and whose NodeSet "plain-*" does not, against real
+// registries on the Kubernetes node's address that want credentials (distribution's htpasswd),
+// with images the test built. ctr-* has the credentials of one of them (imagePullSecrets):
+// `srun -N2` prints the image's os-release on both compute pods as the user's uid; the other
+// registry refuses in one line; sbatch, --container-name, --container-mounts of a shared
+// volume work; bad input fails the step in one line and leaves the node idle; two jobs pulling
+// one image at once fetch each blob once; on "plain-*" the step fails with the helper's one
+// line; every container is gone once its job ended.
 func TestContainersForJobs(t *testing.T) {
 	parallel(t)
 	e := startOperator(t)
 	ctx := context.Background()
 
-	// The registry listens on the node's address, which the compute pods reach.
+	// The registries listen on the node's address, which the compute pods reach.
 	var node corev1.Node
 	if err := e.c.Get(ctx, types.NamespacedName{Name: e.NodeName}, &node); err != nil {
 		t.Fatal(err)
@@ -54,26 +60,62 @@ func TestContainersForJobs(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := registry.Start(t, dir, nodeIP)
-	image := addr + "/test/os:1"
-	registry.Push(t, filepath.Join(dir, "layout"), registry.BusyboxRootFS(t, dir), image, nil)
+	users := map[string]string{"node": "node-pw"}
+	var r ctrRegistries
+	r.addr, r.accessLog = registry.StartWith(t, filepath.Join(dir, "a"), nodeIP, users)
+	r.other, _ = registry.StartWith(t, filepath.Join(dir, "b"), nodeIP, users)
+	r.image = r.addr + "/test/os:1"
+	rootfs := registry.BusyboxRootFS(t, dir)
+	registry.PushAs(t, "node:node-pw", filepath.Join(dir, "layout"), rootfs, r.image, nil)
+	registry.PushAs(t, "node:node-pw", filepath.Join(dir, "layout-b"), rootfs, r.other+"/test/os:1", nil)
+	// "twice": another image (another file), pulled by two jobs at once.
+	if err := os.WriteFile(filepath.Join(rootfs, "twice"), []byte("twice\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	registry.PushAs(t, "node:node-pw", filepath.Join(dir, "layout-twice"), rootfs, r.addr+"/test/twice:1", nil)
+	raw, err := exec.Command("skopeo", "inspect", "--raw", "--tls-verify=false", "--creds=node:node-pw", "docker://"+r.addr+"/test/twice:1").Output()
+	if err != nil {
+		t.Fatalf("skopeo inspect test/twice:1: %v", err)
+	}
+	r.twiceDigest = fmt.Sprintf("sha256:%x", sha256.Sum256(raw))
 
 	for _, v := range []string{sunkv1.SlurmVersion2411, sunkv1.SlurmVersion2605} {
-		t.Run(v, func(t *testing.T) { e.containersForJobs(t, v, addr, image) })
+		t.Run(v, func(t *testing.T) { e.containersForJobs(t, v, r) })
 	}
+}
+
+// ctrRegistries are TestContainersForJobs's registries: addr, whose credentials the NodeSet
+// has, with test/os:1 (image) and test/twice:1 (its manifest's digest twiceDigest), and
+// other, whose it has not.
+type ctrRegistries struct {
+	addr, other, image, accessLog, twiceDigest string
 }
 
 // containersForJobs is TestContainersForJobs on a cluster of release v: NodeSets ctr-NN (two
 // pods, containers) and plain-NN (one pod, none), NN the release's major version.
-func (e *operatorEnv) containersForJobs(t *testing.T, v, addr, image string) {
+func (e *operatorEnv) containersForJobs(t *testing.T, v string, r ctrRegistries) {
 	ctx := context.Background()
+	image := r.image
 	sfx := strings.Split(v, ".")[0]
 	ctr, plain := "ctr-"+sfx, "plain-"+sfx
+	// A shared volume (the environment's default StorageClass) and the registry's credentials.
+	claim := "shared-" + sfx
+	if err := e.c.Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: claim},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	secret := "registry-" + sfx
+	if err := e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: secret}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: container.AuthFile(r.addr, "node", "node-pw")}}); err != nil {
+		t.Fatal(err)
+	}
 	sc := &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "c" + sfx},
 		Spec: sunkv1.SlurmClusterSpec{
 			SlurmVersion: v, ImagePullPolicy: corev1.PullNever,
-			Partitions: []sunkv1.PartitionSpec{{Name: "ctr", NodeSets: []string{ctr}, Default: true}, {Name: "plain", NodeSets: []string{plain}}},
+			Partitions:    []sunkv1.PartitionSpec{{Name: "ctr", NodeSets: []string{ctr}, Default: true}, {Name: "plain", NodeSets: []string{plain}}},
+			SharedVolumes: []sunkv1.SharedVolume{{Name: "shared", ClaimName: claim, MountPath: "/shared"}},
 		},
 	}
 	e.createReady(t, sc)
@@ -82,7 +124,11 @@ func (e *operatorEnv) containersForJobs(t *testing.T, v, addr, image string) {
 	for _, ns := range []*sunkv1.NodeSet{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: ctr}, Spec: sunkv1.NodeSetSpec{
 			ClusterRef: sc.Name, Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(2)), Resources: small,
-			Containers: &sunkv1.NodeSetContainers{Enabled: true, CacheSize: ptr.To(resource.MustParse("1Gi")), InsecureRegistries: []string{addr}}}},
+			// Two CPUs (the machine's), not the one a 100m request gives: two jobs run on one
+			// pod at once (moreContainers).
+			ExtraConf: "CPUs=2",
+			Containers: &sunkv1.NodeSetContainers{Enabled: true, CacheSize: ptr.To(resource.MustParse("1Gi")),
+				InsecureRegistries: []string{r.addr, r.other}, ImagePullSecrets: []sunkv1.SecretName{{Name: secret}}}}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: plain}, Spec: sunkv1.NodeSetSpec{
 			ClusterRef: sc.Name, Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1)), Resources: small}},
 	} {
@@ -153,15 +199,19 @@ func (e *operatorEnv) containersForJobs(t *testing.T, v, addr, image string) {
 	if out, err := e.sh(t, login, "login", "cd /tmp && runuser -u nobody -- srun -p plain -N1 -D /tmp cat /etc/os-release"); err != nil || !strings.Contains(out, "Debian") {
 		t.Errorf("srun on plain without a container: %v %q", err, out)
 	}
+	e.moreContainers(t, login, ctr, r)
 	e.waitIdle(t, login, time.Minute, "every node idle after the steps (none drained)", nodes...)
 
 	// Every container is gone once its job ended (the reapers, or the epilog: with
 	// proctrack/cgroup the step's end may kill a reaper).
+	// The cache is consistent: whole images with their records, no pull's leftovers (ctr-NN-0
+	// also has "twice").
+	cached := regexp.MustCompile(`^([0-9a-f]{64}\n[0-9a-f]{64}\.env\n[0-9a-f]{64}\.size\n[0-9a-f]{64}\.used\n){1,2}--\n$`)
 	for _, pod := range nodes[:2] {
 		poll(t, time.Minute, "no container left on "+pod, func() error {
-			out, err := e.sh(t, pod, "slurmd", "ls -A "+render.ContainersDir+"/containers; ls "+render.ContainersDir+"/images/rootfs")
-			if err != nil || !regexp.MustCompile(`^[0-9a-f]{64}\n[0-9a-f]{64}\.env\n$`).MatchString(out) {
-				return fmt.Errorf("%v: %q (want no container and one cached image)", err, out)
+			out, err := e.sh(t, pod, "slurmd", "cd "+render.ContainersDir+" && ls -A containers images/oci images/pulls images/auth 2>/dev/null | grep -v :; ls images/rootfs; echo --")
+			if err != nil || !cached.MatchString(strings.TrimLeft(out, "\n")) {
+				return fmt.Errorf("%v: %q (want no container, the cached images with .env, .size and .used, and nothing else)", err, out)
 			}
 			return nil
 		})

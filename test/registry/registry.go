@@ -10,9 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"sunk.dev/sunk/test/testenv"
 	"sunk.dev/sunk/test/wait"
@@ -31,23 +34,44 @@ func FreeAddr(tb testing.TB, host string) string {
 // Start runs docker-registry on a free port of host, storage and access log under dir, until
 // the test ends; it returns the registry's address and its access log.
 func Start(tb testing.TB, dir, host string) (addr, accessLog string) {
+	return StartWith(tb, dir, host, nil)
+}
+
+// StartWith is Start with basic authentication when users is not empty (USER: PASSWORD, in an
+// htpasswd file of bcrypt hashes, the one format distribution reads): every request, pulls
+// included, then needs one of them.
+func StartWith(tb testing.TB, dir, host string, users map[string]string) (addr, accessLog string) {
 	tb.Helper()
 	if _, err := exec.LookPath("docker-registry"); err != nil {
 		tb.Fatal("docker-registry is needed (a host package of hack/provision.sh)")
 	}
+	must(tb, os.MkdirAll(dir, 0o755))
 	addr = FreeAddr(tb, host)
-	conf := filepath.Join(dir, "registry.yml")
-	must(tb, os.WriteFile(conf, []byte(fmt.Sprintf("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n",
-		filepath.Join(dir, "registry"), addr)), 0o644))
+	conf := fmt.Sprintf("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n",
+		filepath.Join(dir, "registry"), addr)
+	if len(users) > 0 {
+		var htpasswd strings.Builder
+		for u, p := range users {
+			h, err := bcrypt.GenerateFromPassword([]byte(p), bcrypt.MinCost)
+			must(tb, err)
+			fmt.Fprintf(&htpasswd, "%s:%s\n", u, h)
+		}
+		file := filepath.Join(dir, "htpasswd")
+		must(tb, os.WriteFile(file, []byte(htpasswd.String()), 0o600))
+		conf += fmt.Sprintf("auth:\n  htpasswd:\n    realm: sunk-test\n    path: %s\n", file)
+	}
+	confFile := filepath.Join(dir, "registry.yml")
+	must(tb, os.WriteFile(confFile, []byte(conf), 0o644))
 	accessLog = filepath.Join(dir, "registry.log")
-	testenv.StartLogged(tb, exec.Command("docker-registry", "serve", conf), accessLog)
+	testenv.StartLogged(tb, exec.Command("docker-registry", "serve", confFile), accessLog)
 	wait.For(tb, "the registry answers /v2/", 30*time.Second, 100*time.Millisecond, func() error {
 		resp, err := http.Get("http://" + addr + "/v2/")
 		if err != nil {
 			return err
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
+		// 401: it answers, and wants credentials.
+		if resp.StatusCode != http.StatusOK && !(len(users) > 0 && resp.StatusCode == http.StatusUnauthorized) {
 			return fmt.Errorf("status %d", resp.StatusCode)
 		}
 		return nil
@@ -55,9 +79,25 @@ func Start(tb testing.TB, dir, host string) (addr, accessLog string) {
 	return addr, accessLog
 }
 
+// Requests counts the registry's answered requests for repo (NAME) in its access log: manifest
+// GETs and blob GETs (each blob's count by digest).
+func Requests(tb testing.TB, accessLog, repo string) (manifests int, blobs map[string]int) {
+	tb.Helper()
+	b, err := os.ReadFile(accessLog)
+	must(tb, err)
+	manifestGet := regexp.MustCompile(`"GET /v2/` + regexp.QuoteMeta(repo) + `/manifests/\S+ HTTP/[0-9.]+" 200 `)
+	blobGet := regexp.MustCompile(`"GET /v2/` + regexp.QuoteMeta(repo) + `/blobs/(sha256:[0-9a-f]{64}) HTTP/[0-9.]+" 200 `)
+	manifests = len(manifestGet.FindAllIndex(b, -1))
+	blobs = map[string]int{}
+	for _, m := range blobGet.FindAllSubmatch(b, -1) {
+		blobs[string(m[1])]++
+	}
+	return manifests, blobs
+}
+
 // BusyboxRootFS writes a small root filesystem under dir (dir/rootfs): busybox, a setuid-root
 // program that prints its effective uid, an os-release that names it ("sunk test image 1"), a
-// passwd with root alone.
+// passwd with root alone, a world-writable /scratch.
 func BusyboxRootFS(tb testing.TB, dir string) string {
 	tb.Helper()
 	busybox, err := exec.LookPath("busybox")
@@ -65,9 +105,12 @@ func BusyboxRootFS(tb testing.TB, dir string) string {
 		tb.Fatal("busybox (Debian busybox-static, a host package of hack/provision.sh) is needed to build the test image")
 	}
 	rootfs := filepath.Join(dir, "rootfs")
-	for _, d := range []string{"bin", "etc", "proc", "sys", "dev", "tmp"} {
+	for _, d := range []string{"bin", "etc", "proc", "sys", "dev", "tmp", "scratch"} {
 		must(tb, os.MkdirAll(filepath.Join(rootfs, d), 0o755))
 	}
+	// /scratch: a directory every user may write (as /tmp in an image), where a step of a
+	// named container leaves a file for the next (/tmp is private to each step).
+	must(tb, os.Chmod(filepath.Join(rootfs, "scratch"), 0o777|os.ModeSticky))
 	data, err := os.ReadFile(busybox)
 	must(tb, err)
 	must(tb, os.WriteFile(filepath.Join(rootfs, "bin/busybox"), data, 0o755))
@@ -93,6 +136,16 @@ func BusyboxRootFS(tb testing.TB, dir string) string {
 // (for example nsenter into a network namespace) when given.
 func Push(tb testing.TB, layout, rootfs, ref string, env []string, prefix ...string) {
 	tb.Helper()
+	PushAs(tb, "", layout, rootfs, ref, env, prefix...)
+}
+
+// PushAs is Push with credentials (USER:PASSWORD) for a registry that wants them.
+func PushAs(tb testing.TB, creds, layout, rootfs, ref string, env []string, prefix ...string) {
+	tb.Helper()
+	dest := []string{"--dest-tls-verify=false"}
+	if creds != "" {
+		dest = append(dest, "--dest-creds="+creds)
+	}
 	cmds := [][]string{
 		{"umoci", "init", "--layout", layout},
 		{"umoci", "new", "--image", layout + ":1"},
@@ -105,7 +158,8 @@ func Push(tb testing.TB, layout, rootfs, ref string, env []string, prefix ...str
 		}
 		cmds = append(cmds, c)
 	}
-	cmds = append(cmds, append(append([]string{}, prefix...), "skopeo", "copy", "--dest-tls-verify=false", "oci:"+layout+":1", "docker://"+ref))
+	push := append(append(append(append([]string{}, prefix...), "skopeo", "copy"), dest...), "oci:"+layout+":1", "docker://"+ref)
+	cmds = append(cmds, push)
 	for _, args := range cmds {
 		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
 			tb.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)

@@ -4,10 +4,10 @@ package container_test
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -55,7 +55,7 @@ func TestPullFromRegistry(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		held.release()
-		for _, s := range []string{"0", "1", "2"} {
+		for _, s := range []string{"0", "1", "2", "3", "4"} {
 			if out, err := exec.Command(helper, append([]string{"remove"}, args(s, "x")...)...).CombinedOutput(); err != nil {
 				t.Errorf("remove step %s: %v: %s", s, err, out)
 			}
@@ -87,11 +87,7 @@ func TestPullFromRegistry(t *testing.T) {
 		}
 	}
 	// The layer is the largest blob: GETs of each blob, counted in the registry's access log.
-	blobGet := regexp.MustCompile(`"GET /v2/test/busybox/blobs/(sha256:[0-9a-f]{64}) `)
-	counts := map[string]int{}
-	for _, m := range blobGet.FindAllStringSubmatch(readFile(t, accessLog), -1) {
-		counts[m[1]]++
-	}
+	_, counts := registry.Requests(t, accessLog, "test/busybox")
 	if len(counts) == 0 {
 		t.Fatalf("no blob was fetched, says the registry's log")
 	}
@@ -99,6 +95,21 @@ func TestPullFromRegistry(t *testing.T) {
 		if n != 1 {
 			t.Errorf("blob %s fetched %d times by two steps pulling one image, want once", blob, n)
 		}
+	}
+
+	// A digest reference (the registry's Docker-Content-Digest) is the cached image; the helper
+	// checks it against the manifest the registry serves.
+	req, _ := http.NewRequest(http.MethodHead, "http://"+addr+"/v2/test/busybox/manifests/1", nil)
+	req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json")
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	resp.Body.Close()
+	digest := resp.Header.Get("Docker-Content-Digest")
+	if _, err := prepare("4", addr+"/test/busybox@"+digest); err != nil {
+		t.Errorf("prepare by digest %s: %v", digest, err)
+	}
+	if got, _ := filepath.Glob(filepath.Join(cache, "rootfs", "*.env")); len(got) != 1 || !strings.HasPrefix(filepath.Base(got[0]), strings.TrimPrefix(digest, "sha256:")) {
+		t.Errorf("the cache holds %v, want the one image %s", got, digest)
 	}
 
 	for i, tc := range []struct{ image, want string }{

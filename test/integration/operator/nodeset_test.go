@@ -749,6 +749,9 @@ func TestNodeSetAdmission(t *testing.T) {
 			ns.Spec.Containers = &sunkv1.NodeSetContainers{Enabled: true, CacheSize: ptr.To(resource.MustParse("1Gi")),
 				CacheVolume: &corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 		}, "spec.containers.cacheSize and spec.containers.cacheVolume are exclusive"},
+		"containers: an imagePullSecret that is no name": {func(ns *sunkv1.NodeSet) {
+			ns.Spec.Containers = &sunkv1.NodeSetContainers{Enabled: true, ImagePullSecrets: []sunkv1.SecretName{{Name: "ok"}, {Name: "Not_A_Name"}}}
+		}, "spec.containers.imagePullSecrets[1].name"},
 		"env overriding the node line": {func(ns *sunkv1.NodeSet) {
 			ns.Spec.Env = []corev1.EnvVar{{Name: "SLURMD_CONF", Value: "Features=x"}}
 		}, "spec.env[0].name"},
