@@ -53,11 +53,12 @@ import (
 //   - cpu-%, heap-MB: the process (syncer and its caches) over the same minute.
 //
 // The watcher reads every 200 ms, sunk-nodewatch's default. SUNK_BENCH_NODES sets the sizes
-// (default 1000,5000).
+// (default 1000,5000); SUNK_BENCH_PRIVATE=1 runs against a Slurm of the benchmark's own
+// (privateBench: more than the shared bed's 6,000 records, and sdiag counting only the
+// benchmark's RPCs).
 //
 // Run: go test -tags integration -run '^$' -bench Syncer -benchtime 1x -timeout 60m ./test/integration/syncer/
 func BenchmarkSyncer(b *testing.B) {
-	env := testenv.Slurm(b)
 	sizes := []int{1000, 5000}
 	if v := os.Getenv("SUNK_BENCH_NODES"); v != "" {
 		sizes = nil
@@ -69,6 +70,7 @@ func BenchmarkSyncer(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
+	env := benchEnv(b, sizes)
 	for _, n := range sizes {
 		for _, path := range []string{"rest", "watcher"} {
 			b.Run(fmt.Sprintf("nodes=%d/path=%s", n, path), func(b *testing.B) {
