@@ -3,11 +3,14 @@
 package syncer_test
 
 import (
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,19 +18,63 @@ import (
 )
 
 // What the node watcher costs where it runs (beside slurmctld), which the syncer's traffic does
-// not show: its reader's CPU, and the RPCs slurmctld serves.
+// not show: its CPU (sunk-nodewatch and its reader), and the RPCs slurmctld serves.
 
-// readerCPU is the CPU time of this process's sunk-slurm-nodes readers (their comm, under this
-// process: another test's reader on the same machine is not counted).
-func readerCPU(b *testing.B) time.Duration {
-	self := os.Getpid()
-	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	type stat struct {
-		ppid  int
-		comm  string
-		ticks int64
+// nodewatchProcess runs the real sunk-nodewatch (built from this checkout) with its reader of
+// env's slurmctld every interval, as in a slurmctld pod, and returns its URL and process id.
+func nodewatchProcess(b *testing.B, env *testenv.SlurmEnv, interval time.Duration) (string, int) {
+	b.Helper()
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "sunk-nodewatch")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sunk-nodewatch")
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building sunk-nodewatch: %v: %s", err, out)
 	}
-	all := map[int]stat{}
+	// The reader as one program (sunk-nodewatch runs READER -i MS): the test bed's command for it.
+	var quoted []string
+	for _, a := range env.NodeReader(b) {
+		quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+	}
+	reader := filepath.Join(dir, "reader")
+	if err := os.WriteFile(reader, []byte("#!/bin/sh\nexec "+strings.Join(quoted, " ")+` "$@"`+"\n"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	cmd := exec.Command(bin, "--listen", addr, "--reader", reader, "--interval", interval.String())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	b.Cleanup(func() {
+		// SIGTERM: sunk-nodewatch kills its reader's process group (its own) on the way out.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	})
+	return "http://" + addr, cmd.Process.Pid
+}
+
+// treeCPU is the CPU time of process root and its descendants (/proc/PID/stat: utime and
+// stime, in USER_HZ ticks).
+func treeCPU(root int) time.Duration {
+	if root == 0 {
+		return 0
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	ppid, ticks := map[int]int{}, map[int]int64{}
 	for _, p := range procs {
 		raw, err := os.ReadFile(p)
 		if err != nil {
@@ -38,29 +85,26 @@ func readerCPU(b *testing.B) time.Duration {
 		if open < 0 || closing < open {
 			continue
 		}
-		f := strings.Fields(s[closing+1:]) // state ppid pgrp ... utime(12) stime(13)
+		f := strings.Fields(s[closing+1:]) // state ppid pgrp ... utime(12th) stime(13th)
 		if len(f) < 13 {
 			continue
 		}
 		pid, _ := strconv.Atoi(strings.TrimSpace(s[:open]))
-		ppid, _ := strconv.Atoi(f[1])
+		pp, _ := strconv.Atoi(f[1])
 		ut, _ := strconv.ParseInt(f[11], 10, 64)
 		st, _ := strconv.ParseInt(f[12], 10, 64)
-		all[pid] = stat{ppid: ppid, comm: s[open+1 : closing], ticks: ut + st}
+		ppid[pid], ticks[pid] = pp, ut+st
 	}
-	var ticks int64
-	for pid, s := range all {
-		if !strings.HasPrefix(s.comm, "sunk-slurm-node") {
-			continue
-		}
-		for p := all[pid].ppid; p > 1; p = all[p].ppid {
-			if p == self {
-				ticks += s.ticks
+	var sum int64
+	for pid, t := range ticks {
+		for p := pid; p > 1; p = ppid[p] {
+			if p == root {
+				sum += t
 				break
 			}
 		}
 	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+	return time.Duration(sum) * time.Second / 100
 }
 
 // rpcCounts are slurmctld's RPC counts by message type (sdiag), without sdiag's own.

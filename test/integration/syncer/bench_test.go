@@ -47,8 +47,8 @@ import (
 //   - ctld-rpc/s, node-info-rpc/s: the RPCs slurmctld served over the same minute (sdiag; the
 //     watcher's reader, and slurmrestd's on the REST path; the test bed is shared, so another
 //     test's RPCs count too);
-//   - reader-cpu-s/min: the watcher's reader's CPU over the same minute (its Go half runs in
-//     this process: cpu-%);
+//   - watcher-cpu-s/min: the CPU of the node watcher (the real sunk-nodewatch process and its
+//     reader, from /proc) over the same minute;
 //   - drain100-ms: 100 nodes drained in Slurm by one update, until all 100 pods show it;
 //   - cpu-%, heap-MB: the process (syncer and its caches) over the same minute.
 //
@@ -139,9 +139,11 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int, path string) {
 	}
 	cfg2 := syncer.Config{Namespace: ns, Cluster: clusterName, Slurm: counted,
 		Owns: func(*slurm.Node) bool { return false }}
+	watcherPID := 0
 	if path == "watcher" {
-		w := newNodeWatcherEvery(b, env, 200*time.Millisecond)
-		wc, err := nodewatch.NewClient(w.url(), 0)
+		var url string
+		url, watcherPID = nodewatchProcess(b, env, 200*time.Millisecond)
+		wc, err := nodewatch.NewClient(url, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -175,15 +177,15 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int, path string) {
 	reqs.Store(0)
 	bytes.Store(0)
 	full.Store(0)
-	rpc0, reader0 := rpcCounts(b, env), readerCPU(b)
+	rpc0, watcher0 := rpcCounts(b, env), treeCPU(watcherPID)
 	cpu0, t0 := cpuTime(), time.Now()
 	time.Sleep(time.Minute) // the measurement window itself, not a synchronisation
 	wall := time.Since(t0).Seconds()
 	ctldRPC, nodeInfoRPC := rpcRates(rpc0, rpcCounts(b, env), wall)
-	readerCPUPerMin := (readerCPU(b) - reader0).Seconds() * 60 / wall
+	watcherCPUPerMin := (treeCPU(watcherPID) - watcher0).Seconds() * 60 / wall
 	b.ReportMetric(ctldRPC, "ctld-rpc/s")
 	b.ReportMetric(nodeInfoRPC, "node-info-rpc/s")
-	b.ReportMetric(readerCPUPerMin, "reader-cpu-s/min")
+	b.ReportMetric(watcherCPUPerMin, "watcher-cpu-s/min")
 	steadyReqs, steadyBytes := float64(reqs.Load())/wall, float64(bytes.Load())/wall
 	b.ReportMetric(steadyReqs, "rest-req/s")
 	b.ReportMetric(steadyBytes, "rest-B/s")
@@ -276,9 +278,9 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int, path string) {
 	drain100 := time.Since(t100)
 	b.ReportMetric(float64(drain100.Milliseconds()), "drain100-ms")
 	fmt.Printf("bench: path=%s nodes=%d k8s_to_slurm_p99_ms=%.0f slurm_to_k8s_p99_ms=%.0f slurm_to_k8s_p50_ms=%.0f steady_bytes_per_s=%.0f steady_req_per_s=%.1f drain100_all_annotated_ms=%d first_sync_s=%.0f"+
-		" steady_ctld_rpc_per_s=%.1f steady_node_info_rpc_per_s=%.1f reader_cpu_s_per_min=%.2f syncer_cpu_pct=%.1f\n",
+		" steady_ctld_rpc_per_s=%.1f steady_node_info_rpc_per_s=%.1f watcher_cpu_s_per_min=%.2f syncer_cpu_pct=%.1f\n",
 		path, n, pct(toSlurm, 99), pct(toKube, 99), pct(toKube, 50), steadyBytes, steadyReqs, drain100.Milliseconds(), firstSync,
-		ctldRPC, nodeInfoRPC, readerCPUPerMin, syncerCPU)
+		ctldRPC, nodeInfoRPC, watcherCPUPerMin, syncerCPU)
 }
 
 // jitter spreads the samples over the poll period: a change made right after the previous
