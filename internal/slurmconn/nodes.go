@@ -65,7 +65,8 @@ func NodeWatcher(ctx context.Context, r client.Reader, n render.Names) (*nodewat
 // it is one list through sl.
 //
 // It fails closed: a cache that has not read a whole table yet, whose watcher does not answer
-// or whose last answer is older than NodeCacheStaleAfter is an error, never "no nodes".
+// or whose last answer is older than NodeCacheStaleAfter is an error, never "no nodes". The
+// nodes share their slices (State, Features...) with the cache: read them, clone to change.
 func (p *Pool) Nodes(ctx context.Context, n render.Names, watcher bool, sl slurm.Client) ([]slurm.Node, error) {
 	k := Key(n)
 	if !watcher {
