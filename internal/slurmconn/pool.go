@@ -5,6 +5,8 @@
 // it), builds a new client only when the endpoint, the keys or the configured version change,
 // and closes the old one then and when the cluster goes. Every component of a process (the SlurmCluster and
 // NodeSet controllers, the syncer) shares it, so no reconcile opens connections of its own.
+// It also keeps the process's one cache of each cluster's Slurm nodes, fed by the cluster's
+// node watchers (Nodes), so that no reconcile lists every node through slurmrestd.
 package slurmconn
 
 import (
@@ -82,6 +84,8 @@ type Pool struct {
 	opts  Options
 	mu    sync.Mutex
 	conns map[types.NamespacedName]*conn
+	// nodes are the clusters' Slurm node caches fed by their node watchers (Nodes).
+	nodes map[types.NamespacedName]*nodeCache
 }
 
 type conn struct {
@@ -100,7 +104,7 @@ func New(opts Options) *Pool {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	return &Pool{opts: opts, conns: map[types.NamespacedName]*conn{}}
+	return &Pool{opts: opts, conns: map[types.NamespacedName]*conn{}, nodes: map[types.NamespacedName]*nodeCache{}}
 }
 
 // Key names a cluster in the pool and in metrics.
@@ -207,9 +211,10 @@ func (p *Pool) build(url, version string, keys Keys, hc *http.Client, k types.Na
 	return defaultClient(url, version, keys, hc, p.opts.Metrics, k.String())
 }
 
-// Forget closes the cluster's client, if any, and drops its metric series. Call it when the
-// SlurmCluster is gone.
+// Forget closes the cluster's client, if any, stops its node cache and drops its metric
+// series. Call it when the SlurmCluster is gone.
 func (p *Pool) Forget(k types.NamespacedName) {
+	p.stopNodeCache(k)
 	p.mu.Lock()
 	if c := p.conns[k]; c != nil {
 		c.close()

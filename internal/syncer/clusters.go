@@ -2,11 +2,9 @@ package syncer
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +18,6 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
-	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -185,22 +182,13 @@ func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 }
 
 // nodeChanges is where a cluster's Syncer reads Slurm's node state: with
-// spec.controller.nodeWatcher, the node watchers beside its slurmctld pods, through their
-// Service's cluster IP (render.NodeWatchService), which works from inside the cluster and from
-// a syncer outside it; otherwise nil, which polls slurmrestd's node list (docs/syncer.md).
+// spec.controller.nodeWatcher, the node watchers beside its slurmctld pods
+// (slurmconn.NodeWatcher); otherwise nil, which polls slurmrestd's node list (docs/syncer.md).
 func (c *Clusters) nodeChanges(ctx context.Context, sc *sunkv1.SlurmCluster) (slurm.NodeChangeSource, error) {
 	if !sc.Spec.Controller.NodeWatcher {
 		return nil, nil
 	}
-	n := render.NamesFor(sc, c.ClusterDomain)
-	svc := &corev1.Service{}
-	if err := c.APIReader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.NodeWatch}, svc); err != nil {
-		return nil, fmt.Errorf("reading the node watchers' Service: %w", err)
-	}
-	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
-		return nil, fmt.Errorf("service %s/%s has no cluster IP", n.Namespace, n.NodeWatch)
-	}
-	return nodewatch.NewClient(fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, render.NodeWatchPort), 0)
+	return slurmconn.NodeWatcher(ctx, c.APIReader, render.NamesFor(sc, c.ClusterDomain))
 }
 
 func (c *Clusters) stop(key types.NamespacedName) {

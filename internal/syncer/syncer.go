@@ -175,7 +175,7 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 	if cfg.NodeChanges != nil {
 		nodes = slurm.NewNodeChangeInformer(cfg.NodeChanges, slurm.InformerOptions{Interval: cfg.PollInterval})
 	}
-	return &Syncer{
+	s := &Syncer{
 		cfg: cfg, client: c, cache: kc, live: live,
 		nodes:  nodes,
 		jobs:   slurm.NewJobInformer(cfg.Slurm, slurm.InformerOptions{Interval: cfg.JobPollInterval}),
@@ -185,8 +185,9 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 		seen: map[string]observed{}, inflight: map[string]inflight{}, orphans: map[string]time.Time{},
 		deferred: map[string]struct{}{},
 		budget:   newBudget(cfg.Owns, cfg.DrainBudgetPercent, resendAfter(cfg.PollInterval)),
-		writer:   newWriter(cfg.Slurm),
 	}
+	s.writer = newWriter(cfg.Slurm, func() int { return s.nodes.Len() })
+	return s
 }
 
 // Run syncs until ctx ends.

@@ -9,15 +9,18 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"sunk.dev/sunk/pkg/slurm"
 )
 
 // A cordon of a Kubernetes node with 40 compute pods made 32 workers each read and write
 // their node at once; slurmrestd and slurmctld, sharing 2 cores with everything else, took
-// 5–10 s per read, and the drains landed 6 s after the cordon. Batched, that is one list and
-// one update.
+// 5–10 s per read, and the drains landed 6 s after the cordon. Batched, that is one read of
+// the 40 nodes (one list, or 4 one-node reads at a time in a large cluster) and one update.
 const (
 	// batchWait is how long a batch waits for more requests after the last one arrived.
 	batchWait = 10 * time.Millisecond
@@ -25,8 +28,15 @@ const (
 	batchMaxWait = 50 * time.Millisecond
 	// batchMax nodes per batch; more wait for the next.
 	batchMax = 256
-	// listFrom is the batch size from which one full node list is cheaper than a read per node.
-	listFrom = 4
+	// nodesPerRead: one GET /node/X costs slurmctld and slurmrestd about what listing this
+	// many nodes costs (BenchmarkNodeList5000 on 24.11: GetNode 2.1-2.8 ms, FullList of 5,000
+	// nodes 641-659 ms, 0.13 ms a node, so 16-21), so
+	// k reads cost about k*nodesPerRead and one list of N nodes about N+nodesPerRead. A cordon
+	// of a 40-pod node in a 5,000-node cluster is 40 small reads instead of one 12 MB list; in
+	// a 100-node cluster, one list; one node is always one read.
+	nodesPerRead = 20
+	// readers bounds the one-node reads in flight (the pool's connections to slurmrestd).
+	readers = 4
 	// namesPerUpdate bounds the node names of one update request (its URL path).
 	namesPerUpdate = 64
 )
@@ -52,10 +62,13 @@ type writeReq struct {
 type writer struct {
 	sl   slurm.Client
 	reqs chan writeReq
+	// clusterSize is how many nodes the cluster has (the Syncer's cache), which decides
+	// between reads per node and one list.
+	clusterSize func() int
 }
 
-func newWriter(sl slurm.Client) *writer {
-	return &writer{sl: sl, reqs: make(chan writeReq)}
+func newWriter(sl slurm.Client, clusterSize func() int) *writer {
+	return &writer{sl: sl, reqs: make(chan writeReq), clusterSize: clusterSize}
 }
 
 // apply has node's action applied if Slurm, read now, still calls for it; it blocks until then.
@@ -133,26 +146,42 @@ func (w *writer) write(ctx context.Context, batch []writeReq) {
 	}
 }
 
-// read returns the batch's nodes as Slurm has them now: one read for a single node, one full
-// list for several.
+// read returns the batch's nodes as Slurm has them now: one GET /node/X per node, readers at
+// a time, or one full list when that costs less (nodesPerRead).
 func (w *writer) read(ctx context.Context, batch []writeReq) (map[string]*slurm.Node, error) {
-	out := map[string]*slurm.Node{}
-	if len(batch) < listFrom {
-		for _, r := range batch {
-			n, err := w.sl.GetNode(ctx, r.node)
-			if errors.Is(err, slurm.ErrNotFound) {
-				continue
-			} else if err != nil {
-				return nil, fmt.Errorf("%w: node %s: %w", errRead, r.node, err)
-			}
-			out[r.node] = n
-		}
-		return out, nil
+	if (len(batch)-1)*nodesPerRead > w.clusterSize() {
+		return w.list(ctx, len(batch))
 	}
+	out := make(map[string]*slurm.Node, len(batch))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readers)
+	for _, r := range batch {
+		g.Go(func() error {
+			n, err := w.sl.GetNode(gctx, r.node)
+			if errors.Is(err, slurm.ErrNotFound) {
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("%w: node %s: %w", errRead, r.node, err)
+			}
+			mu.Lock()
+			out[r.node] = n
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (w *writer) list(ctx context.Context, batch int) (map[string]*slurm.Node, error) {
 	l, err := w.sl.ListNodes(ctx, time.Time{})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %d nodes: %w", errRead, len(batch), err)
+		return nil, fmt.Errorf("%w: %d nodes: %w", errRead, batch, err)
 	}
+	out := make(map[string]*slurm.Node, len(l.Nodes))
 	for i := range l.Nodes {
 		out[l.Nodes[i].Name] = &l.Nodes[i]
 	}

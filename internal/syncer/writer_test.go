@@ -21,7 +21,7 @@ func TestWriterBatches(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := newWriter(f)
+	w := newWriter(f, func() int { return 40 }) // the batch is the whole cluster: one list
 	go w.run(ctx)
 
 	cordon := []string{CauseCordoned}
@@ -91,7 +91,7 @@ func TestWriterFallsBackPerNode(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := newWriter(f)
+	w := newWriter(f, func() int { return 4 })
 	// "b" is deleted between the writer's read and its update: the list update stops there.
 	rs := []writeReq{}
 	for _, n := range []string{"a", "b", "c", "d"} {
@@ -111,6 +111,52 @@ func TestWriterFallsBackPerNode(t *testing.T) {
 		if got, _ := f.GetNode(ctx, n); got.Drained() {
 			t.Errorf("%s still drained: one bad node stopped the others", n)
 		}
+	}
+}
+
+// TestWriterReadsOneNodeEach: in a large cluster a cordon's 40 drains read their 40 nodes one
+// by one (GET /node/X), not the whole table; a node that is gone is ErrNotFound; a failed read
+// writes nothing at all.
+func TestWriterReadsOneNodeEach(t *testing.T) {
+	f := slurmfake.New()
+	for i := range 40 {
+		f.AddNode(slurm.Node{Name: fmt.Sprintf("n%02d", i), State: []string{"IDLE"}})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := newWriter(f, func() int { return 5000 })
+	go w.run(ctx)
+	cordon := []string{CauseCordoned}
+	drain := Action{Kind: Drain, Reason: DrainReason(cordon)}
+	reads := f.Calls("GetNode")
+	for name, err := range applyAll(ctx, w, append(names(40), "gone"), drain, cordon) {
+		if (name == "gone") != errors.Is(err, slurm.ErrNotFound) || name != "gone" && err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if got := f.Calls("ListNodes"); got != 0 {
+		t.Errorf("%d node lists, want none (40 of 5,000 nodes)", got)
+	}
+	if got := f.Calls("GetNode") - reads; got != 41 {
+		t.Errorf("%d node reads, want 41", got)
+	}
+	for i := range 40 {
+		if n, _ := f.GetNode(ctx, fmt.Sprintf("n%02d", i)); !n.Drained() {
+			t.Errorf("n%02d not drained", i)
+		}
+	}
+
+	// A read that fails: nothing written, every request told.
+	f.SetError("GetNode", errors.New("slurmrestd: 500"))
+	updates := f.Calls("UpdateNode")
+	resume := Action{Kind: Resume}
+	for name, err := range applyAll(ctx, w, names(10), resume, nil) {
+		if !errors.Is(err, errRead) {
+			t.Errorf("%s: %v, want errRead", name, err)
+		}
+	}
+	if got := f.Calls("UpdateNode") - updates; got != 0 {
+		t.Errorf("%d updates after a failed read, want none", got)
 	}
 }
 

@@ -56,6 +56,7 @@ type wireNode struct {
 	BootTime        int64    `json:"boot_time"`
 	SlurmdStartTime int64    `json:"slurmd_start_time"`
 	LastBusy        int64    `json:"last_busy"`
+	Topology        string   `json:"topology"` // Slurm 25.05 on
 }
 
 func parseLine(b []byte) (line, error) {
@@ -101,7 +102,7 @@ func (w *wireNode) toNode() slurm.Node {
 		Reason: w.Reason, ReasonSetBy: w.ReasonSetBy, ReasonChangedAt: unix(w.ReasonTime),
 		Comment: w.Comment, Extra: w.Extra,
 		Features: list(w.Features), ActiveFeatures: list(w.ActiveFeatures), Partitions: list(w.Partitions),
-		Gres: w.Gres, GresUsed: w.GresUsed, CPUs: w.CPUs, AllocCPUs: w.AllocCPUs,
+		Gres: w.Gres, GresUsed: w.GresUsed, Topology: w.Topology, CPUs: w.CPUs, AllocCPUs: w.AllocCPUs,
 		RealMemoryMB: w.RealMemory, AllocMemoryMB: w.AllocMemory, Weight: w.Weight, Version: w.Version,
 		BootTime: unix(w.BootTime), SlurmdStartTime: unix(w.SlurmdStartTime), LastBusy: unix(w.LastBusy),
 	}

@@ -222,3 +222,18 @@ func TestClientInformer(t *testing.T) {
 		t.Fatalf("still failing: %v", inf.LastError())
 	}
 }
+
+// A node line reads as slurmrestd's node: state flags in slurmrestd's order, lists split, times
+// as times, and topology_str (Slurm 25.05 on) as Topology, which the operator plans moves on.
+func TestLineReadsAsRESTNode(t *testing.T) {
+	l, err := parseLine([]byte(`{"node":{"name":"c-0","state":["IDLE","DRAIN","DYNAMIC_NORM","RESERVED"],"features":"a,b","partitions":"p",` +
+		`"boot_time":100,"topology":"tree:s1:l1,blk:b1"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := l.Node.toNode()
+	if !slices.Equal(n.State, []string{"IDLE", "RESERVED", "DRAIN", "DYNAMIC_NORM"}) || !slices.Equal(n.Features, []string{"a", "b"}) ||
+		!slices.Equal(n.Partitions, []string{"p"}) || n.BootTime.Unix() != 100 || n.Topology != "tree:s1:l1,blk:b1" {
+		t.Errorf("node %+v", n)
+	}
+}

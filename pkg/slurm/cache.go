@@ -318,6 +318,13 @@ func (i *Informer[K, T]) List() []T {
 	return out
 }
 
+// Len is the number of stored objects.
+func (i *Informer[K, T]) Len() int {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return len(i.items)
+}
+
 // LastError is the error of the last poll, nil if it succeeded.
 func (i *Informer[K, T]) LastError() error {
 	i.mu.RLock()

@@ -160,6 +160,12 @@ func (p *Slurm) command(host string, args ...string) *exec.Cmd {
 	return exec.Command("unshare", all...)
 }
 
+// Command is the command line that runs args as on host (for pkg/nodewatch.Run, which kills
+// its process group).
+func (p *Slurm) Command(host string, args ...string) []string {
+	return p.command(host, args...).Args
+}
+
 // Start runs a daemon as on host, its output in logs/<host>.out. unshare, the chroot script and
 // chroot exec into it, so its process is the daemon, killed when the test ends.
 func (p *Slurm) Start(t testing.TB, host string, args ...string) {

@@ -123,10 +123,9 @@ func (e *SlurmEnv) Exec(args ...string) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
-// NodeReader builds sunk-slurm-nodes for the test bed's release (hack/nodewatch.sh), puts it in
-// the shared directory and returns the command that runs it on the controller host with the
-// given arguments (pkg/nodewatch.Run runs it).
-func (e *SlurmEnv) NodeReader(t testing.TB, args ...string) []string {
+// NodeReaderBinary builds sunk-slurm-nodes for the test bed's release (hack/nodewatch.sh) and
+// returns its path on this host.
+func NodeReaderBinary(t testing.TB) string {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "nodewatch.sh"))
 	cmd.Stderr = os.Stderr
@@ -134,7 +133,15 @@ func (e *SlurmEnv) NodeReader(t testing.TB, args ...string) []string {
 	if err != nil {
 		t.Fatalf("testenv: hack/nodewatch.sh: %v", err)
 	}
-	bin, err := os.ReadFile(strings.TrimSpace(string(out)))
+	return strings.TrimSpace(string(out))
+}
+
+// NodeReader builds sunk-slurm-nodes for the test bed's release (NodeReaderBinary), puts it in
+// the shared directory and returns the command that runs it on the controller host with the
+// given arguments (pkg/nodewatch.Run runs it).
+func (e *SlurmEnv) NodeReader(t testing.TB, args ...string) []string {
+	t.Helper()
+	bin, err := os.ReadFile(NodeReaderBinary(t))
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

@@ -147,6 +147,10 @@ static char *node_line(node_info_t *n)
 	jl_num(&j, "boot_time", (int64_t)n->boot_time);
 	jl_num(&j, "slurmd_start_time", (int64_t)n->slurmd_start_time);
 	jl_num(&j, "last_busy", (int64_t)n->last_busy);
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+	/* slurmrestd's "topology" (v0.0.43 on): the operator plans topology_str moves on it. */
+	jl_str(&j, "topology", n->topology_str);
+#endif
 	jl_raw(&j, "}}\n");
 	return jl_close(&j);
 }

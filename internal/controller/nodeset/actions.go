@@ -219,8 +219,17 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 	if m.listed && m.slurm == nil {
 		// This reconcile's node list has no record: it is gone already, typically removed by
 		// a release whose finalizer patch lost a conflict and comes back here. A second DELETE
-		// would only make slurmctld and slurmrestd log an error (12 in a 5-minute soak).
-		return removeFinalizer(ctx, r.Client, p)
+		// would only make slurmctld and slurmrestd log an error (12 in a 5-minute soak). The
+		// list may be the node watchers' cache, a poll behind Slurm, so one read of the node
+		// confirms: a record that registered meanwhile must still go.
+		_, err := sl.GetNode(ctx, m.name)
+		switch {
+		case errors.Is(err, slurm.ErrNotFound):
+			return removeFinalizer(ctx, r.Client, p)
+		case err != nil:
+			o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("reading Slurm node %s: %v", m.name, err))
+			return nil
+		}
 	}
 	why := "its pod is gone for good"
 	if m.desired {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -193,16 +192,19 @@ func maxUnavailable(ns *sunkv1.NodeSet, desired int) int {
 	return v
 }
 
-// readSlurm attaches each member's Slurm node from one list. It fails closed: on any error
-// no member has a Slurm node and the plan does nothing that depends on Slurm.
+// readSlurm attaches each member's Slurm node from the cluster's node table: the node
+// watchers' cache when the cluster has them, else one list (slurmconn.Pool.Nodes). It fails
+// closed: on any error (an unreadable watcher, a cache not synced yet) no member has a Slurm
+// node and the plan does nothing that depends on Slurm. What deletes a pod or a record reads
+// its node afresh first (retire, release): the cache may be a poll behind.
 func (r *Reconciler) readSlurm(ctx context.Context, w *world, st *status) {
 	w.sl, w.slurmErr = r.slurmClient(ctx, w.names, w.sc.Spec.RestAPI.Version)
 	if w.slurmErr == nil {
-		var list *slurm.NodeList
-		if list, w.slurmErr = w.sl.ListNodes(ctx, time.Time{}); w.slurmErr == nil {
-			byName := make(map[string]*slurm.Node, len(list.Nodes))
-			for i := range list.Nodes {
-				byName[list.Nodes[i].Name] = &list.Nodes[i]
+		var nodes []slurm.Node
+		if nodes, w.slurmErr = r.Slurm.Nodes(ctx, w.names, w.sc.Spec.Controller.NodeWatcher, w.sl); w.slurmErr == nil {
+			byName := make(map[string]*slurm.Node, len(nodes))
+			for i := range nodes {
+				byName[nodes[i].Name] = &nodes[i]
 			}
 			for _, m := range w.members {
 				m.slurm, m.listed = byName[m.name], true

@@ -208,12 +208,12 @@ func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, 
 		return wait(fmt.Sprintf("every pod sees %s %s; reconfigured slurmctld to load it", render.AuthRingName, ringID))
 	}
 	since := rec.(authReconfigured).at.Add(-time.Second) // Slurm's times are whole seconds
-	nodes, err := sl.ListNodes(ctx, time.Time{})
+	nodes, err := r.Slurm.Nodes(ctx, n, sc.Spec.Controller.NodeWatcher, sl)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	started := map[string]time.Time{}
-	for _, nd := range nodes.Nodes {
+	for _, nd := range nodes {
 		started[nd.Name] = nd.SlurmdStartTime
 	}
 	var stale []string

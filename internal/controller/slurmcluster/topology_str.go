@@ -116,22 +116,23 @@ func strPlace(str, name string) ([]string, bool) {
 	return nil, false
 }
 
-// topologyStrs are the topology_str of every node slurmctld has; nil when Slurm cannot be
+// topologyStrs are the topology_str of every node slurmctld has, from the cluster's node table
+// (the node watchers' cache when it has them: slurmconn.Pool.Nodes); nil when Slurm cannot be
 // read (planTopologyStr then keeps every place).
 func (r *Reconciler) topologyStrs(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, keys slurmconn.Keys) map[string]string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	sl, err := r.slurmFor(ctx, sc, n, keys)
-	var list *slurm.NodeList
+	var nodes []slurm.Node
 	if err == nil {
-		list, err = sl.ListNodes(ctx, time.Time{})
+		nodes, err = r.Slurm.Nodes(ctx, n, sc.Spec.Controller.NodeWatcher, sl)
 	}
 	if err != nil {
 		log.FromContext(ctx).V(1).Info("reading the nodes' topology_str; the file keeps every place", "error", err.Error())
 		return nil
 	}
-	strs := make(map[string]string, len(list.Nodes))
-	for _, node := range list.Nodes {
+	strs := make(map[string]string, len(nodes))
+	for _, node := range nodes {
 		strs[node.Name] = node.Topology
 	}
 	return strs

@@ -93,8 +93,8 @@ func TestNodeWatcher(t *testing.T) {
 			t.Errorf("%s: not in the watcher's table", r.Name)
 			continue
 		}
-		got := fmt.Sprint(n.State, n.Reason, n.Gres, n.Features, n.ActiveFeatures, n.Partitions, n.CPUs, n.AllocCPUs, n.RealMemoryMB, n.Address, n.Hostname, n.Version, n.BootTime.Unix(), n.SlurmdStartTime.Unix())
-		want := fmt.Sprint(r.State, r.Reason, r.Gres, r.Features, r.ActiveFeatures, r.Partitions, r.CPUs, r.AllocCPUs, r.RealMemoryMB, r.Address, r.Hostname, r.Version, r.BootTime.Unix(), r.SlurmdStartTime.Unix())
+		got := fmt.Sprint(n.State, n.Reason, n.Gres, n.Features, n.ActiveFeatures, n.Partitions, n.CPUs, n.AllocCPUs, n.RealMemoryMB, n.Address, n.Hostname, n.Version, n.BootTime.Unix(), n.SlurmdStartTime.Unix(), n.Topology)
+		want := fmt.Sprint(r.State, r.Reason, r.Gres, r.Features, r.ActiveFeatures, r.Partitions, r.CPUs, r.AllocCPUs, r.RealMemoryMB, r.Address, r.Hostname, r.Version, r.BootTime.Unix(), r.SlurmdStartTime.Unix(), r.Topology)
 		if got != want {
 			t.Errorf("%s:\n watcher    %s\n slurmrestd %s", r.Name, got, want)
 		}

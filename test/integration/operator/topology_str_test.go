@@ -45,13 +45,15 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 		t.Fatalf("the 26.05 test bed runs Slurm %s", v)
 	}
 	ctx := context.Background()
-	var sl atomic.Value // slurm.Client, once slurmrestd runs
+	var sl atomic.Value        // slurm.Client, once slurmrestd runs
+	var watcherIP atomic.Value // string, once the node watcher runs
+	var lists atomic.Int32
 	h := startOperator(t, startAPI(t), func(r *slurmcluster.Reconciler) {
 		r.TopologySettle, r.TopologyMaxDelay = 2*time.Second, 10*time.Second
-		r.Slurm = slurmconn.New(slurmconn.Options{Reader: kube.CacheThenAPIReader{Cache: r.Client, API: r.APIReader},
+		r.Slurm = slurmconn.New(slurmconn.Options{Reader: watcherAt{Reader: kube.CacheThenAPIReader{Cache: r.Client, API: r.APIReader}, service: "topo-nodewatch", ip: &watcherIP},
 			Factory: func(string, slurmconn.Keys, *http.Client) (slurm.Client, error) {
 				if c, ok := sl.Load().(slurm.Client); ok {
-					return c, nil
+					return noNodeList{Client: c, lists: &lists}, nil
 				}
 				return nil, fmt.Errorf("slurmrestd not started yet")
 			}})
@@ -81,7 +83,8 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 	must(t, h.c.Create(ctx, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "topo"},
 		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: sunkv1.SlurmVersion2605, Image: "sunk.dev/slurm:26.05-local",
-			Topology: &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{LabelKeys: []string{spine, leaf}}}},
+			Topology:   &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{LabelKeys: []string{spine, leaf}}},
+			Controller: sunkv1.ControllerSpec{NodeWatcher: true}},
 	}))
 	configMap := func() *corev1.ConfigMap {
 		cm := &corev1.ConfigMap{}
@@ -100,6 +103,7 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 	})
 
 	priv := startPrivateSlurm(t, first, nodes)
+	watcherIP.Store(priv.startNodeWatcher(t))
 	sl.Store(priv.client(t))
 	// Kubelet: the ConfigMap's topology.yaml into slurmctld's directory, then slurm.conf's first
 	// line (its hash) into what the pod shows the operator, which then reconfigures.
@@ -247,6 +251,10 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 	fileLacks("leaf-a gone from the file and slurmctld", "leaf-a")
 	ctldUp()
 	completes(id)
+	// The moves were planned on topology_str read through the node watcher's cache.
+	if n := lists.Load(); n != 0 {
+		t.Errorf("the operator listed every node through slurmrestd %d times; want none (the node watcher's cache)", n)
+	}
 	eventually(t, "TopologyReady Placed", func() error {
 		sc := h.cluster(t, "topo")
 		if c := condition(sc, sunkv1.ConditionTopologyReady); c.Reason != slurmcluster.ReasonTopologyPlaced {

@@ -22,6 +22,8 @@ const benchNodes = 5000
 //   - FullList: one GET /nodes/ from slurmrestd and its decoding into []slurm.Node;
 //   - DecodeOnly: the same answer (recorded from slurmrestd) served locally, so the time and
 //     allocations are the client's decoding alone;
+//   - GetNode: one GET /node/X of the same cluster (what the syncer's writer reads before a
+//     write: internal/syncer nodesPerRead is FullList's time over GetNode's, per node);
 //   - UnchangedPoll: an incremental list of the unchanged cluster (304 Not Modified). A poll
 //     that finds a change (the test bed is shared) re-arms update_time and is counted.
 //
@@ -56,6 +58,17 @@ func BenchmarkNodeList5000(b *testing.B) {
 				l, err := c.ListNodes(ctx, time.Time{})
 				if err != nil || len(l.Nodes) < benchNodes {
 					b.Fatalf("%v, %d nodes", err, count(l))
+				}
+			}
+		})
+		b.Run(v+"/GetNode", func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				name := fmt.Sprintf("bench%04d", 1+i%benchNodes)
+				if n, err := c.GetNode(ctx, name); err != nil || n.Name != name {
+					b.Fatalf("%s: %v", name, err)
 				}
 			}
 		})

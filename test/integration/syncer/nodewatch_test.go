@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +27,16 @@ type nodeWatcher struct {
 }
 
 func newNodeWatcher(t testing.TB, env *testenv.SlurmEnv) *nodeWatcher {
+	return newNodeWatcherEvery(t, env, 100*time.Millisecond)
+}
+
+// newNodeWatcherEvery is a watcher whose reader asks slurmctld every interval.
+func newNodeWatcherEvery(t testing.TB, env *testenv.SlurmEnv, interval time.Duration) *nodeWatcher {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &nodeWatcher{t: t, cmd: env.NodeReader(t, "-i", "100"), addr: l.Addr().String()}
+	w := &nodeWatcher{t: t, cmd: env.NodeReader(t, "-i", strconv.FormatInt(interval.Milliseconds(), 10)), addr: l.Addr().String()}
 	w.serve(l)
 	t.Cleanup(func() { w.stop() })
 	return w

@@ -1,0 +1,137 @@
+// Reading a cluster's whole Slurm node table: from the process's one cache of it, fed by the
+// cluster's node watchers (pkg/nodewatch) when it has them, else one list through slurmrestd.
+
+package slurmconn
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/nodewatch"
+	"sunk.dev/sunk/pkg/slurm"
+)
+
+const (
+	// NodeCacheStaleAfter: a watcher cache whose last answer is older than this is unreadable.
+	// A watcher answers a long poll within nodewatch.DefaultWait, and a request that gets no
+	// answer fails 5 s past it, so a healthy cache is never older than about 10 s.
+	NodeCacheStaleAfter = nodewatch.DefaultWait + 10*time.Second
+	// nodeCacheSyncWait bounds how long a reconcile waits for a new cache's whole table.
+	nodeCacheSyncWait = 10 * time.Second
+)
+
+// nodeCache is a cluster's Slurm node cache, fed by its node watchers at url.
+type nodeCache struct {
+	url  string
+	inf  *slurm.Informer[string, slurm.Node]
+	stop context.CancelFunc
+}
+
+// NodeWatcherURL is the cluster's node watchers' endpoint (render.NodeWatchService), through
+// their Service's cluster IP, which works from inside the cluster and from a process outside
+// it. The Service has ClientIP affinity: each watcher has its own epoch, and a reader that
+// switched between them would get the whole table at every switch.
+func NodeWatcherURL(ctx context.Context, r client.Reader, n render.Names) (string, error) {
+	svc := &corev1.Service{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.NodeWatch}, svc); err != nil {
+		return "", fmt.Errorf("reading the node watchers' Service: %w", err)
+	}
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return "", fmt.Errorf("service %s/%s has no cluster IP", n.Namespace, n.NodeWatch)
+	}
+	return fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, render.NodeWatchPort), nil
+}
+
+// NodeWatcher is a client of the cluster's node watchers, a slurm.NodeChangeSource for one
+// cache (the syncer's, or the Pool's own).
+func NodeWatcher(ctx context.Context, r client.Reader, n render.Names) (*nodewatch.Client, error) {
+	url, err := NodeWatcherURL(ctx, r, n)
+	if err != nil {
+		return nil, err
+	}
+	return nodewatch.NewClient(url, 0)
+}
+
+// Nodes is the cluster's whole Slurm node table. With watcher (the SlurmCluster's
+// spec.controller.nodeWatcher) it comes from the process's one cache of the cluster, fed by the
+// node watchers: a read costs nothing in Slurm and lags Slurm by one watcher poll (200 ms), so
+// a caller that acts on one node (deleting its pod) reads that node afresh first. Without,
+// it is one list through sl.
+//
+// It fails closed: a cache that has not read a whole table yet, whose watcher does not answer
+// or whose last answer is older than NodeCacheStaleAfter is an error, never "no nodes". The
+// nodes share their slices (State, Features...) with the cache: read them, clone to change.
+func (p *Pool) Nodes(ctx context.Context, n render.Names, watcher bool, sl slurm.Client) ([]slurm.Node, error) {
+	k := Key(n)
+	if !watcher {
+		p.stopNodeCache(k)
+		l, err := sl.ListNodes(ctx, time.Time{})
+		if err != nil {
+			return nil, err
+		}
+		return l.Nodes, nil
+	}
+	url, err := NodeWatcherURL(ctx, p.opts.Reader, n)
+	if err != nil {
+		return nil, err
+	}
+	inf, err := p.nodeCache(k, url)
+	if err != nil {
+		return nil, err
+	}
+	if !inf.HasSynced() {
+		wctx, cancel := context.WithTimeout(ctx, nodeCacheSyncWait)
+		err := inf.WaitForSync(wctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("the node watchers' table has not been read yet: %w", err)
+		}
+	}
+	if err := inf.LastError(); err != nil {
+		return nil, fmt.Errorf("reading the node watchers: %w", err)
+	}
+	if age := time.Since(inf.LastSuccess()); age > NodeCacheStaleAfter {
+		return nil, fmt.Errorf("the node watchers last answered %s ago", age.Round(time.Second))
+	}
+	return inf.List(), nil
+}
+
+// nodeCache returns the cluster's cache of the watchers at url, started on first use and
+// started afresh when the Service's address changed.
+func (p *Pool) nodeCache(k types.NamespacedName, url string) (*slurm.Informer[string, slurm.Node], error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.nodes[k]; c != nil {
+		if c.url == url {
+			return c.inf, nil
+		}
+		c.stop()
+		delete(p.nodes, k)
+	}
+	src, err := nodewatch.NewClient(url, 0)
+	if err != nil {
+		return nil, err
+	}
+	inf := slurm.NewNodeChangeInformer(src, slurm.InformerOptions{})
+	// The cache outlives the reconcile that started it: it stops at Forget, when the cluster
+	// turns its watchers off, or when their address changes.
+	ctx, stop := context.WithCancel(context.Background())
+	go func() { _ = inf.Run(ctx) }()
+	p.nodes[k] = &nodeCache{url: url, inf: inf, stop: stop}
+	return inf, nil
+}
+
+func (p *Pool) stopNodeCache(k types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.nodes[k]; c != nil {
+		c.stop()
+		delete(p.nodes, k)
+	}
+}
