@@ -216,23 +216,13 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 		o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("removing Slurm node %s: %v", m.name, slurmErr))
 		return nil
 	}
-	if m.listed && m.slurm == nil {
-		// This reconcile's node list has no record: it is gone already, typically removed by
-		// a release whose finalizer patch lost a conflict and comes back here. A second DELETE
-		// would only make slurmctld and slurmrestd log an error (12 in a 5-minute soak). The
-		// list may be the node watchers' cache, a poll behind Slurm, so one read of the node
-		// confirms: a record that registered meanwhile must still go.
-		_, err := sl.GetNode(ctx, m.name)
-		switch {
-		case errors.Is(err, slurm.ErrNotFound):
-			return removeFinalizer(ctx, r.Client, p)
-		case err != nil:
-			o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("reading Slurm node %s: %v", m.name, err))
-			return nil
-		}
-	}
-	why := "its pod is gone for good"
-	if m.desired {
+	// One read of the record, when this reconcile's node list cannot settle it or a replacement
+	// needs it. A list without the record: it is gone already, typically removed by a release
+	// whose finalizer patch lost a conflict and comes back here, and a second DELETE would
+	// only make slurmctld and slurmrestd log an error (12 in a 5-minute soak); but the list may
+	// be the node watchers' cache, a poll behind Slurm, and a record that registered meanwhile
+	// must still go.
+	if (m.listed && m.slurm == nil) || m.desired {
 		n, err := sl.GetNode(ctx, m.name)
 		switch {
 		case errors.Is(err, slurm.ErrNotFound):
@@ -240,10 +230,13 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 		case err != nil:
 			o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("reading Slurm node %s: %v", m.name, err))
 			return nil
-		case n.Drained() && !wellknown.DrainBySunk(n.Reason):
+		case m.desired && n.Drained() && !wellknown.DrainBySunk(n.Reason):
 			r.event(ns, corev1.EventTypeNormal, ReasonRecordKept, "kept Slurm node %s for its replacement: drained by someone else (%s)", m.name, n.Reason)
 			return removeFinalizer(ctx, r.Client, p)
 		}
+	}
+	why := "its pod is gone for good"
+	if m.desired {
 		why = "its replacement registers afresh with the current template"
 	}
 	if err := sl.DeleteNode(ctx, m.name); err != nil && !errors.Is(err, slurm.ErrNotFound) {
