@@ -16,6 +16,9 @@ type Job struct {
 	UID, GID      uint32
 	// GIDs are the user's supplementary groups (S_JOB_SUPPLEMENTARY_GIDS).
 	GIDs []uint32
+	// GPUEnv are the step's variables that name its GPUs (gpuEnv: SLURM_STEP_GPUS, ...), as
+	// slurmstepd set them; StepGPUs reads them.
+	GPUEnv map[string]string
 	// BatchScript is the batch step's script (S_JOB_ARGV[0], in slurmd's spool directory):
 	// slurmstepd execs it by that path after the task entered the container, so the container
 	// must show it there (Pyxis binds it the same way). Empty for other steps.
@@ -61,6 +64,9 @@ type Args struct {
 	CacheMax int64
 	// AuthDir holds the node's registry credentials (--auth-dir: dockerconfigjson files).
 	AuthDir string
+	// DriverRoot is where the node's GPU driver files are (--driver-root, default "/"): its
+	// etc/ld.so.cache and usr/bin (DriverMounts).
+	DriverRoot string
 }
 
 // The compute pod's volumes for containers and images.
@@ -97,7 +103,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // A flag given twice with the same value is one flag (Slurm may pass an option twice, Pyxis
 // notes); with different values, or a --x beside its --no-x, it is an error.
 func ParseArgs(argv []string) (Args, error) {
-	a := Args{StateDir: DefaultStateDir, CacheDir: DefaultCacheDir}
+	a := Args{StateDir: DefaultStateDir, CacheDir: DefaultCacheDir, DriverRoot: "/"}
 	seen := map[string]string{}
 	var haveJob, haveStep, haveUID, haveGID bool
 	for _, arg := range argv {
@@ -105,7 +111,7 @@ func ParseArgs(argv []string) (Args, error) {
 			return Args{}, fmt.Errorf("unexpected argument %q", arg)
 		}
 		name, val, hasVal := strings.Cut(arg[2:], "=")
-		if prev, ok := seen[name]; ok && name != "container-mounts" && name != "container-env" && name != "insecure-registry" {
+		if prev, ok := seen[name]; ok && name != "container-mounts" && name != "container-env" && name != "insecure-registry" && name != "gpu-env" {
 			if prev == val {
 				continue
 			}
@@ -151,7 +157,20 @@ func ParseArgs(argv []string) (Args, error) {
 				err = ferr(name, "%q is not an absolute path", val)
 			}
 			a.Job.BatchScript = path.Clean(val)
-		case "state-dir", "rootfs", "cache-dir", "auth-dir":
+		case "gpu-env":
+			k, v, ok := strings.Cut(val, "=")
+			known := false
+			for _, n := range gpuEnv {
+				known = known || n == k
+			}
+			if !ok || !known {
+				return Args{}, ferr(name, "%q is not NAME=VALUE of %s", val, strings.Join(gpuEnv, ", "))
+			}
+			if a.Job.GPUEnv == nil {
+				a.Job.GPUEnv = map[string]string{}
+			}
+			a.Job.GPUEnv[k] = v
+		case "state-dir", "rootfs", "cache-dir", "auth-dir", "driver-root":
 			if err = needVal(); err == nil && !path.IsAbs(val) {
 				err = ferr(name, "%q is not an absolute path", val)
 			}
@@ -162,6 +181,8 @@ func ParseArgs(argv []string) (Args, error) {
 				a.CacheDir = path.Clean(val)
 			case "auth-dir":
 				a.AuthDir = path.Clean(val)
+			case "driver-root":
+				a.DriverRoot = path.Clean(val)
 			default:
 				a.RootFS = path.Clean(val)
 			}
@@ -361,7 +382,7 @@ func ParseJobArgs(argv []string) (jobID uint64, stateDir string, err error) {
 				return 0, "", ferr(name, "%q is not an absolute path", val)
 			}
 			stateDir = path.Clean(val)
-		case name == "cache-dir" || name == "insecure-registry" || name == "cache-max" || name == "auth-dir":
+		case name == "cache-dir" || name == "insecure-registry" || name == "cache-max" || name == "auth-dir" || name == "driver-root":
 		default:
 			return 0, "", fmt.Errorf("unknown flag --%s", name)
 		}

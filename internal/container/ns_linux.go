@@ -31,6 +31,9 @@ type NSSpec struct {
 	Groups []string
 	// Mounts are the user's --container-mounts: their sources are opened as the user.
 	Mounts []Mount
+	// NodeFiles are node files bound read-only at their targets, opened as root: the GPU
+	// driver's, for a step with GPUs (gpuMounts).
+	NodeFiles []Mount
 }
 
 // CreateNS starts the container's holder: a child of this program (exe ns-init, NSInit) in a
@@ -166,6 +169,15 @@ func NSInit(specIn io.Reader, hold io.Reader) error {
 	for i, m := range s.Mounts {
 		if err := moveInto(rootFD, trees[i], m.Target, s.Writable, dirs[i]); err != nil {
 			return fmt.Errorf("--container-mounts: %s: %w", m.Target, err)
+		}
+	}
+	for _, m := range s.NodeFiles {
+		t, err := cloneTree(unix.AT_FDCWD, m.Source, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_RDONLY)
+		if err != nil {
+			return fmt.Errorf("the node's GPU driver: %w", err)
+		}
+		if err := moveInto(rootFD, t, m.Target, s.Writable, false); err != nil {
+			return fmt.Errorf("the node's GPU driver: %w", err)
 		}
 	}
 	if s.Job.BatchScript != "" {

@@ -118,6 +118,9 @@ func Prepare(exe string, a Args) (p Prepared, err error) {
 			spec.Groups = append(spec.Groups, g)
 		}
 	}
+	if spec.NodeFiles, err = gpuMounts(a); err != nil {
+		return Prepared{}, err
+	}
 	pid, err := CreateNS(exe, spec, lock)
 	if err != nil {
 		return Prepared{}, err
