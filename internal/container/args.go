@@ -64,6 +64,9 @@ type Args struct {
 	CacheMax int64
 	// AuthDir holds the node's registry credentials (--auth-dir: dockerconfigjson files).
 	AuthDir string
+	// SpoolDir is slurmd's spool directory (--spool-dir, default DefaultSpoolDir), shown in
+	// the container at its path: PMIx's sockets are there.
+	SpoolDir string
 	// DriverRoot is where the node's GPU driver files are (--driver-root, default "/"): its
 	// etc/ld.so.cache and usr/bin (DriverMounts).
 	DriverRoot string
@@ -73,6 +76,8 @@ type Args struct {
 const (
 	DefaultStateDir = "/var/lib/sunk/containers"
 	DefaultCacheDir = "/var/lib/sunk/images"
+	// DefaultSpoolDir is SlurmdSpoolDir of sunk's slurm.conf (and Debian's default).
+	DefaultSpoolDir = "/var/spool/slurmd"
 )
 
 // Errors name the flag as the user wrote it (--container-mounts: ...), so that the one line
@@ -103,7 +108,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // A flag given twice with the same value is one flag (Slurm may pass an option twice, Pyxis
 // notes); with different values, or a --x beside its --no-x, it is an error.
 func ParseArgs(argv []string) (Args, error) {
-	a := Args{StateDir: DefaultStateDir, CacheDir: DefaultCacheDir, DriverRoot: "/"}
+	a := Args{StateDir: DefaultStateDir, CacheDir: DefaultCacheDir, DriverRoot: "/", SpoolDir: DefaultSpoolDir}
 	seen := map[string]string{}
 	var haveJob, haveStep, haveUID, haveGID bool
 	for _, arg := range argv {
@@ -170,7 +175,7 @@ func ParseArgs(argv []string) (Args, error) {
 				a.Job.GPUEnv = map[string]string{}
 			}
 			a.Job.GPUEnv[k] = v
-		case "state-dir", "rootfs", "cache-dir", "auth-dir", "driver-root":
+		case "state-dir", "rootfs", "cache-dir", "auth-dir", "driver-root", "spool-dir":
 			if err = needVal(); err == nil && !path.IsAbs(val) {
 				err = ferr(name, "%q is not an absolute path", val)
 			}
@@ -183,6 +188,8 @@ func ParseArgs(argv []string) (Args, error) {
 				a.AuthDir = path.Clean(val)
 			case "driver-root":
 				a.DriverRoot = path.Clean(val)
+			case "spool-dir":
+				a.SpoolDir = path.Clean(val)
 			default:
 				a.RootFS = path.Clean(val)
 			}
@@ -382,7 +389,7 @@ func ParseJobArgs(argv []string) (jobID uint64, stateDir string, err error) {
 				return 0, "", ferr(name, "%q is not an absolute path", val)
 			}
 			stateDir = path.Clean(val)
-		case name == "cache-dir" || name == "insecure-registry" || name == "cache-max" || name == "auth-dir" || name == "driver-root":
+		case name == "cache-dir" || name == "insecure-registry" || name == "cache-max" || name == "auth-dir" || name == "driver-root" || name == "spool-dir":
 		default:
 			return 0, "", fmt.Errorf("unknown flag --%s", name)
 		}

@@ -102,6 +102,7 @@ func Prepare(exe string, a Args) (p Prepared, err error) {
 		Dir:      dir,
 		Writable: a.Opts.Writable == nil || *a.Opts.Writable,
 		Job:      a.Job,
+		SpoolDir: a.SpoolDir,
 		User:     user,
 		Mounts:   a.Opts.Mounts,
 	}

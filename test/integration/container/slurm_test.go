@@ -73,7 +73,37 @@ func TestSlurmSteps(t *testing.T) {
 	if out != "/home/alice\nfrom the node\n" {
 		t.Errorf("--container-mount-home printed %q, want /home/alice and the host file", out)
 	}
-	out, err := n.userErr("srun --container-entrypoint --container-image=" + image + " true")
+	// MPI: the tasks of an srun --mpi=pmi2 step talk to slurmstepd from inside their
+	// containers (test/pmi2client: init, fullinit, kvs-put, kvs-fence, kvs-get of every
+	// rank, finalize over PMI_FD), and slurmd's spool directory is there at its path.
+	client := filepath.Join(n.dir, "pmi2client")
+	build := exec.Command("go", "build", "-o", client, "sunk.dev/sunk/test/pmi2client")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build pmi2client: %v\n%s", err, b)
+	}
+	data, err := os.ReadFile(client)
+	must(t, err)
+	n.write(t, "/home/alice/pmi2client", string(data))
+	out = n.user(t, "srun -n2 --mpi=pmi2 --container-image="+image+" --container-mounts=/home/alice/pmi2client:/usr/bin/pmi2client:ro "+
+		"sh -c 'test -d /var/spool/slurmd && echo spool-$PMI_RANK; pmi2client'")
+	for _, want := range []string{"spool-0\n", "spool-1\n", "pmi2 rank 0 of 2: hosts c1,c1\n", "pmi2 rank 1 of 2: hosts c1,c1\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("srun -n2 --mpi=pmi2 in containers printed %q, want %q", out, want)
+		}
+	}
+	// mpi/pmix: the server's directory (PMIX_SERVER_TMPDIR, in slurmd's spool directory) is
+	// in the container, and its variables reach the task (PMIx 5 serves its clients over
+	// loopback TCP, PMIX_SERVER_URI*: the container shares the node's network).
+	out = n.user(t, "srun --mpi=pmix --container-image="+image+" sh -c "+
+		"'test -d \"$PMIX_SERVER_TMPDIR\" && echo tmpdir=$PMIX_SERVER_TMPDIR; echo rank=$PMIX_RANK; env | grep ^PMIX_SERVER_URI41='")
+	for _, want := range []string{"tmpdir=/var/spool/slurmd/pmix.", "rank=0\n", "PMIX_SERVER_URI41=pmix-server."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("srun --mpi=pmix in a container printed %q, want %q", out, want)
+		}
+	}
+
+	out, err = n.userErr("srun --container-entrypoint --container-image=" + image + " true")
 	if err == nil || !strings.Contains(out, "sunk-container: --container-entrypoint: running the image's entrypoint is not supported yet") {
 		t.Errorf("srun --container-entrypoint: err = %v, output %q; want it refused", err, out)
 	}
