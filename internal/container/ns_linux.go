@@ -31,6 +31,10 @@ type NSSpec struct {
 	Groups []string
 	// Mounts are the user's --container-mounts: their sources are opened as the user.
 	Mounts []Mount
+	// Entrypoint is the image's entrypoint, run once here (--container-entrypoint, a new
+	// container), with Env, the image's environment.
+	Entrypoint []string
+	Env        []string
 	// SpoolDir is slurmd's spool directory, shown at its path (MPI, bindSpool).
 	SpoolDir string
 	// NodeFiles are node files bound read-only at their targets, opened as root: the GPU
@@ -203,6 +207,9 @@ func NSInit(specIn io.Reader, hold io.Reader) error {
 		return fmt.Errorf("detach the pod's root: %w", err)
 	}
 	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	if err := runEntrypoint(s); err != nil {
 		return err
 	}
 	if _, err := os.Stdout.WriteString("ready\n"); err != nil {

@@ -103,9 +103,15 @@ func TestSlurmSteps(t *testing.T) {
 		}
 	}
 
-	out, err = n.userErr("srun --container-entrypoint --container-image=" + image + " true")
-	if err == nil || !strings.Contains(out, "sunk-container: --container-entrypoint: running the image's entrypoint is not supported yet") {
-		t.Errorf("srun --container-entrypoint: err = %v, output %q; want it refused", err, out)
+	// --container-entrypoint: the image's entrypoint ran once, as the user, before the
+	// tasks (two of them here); without the flag it does not run.
+	out = n.user(t, "srun -n2 --container-entrypoint --container-image="+image+" sh -c 'cat /scratch/entry'")
+	if out != "entry ran as 1000\nentry ran as 1000\n" {
+		t.Errorf("srun -n2 --container-entrypoint: each task printed %q, want the entrypoint's one line (twice: one per task)", out)
+	}
+	out = n.user(t, "srun --container-image="+image+" sh -c 'cat /scratch/entry 2>/dev/null || echo no-entry'")
+	if out != "no-entry\n" {
+		t.Errorf("srun without --container-entrypoint printed %q, want no-entry", out)
 	}
 
 	// --container-name: steps of one job share the container's writable layer.
@@ -347,7 +353,10 @@ func (n *node) pushImage(t *testing.T, ref string) {
 		}
 		return nil
 	})
-	registry.Push(t, layout, rootfs, ref, []string{"PATH=/opt/tool/bin:/usr/bin:/bin", "FROM_IMAGE=yes", "SHARED=image"},
+	// An entrypoint, run only with --container-entrypoint: it leaves a file for the tasks.
+	must(t, os.WriteFile(filepath.Join(rootfs, "opt/tool/bin/entry"), []byte("#!/bin/sh\necho \"entry ran as $(id -u)\" >> /scratch/entry\n"), 0o755))
+	registry.PushConfig(t, "", layout, rootfs, ref, []string{"--config.env=PATH=/opt/tool/bin:/usr/bin:/bin",
+		"--config.env=FROM_IMAGE=yes", "--config.env=SHARED=image", "--config.entrypoint=entry"},
 		"nsenter", "--target", strconv.Itoa(n.pid), "--net")
 }
 
