@@ -103,6 +103,18 @@ func TestSlurmSteps(t *testing.T) {
 		}
 	}
 
+	// GPUs: a step Slurm gave the GPU (gres/gpu set SLURM_STEP_GPUS and CUDA_VISIBLE_DEVICES)
+	// gets the node's driver files in its container; a step without GPUs does not.
+	probe := "sh -c 'echo gpus=$CUDA_VISIBLE_DEVICES; test -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 && echo has-libcuda; test -e /usr/bin/nvidia-smi && nvidia-smi; true'"
+	out = n.user(t, "srun --gres=gpu:1 --container-image="+image+" "+probe)
+	if out != "gpus=0\nhas-libcuda\nfake nvidia-smi: driver 550.1\n" {
+		t.Errorf("srun --gres=gpu:1 in a container printed %q, want its GPU, libcuda.so.1 and the node's nvidia-smi", out)
+	}
+	out = n.user(t, "srun --container-image="+image+" "+probe)
+	if out != "gpus=\n" {
+		t.Errorf("srun without GPUs in a container printed %q, want no GPU and none of the driver's files", out)
+	}
+
 	// --container-entrypoint: the image's entrypoint ran once, as the user, before the
 	// tasks (two of them here); without the flag it does not run.
 	out = n.user(t, "srun -n2 --container-entrypoint --container-image="+image+" sh -c 'cat /scratch/entry'")
@@ -215,7 +227,11 @@ func startNode(t *testing.T) *node {
 	install("etc/slurm/slurm.key", key, 0o600)
 	install("etc/slurm/slurm.conf", []byte(slurmConf), 0o644)
 	install("etc/slurm/cgroup.conf", []byte("CgroupPlugin=autodetect\n"), 0o644)
-	install("etc/slurm/plugstack.conf", []byte("required /usr/local/lib/sunk/spank/sunk_container.so arg=--insecure-registry=127.0.0.1:5000\n"), 0o644)
+	install("etc/slurm/plugstack.conf", []byte("required /usr/local/lib/sunk/spank/sunk_container.so arg=--insecure-registry=127.0.0.1:5000 arg=--driver-root=/opt/fake-driver\n"), 0o644)
+	// One GPU for Slurm's gres/gpu (a character device stands for it: nothing opens it) and
+	// a fake NVIDIA driver (TestGPUDriver's) where the helper is told to find the node's.
+	install("etc/slurm/gres.conf", []byte("Name=gpu File=/dev/zero\n"), 0o644)
+	fakeDriver(t, filepath.Join(files, "opt/fake-driver"))
 	must(t, os.WriteFile(filepath.Join(dir, "registry.yml"), []byte(fmt.Sprintf(
 		"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:5000\n", filepath.Join(dir, "registry"))), 0o644))
 
@@ -280,7 +296,8 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000
 MessageTimeout=10
-NodeName=c1 NodeAddr=10.77.9.1 CPUs=2 State=UNKNOWN
+GresTypes=gpu
+NodeName=c1 NodeAddr=10.77.9.1 CPUs=2 Gres=gpu:1 State=UNKNOWN
 PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 `
 
