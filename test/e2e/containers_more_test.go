@@ -196,6 +196,7 @@ func (e *operatorEnv) pmi2Across(t *testing.T, login, image, node0, node1 string
 	}
 	out, err := e.sh(t, login, "login", "cd /tmp && runuser -u nobody -- srun -p ctr -N2 -n2 --mpi=pmi2 -D /tmp --container-image="+image+
 		" --container-mounts=/shared/pmi2client:/usr/bin/pmi2client:ro sh -c 'test -d /var/spool/slurmd && echo spool-$PMI_RANK; pmi2client' 2>&1")
+	t.Logf("srun -N2 -n2 --mpi=pmi2 in containers printed:\n%s", out)
 	hosts := node0 + "," + node1
 	for _, want := range []string{"spool-0\n", "spool-1\n", "pmi2 rank 0 of 2: hosts " + hosts + "\n", "pmi2 rank 1 of 2: hosts " + hosts + "\n"} {
 		if err != nil || !strings.Contains(out, want) {
