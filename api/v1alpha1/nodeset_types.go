@@ -279,7 +279,7 @@ type NodeSetStatus struct {
 	// +optional
 	TemplateHash string `json:"templateHash,omitempty"`
 
-	// Conditions: Ready, SlurmReachable, NodeConflict.
+	// Conditions: Ready, SlurmReachable, NodeConflict, ContainerCredentials.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -294,6 +294,10 @@ const (
 	// ConditionNodeConflict is True when Kubernetes nodes the NodeSet selects belong to an
 	// older NodeSet of the same cluster, or pod names it needs are taken.
 	ConditionNodeConflict = "NodeConflict"
+	// ConditionContainerCredentials, on a NodeSet with spec.containers.imagePullSecrets, is
+	// False naming each of them that does not exist or is not a dockerconfigjson Secret (the
+	// pods mount them and would stay in ContainerCreating), True when all are there.
+	ConditionContainerCredentials = "ContainerCredentials"
 )
 
 // +kubebuilder:object:root=true

@@ -16,6 +16,9 @@ type Job struct {
 	UID, GID      uint32
 	// GIDs are the user's supplementary groups (S_JOB_SUPPLEMENTARY_GIDS).
 	GIDs []uint32
+	// GPUEnv are the step's variables that name its GPUs (gpuEnv: SLURM_STEP_GPUS, ...), as
+	// slurmstepd set them; StepGPUs reads them.
+	GPUEnv map[string]string
 	// BatchScript is the batch step's script (S_JOB_ARGV[0], in slurmd's spool directory):
 	// slurmstepd execs it by that path after the task entered the container, so the container
 	// must show it there (Pyxis binds it the same way). Empty for other steps.
@@ -61,12 +64,20 @@ type Args struct {
 	CacheMax int64
 	// AuthDir holds the node's registry credentials (--auth-dir: dockerconfigjson files).
 	AuthDir string
+	// SpoolDir is slurmd's spool directory (--spool-dir, default DefaultSpoolDir), shown in
+	// the container at its path: PMIx's sockets are there.
+	SpoolDir string
+	// DriverRoot is where the node's GPU driver files are (--driver-root, default "/"): its
+	// etc/ld.so.cache and usr/bin (DriverMounts).
+	DriverRoot string
 }
 
 // The compute pod's volumes for containers and images.
 const (
 	DefaultStateDir = "/var/lib/sunk/containers"
 	DefaultCacheDir = "/var/lib/sunk/images"
+	// DefaultSpoolDir is SlurmdSpoolDir of sunk's slurm.conf (and Debian's default).
+	DefaultSpoolDir = "/var/spool/slurmd"
 )
 
 // Errors name the flag as the user wrote it (--container-mounts: ...), so that the one line
@@ -97,7 +108,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // A flag given twice with the same value is one flag (Slurm may pass an option twice, Pyxis
 // notes); with different values, or a --x beside its --no-x, it is an error.
 func ParseArgs(argv []string) (Args, error) {
-	a := Args{StateDir: DefaultStateDir, CacheDir: DefaultCacheDir}
+	a := Args{StateDir: DefaultStateDir, CacheDir: DefaultCacheDir, DriverRoot: "/", SpoolDir: DefaultSpoolDir}
 	seen := map[string]string{}
 	var haveJob, haveStep, haveUID, haveGID bool
 	for _, arg := range argv {
@@ -105,7 +116,7 @@ func ParseArgs(argv []string) (Args, error) {
 			return Args{}, fmt.Errorf("unexpected argument %q", arg)
 		}
 		name, val, hasVal := strings.Cut(arg[2:], "=")
-		if prev, ok := seen[name]; ok && name != "container-mounts" && name != "container-env" && name != "insecure-registry" {
+		if prev, ok := seen[name]; ok && name != "container-mounts" && name != "container-env" && name != "insecure-registry" && name != "gpu-env" {
 			if prev == val {
 				continue
 			}
@@ -151,7 +162,20 @@ func ParseArgs(argv []string) (Args, error) {
 				err = ferr(name, "%q is not an absolute path", val)
 			}
 			a.Job.BatchScript = path.Clean(val)
-		case "state-dir", "rootfs", "cache-dir", "auth-dir":
+		case "gpu-env":
+			k, v, ok := strings.Cut(val, "=")
+			known := false
+			for _, n := range gpuEnv {
+				known = known || n == k
+			}
+			if !ok || !known {
+				return Args{}, ferr(name, "%q is not NAME=VALUE of %s", val, strings.Join(gpuEnv, ", "))
+			}
+			if a.Job.GPUEnv == nil {
+				a.Job.GPUEnv = map[string]string{}
+			}
+			a.Job.GPUEnv[k] = v
+		case "state-dir", "rootfs", "cache-dir", "auth-dir", "driver-root", "spool-dir":
 			if err = needVal(); err == nil && !path.IsAbs(val) {
 				err = ferr(name, "%q is not an absolute path", val)
 			}
@@ -162,6 +186,10 @@ func ParseArgs(argv []string) (Args, error) {
 				a.CacheDir = path.Clean(val)
 			case "auth-dir":
 				a.AuthDir = path.Clean(val)
+			case "driver-root":
+				a.DriverRoot = path.Clean(val)
+			case "spool-dir":
+				a.SpoolDir = path.Clean(val)
 			default:
 				a.RootFS = path.Clean(val)
 			}
@@ -339,35 +367,4 @@ func (o *Options) addMounts(v string) error {
 		}
 	}
 	return nil
-}
-
-// ParseJobArgs reads remove-job's flags (the job's epilog): --job-id, and the node's settings
-// the plugin passes to every command, of which only --state-dir matters here.
-func ParseJobArgs(argv []string) (jobID uint64, stateDir string, err error) {
-	stateDir = DefaultStateDir
-	haveJob := false
-	for _, arg := range argv {
-		name, val, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
-		switch {
-		case !strings.HasPrefix(arg, "--"):
-			return 0, "", fmt.Errorf("unexpected argument %q", arg)
-		case name == "job-id":
-			if jobID, err = parseUint(name, val, 64); err != nil {
-				return 0, "", err
-			}
-			haveJob = true
-		case name == "state-dir":
-			if !path.IsAbs(val) {
-				return 0, "", ferr(name, "%q is not an absolute path", val)
-			}
-			stateDir = path.Clean(val)
-		case name == "cache-dir" || name == "insecure-registry" || name == "cache-max" || name == "auth-dir":
-		default:
-			return 0, "", fmt.Errorf("unknown flag --%s", name)
-		}
-	}
-	if !haveJob {
-		return 0, "", fmt.Errorf("--job-id is required")
-	}
-	return jobID, stateDir, nil
 }

@@ -95,6 +95,9 @@ func TestParseArgsJobFacts(t *testing.T) {
 	}{
 		{args: []string{"--job-id=7", "--step-id=4294967291", "--uid=0", "--gid=0", "--gids=5,27,", img},
 			want: Job{JobID: 7, StepID: 4294967291, GIDs: []uint32{5, 27}}},
+		{args: []string{"--job-id=7", "--step-id=0", "--uid=1", "--gid=1", "--gpu-env=SLURM_STEP_GPUS=0,1", "--gpu-env=CUDA_VISIBLE_DEVICES=0,1", img},
+			want: Job{JobID: 7, UID: 1, GID: 1, GPUEnv: map[string]string{"SLURM_STEP_GPUS": "0,1", "CUDA_VISIBLE_DEVICES": "0,1"}}},
+		{args: []string{"--job-id=7", "--step-id=0", "--uid=1", "--gid=1", "--gpu-env=LD_PRELOAD=/x.so", img}, err: `--gpu-env: "LD_PRELOAD=/x.so" is not NAME=VALUE of SLURM_STEP_GPUS`},
 		{args: []string{"--job-id=7", "--step-id=0", "--uid=1000", img}, err: "--job-id, --step-id, --uid and --gid are required"},
 		{args: []string{"--job-id=7", "--step-id=0", "--uid=-1", "--gid=0", img}, err: `--uid: "-1" is not a number`},
 		{args: []string{"--job-id=7", "--step-id=0", "--uid=4294967296", "--gid=0", img}, err: `--uid: "4294967296" is not a number`},
@@ -121,7 +124,7 @@ func TestParseJobArgs(t *testing.T) {
 		wantErr string
 	}{
 		{[]string{"--job-id=7"}, 7, DefaultStateDir, ""},
-		{[]string{"--job-id=7", "--state-dir=/s/", "--cache-dir=/c", "--insecure-registry=r:5000"}, 7, "/s", ""},
+		{[]string{"--job-id=7", "--state-dir=/s/", "--cache-dir=/c", "--insecure-registry=r:5000", "--driver-root=/d"}, 7, "/s", ""},
 		{[]string{"--state-dir=/s"}, 0, "", "--job-id is required"},
 		{[]string{"--job-id=7", "--state-dir=s"}, 0, "", `--state-dir: "s" is not an absolute path`},
 		{[]string{"--job-id=x"}, 0, "", "--job-id"},

@@ -143,7 +143,7 @@ func (c Cache) evict(victims []string) error {
 		if err := os.Rename(rootfs, gone); err != nil {
 			return err
 		}
-		for _, f := range []string{".env", ".size", ".used"} {
+		for _, f := range []string{".env", entrypointExt, ".size", ".used"} {
 			_ = os.Remove(rootfs + f)
 		}
 		if err := os.RemoveAll(gone); err != nil {

@@ -14,8 +14,15 @@ import (
 // root filesystem as rootfs+".env" (a JSON list), written before the root filesystem is
 // renamed into place.
 
-// layoutEnv is the Env of the image tagged ref in the OCI layout dir.
-func layoutEnv(dir, ref string) ([]string, error) {
+// imageConfig is what the helper keeps of an image's configuration.
+type imageConfig struct {
+	Env []string `json:"Env"`
+	// Entrypoint is run once per container with --container-entrypoint (entrypoint.go).
+	Entrypoint []string `json:"Entrypoint"`
+}
+
+// layoutConfig is the configuration of the image tagged ref in the OCI layout dir.
+func layoutConfig(dir, ref string) (imageConfig, error) {
 	var index struct {
 		Manifests []struct {
 			MediaType   string            `json:"mediaType"`
@@ -24,7 +31,7 @@ func layoutEnv(dir, ref string) ([]string, error) {
 		} `json:"manifests"`
 	}
 	if err := readJSON(filepath.Join(dir, "index.json"), &index); err != nil {
-		return nil, err
+		return imageConfig{}, err
 	}
 	for _, m := range index.Manifests {
 		if m.Annotations["org.opencontainers.image.ref.name"] != ref {
@@ -36,19 +43,17 @@ func layoutEnv(dir, ref string) ([]string, error) {
 			} `json:"config"`
 		}
 		if err := readBlob(dir, m.Digest, &manifest); err != nil {
-			return nil, err
+			return imageConfig{}, err
 		}
 		var config struct {
-			Config struct {
-				Env []string `json:"Env"`
-			} `json:"config"`
+			Config imageConfig `json:"config"`
 		}
 		if err := readBlob(dir, manifest.Config.Digest, &config); err != nil {
-			return nil, err
+			return imageConfig{}, err
 		}
-		return config.Config.Env, nil
+		return config.Config, nil
 	}
-	return nil, fmt.Errorf("no image %q in the layout", ref)
+	return imageConfig{}, fmt.Errorf("no image %q in the layout", ref)
 }
 
 func readBlob(dir, digest string, v any) error {

@@ -22,18 +22,18 @@ func TestLayoutEnv(t *testing.T) {
 		}
 		return "sha256:" + h
 	}
-	config := blob(`{"architecture":"amd64","config":{"Env":["PATH=/opt/x/bin:/usr/bin","A=b=c"]}}`)
+	config := blob(`{"architecture":"amd64","config":{"Env":["PATH=/opt/x/bin:/usr/bin","A=b=c"],"Entrypoint":["/init.sh","-v"]}}`)
 	manifest := blob(`{"schemaVersion":2,"config":{"digest":"` + config + `"},"layers":[]}`)
 	index := `{"manifests":[{"digest":"` + manifest + `","annotations":{"org.opencontainers.image.ref.name":"image"}}]}`
 	if err := os.WriteFile(filepath.Join(dir, "index.json"), []byte(index), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env, err := layoutEnv(dir, "image")
-	if want := []string{"PATH=/opt/x/bin:/usr/bin", "A=b=c"}; err != nil || !reflect.DeepEqual(env, want) {
-		t.Errorf("layoutEnv = %q, %v; want %q", env, err, want)
+	c, err := layoutConfig(dir, "image")
+	if want := (imageConfig{Env: []string{"PATH=/opt/x/bin:/usr/bin", "A=b=c"}, Entrypoint: []string{"/init.sh", "-v"}}); err != nil || !reflect.DeepEqual(c, want) {
+		t.Errorf("layoutConfig = %q, %v; want %q", c, err, want)
 	}
-	if _, err := layoutEnv(dir, "other"); err == nil {
-		t.Error("layoutEnv of a missing tag: no error")
+	if _, err := layoutConfig(dir, "other"); err == nil {
+		t.Error("layoutConfig of a missing tag: no error")
 	}
 }
 

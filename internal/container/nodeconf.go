@@ -13,10 +13,10 @@ import (
 var ErrNotEnabled = errors.New("containers are not enabled on this node")
 
 // nodeConfFlags are the flags a node's settings file may hold: the node's, never a step's.
-var nodeConfFlags = map[string]bool{"state-dir": true, "cache-dir": true, "insecure-registry": true, "cache-max": true, "auth-dir": true}
+var nodeConfFlags = map[string]bool{"state-dir": true, "cache-dir": true, "insecure-registry": true, "cache-max": true, "auth-dir": true, "driver-root": true, "spool-dir": true}
 
 // ParseNodeConf reads a node's settings file: one --flag=value a line (state-dir, cache-dir,
-// insecure-registry, cache-max, auth-dir), blank lines and '#' comments ignored.
+// insecure-registry, cache-max, auth-dir, driver-root, spool-dir), blank lines and '#' comments ignored.
 func ParseNodeConf(text string) ([]string, error) {
 	var flags []string
 	for i, line := range strings.Split(text, "\n") {
@@ -26,7 +26,7 @@ func ParseNodeConf(text string) ([]string, error) {
 		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(line, "--"), "=")
 		if !strings.HasPrefix(line, "--") || !nodeConfFlags[name] {
-			return nil, fmt.Errorf("line %d: %q is not a node setting (--state-dir, --cache-dir, --insecure-registry, --cache-max, --auth-dir)", i+1, line)
+			return nil, fmt.Errorf("line %d: %q is not a node setting (--state-dir, --cache-dir, --insecure-registry, --cache-max, --auth-dir, --driver-root, --spool-dir)", i+1, line)
 		}
 		flags = append(flags, line)
 	}

@@ -31,6 +31,15 @@ type NSSpec struct {
 	Groups []string
 	// Mounts are the user's --container-mounts: their sources are opened as the user.
 	Mounts []Mount
+	// Entrypoint is the image's entrypoint, run once here (--container-entrypoint, a new
+	// container), with Env, the image's environment.
+	Entrypoint []string
+	Env        []string
+	// SpoolDir is slurmd's spool directory, shown at its path (MPI, bindSpool).
+	SpoolDir string
+	// NodeFiles are node files bound read-only at their targets, opened as root: the GPU
+	// driver's, for a step with GPUs (gpuMounts).
+	NodeFiles []Mount
 }
 
 // CreateNS starts the container's holder: a child of this program (exe ns-init, NSInit) in a
@@ -168,6 +177,18 @@ func NSInit(specIn io.Reader, hold io.Reader) error {
 			return fmt.Errorf("--container-mounts: %s: %w", m.Target, err)
 		}
 	}
+	for _, m := range s.NodeFiles {
+		t, err := cloneTree(unix.AT_FDCWD, m.Source, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_RDONLY)
+		if err != nil {
+			return fmt.Errorf("the node's GPU driver: %w", err)
+		}
+		if err := moveInto(rootFD, t, m.Target, s.Writable, false); err != nil {
+			return fmt.Errorf("the node's GPU driver: %w", err)
+		}
+	}
+	if err := bindSpool(rootFD, s); err != nil {
+		return fmt.Errorf("slurmd's spool directory %s: %w", s.SpoolDir, err)
+	}
 	if s.Job.BatchScript != "" {
 		// slurmstepd execs the batch script by its path in slurmd's spool directory.
 		if err := bindFile(rootFD, s.Job.BatchScript, s.Job.BatchScript, s.Writable); err != nil {
@@ -186,6 +207,9 @@ func NSInit(specIn io.Reader, hold io.Reader) error {
 		return fmt.Errorf("detach the pod's root: %w", err)
 	}
 	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	if err := runEntrypoint(s); err != nil {
 		return err
 	}
 	if _, err := os.Stdout.WriteString("ready\n"); err != nil {
@@ -327,4 +351,32 @@ func mountTmpfs(rootFD int, path string, create bool) error {
 		return fmt.Errorf("tmpfs: %w", err)
 	}
 	return moveInto(rootFD, t, path, create, true)
+}
+
+// bindSpool shows slurmd's spool directory in the container at its path, nosuid and nodev, as
+// the node has it (its modes keep other jobs' files from the user, as outside a container):
+// an MPI step's tasks reach slurmstepd there. mpi/pmix's server directory
+// SPOOL/pmix.JOB.STEP (PMIX_SERVER_TMPDIR) is made after this, and the bind shows it since it
+// is the node's directory; mpi/pmi2 needs nothing of it (PMI_FD is a descriptor the task
+// inherits). A node without the directory, or a read-only container whose image lacks the
+// path, gets no bind (docs/containers.md).
+func bindSpool(rootFD int, s NSSpec) error {
+	if s.SpoolDir == "" {
+		return nil
+	}
+	if _, err := os.Stat(s.SpoolDir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if !s.Writable {
+		fd, err := resolveIn(rootFD, s.SpoolDir, false, true)
+		if err != nil {
+			return nil
+		}
+		unix.Close(fd)
+	}
+	t, err := cloneTree(unix.AT_FDCWD, s.SpoolDir, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return err
+	}
+	return moveInto(rootFD, t, s.SpoolDir, s.Writable, true)
 }

@@ -80,9 +80,6 @@ func Prepare(exe string, a Args) (p Prepared, err error) {
 			return Prepared{}, ferr("container-name", "no container %s in this job, and no --container-image to make it", a.Opts.Name)
 		}
 	}
-	if a.Opts.Entry != nil && *a.Opts.Entry {
-		return Prepared{}, ferr("container-entrypoint", "running the image's entrypoint is not supported yet")
-	}
 	user := getent("passwd", a.Job.UID)
 	rootfs := string(recorded)
 	switch {
@@ -102,6 +99,7 @@ func Prepare(exe string, a Args) (p Prepared, err error) {
 		Dir:      dir,
 		Writable: a.Opts.Writable == nil || *a.Opts.Writable,
 		Job:      a.Job,
+		SpoolDir: a.SpoolDir,
 		User:     user,
 		Mounts:   a.Opts.Mounts,
 	}
@@ -117,6 +115,18 @@ func Prepare(exe string, a Args) (p Prepared, err error) {
 		if g := getent("group", gid); g != "" {
 			spec.Groups = append(spec.Groups, g)
 		}
+	}
+	if a.Opts.Entry != nil && *a.Opts.Entry && !exists {
+		// Once per container: when it is made, not for a named container's later steps.
+		if spec.Entrypoint, err = ImageEntrypoint(rootfs); err != nil {
+			return Prepared{}, ferr("container-entrypoint", "the image's entrypoint: %v", err)
+		}
+		if spec.Env, err = ImageEnv(rootfs); err != nil {
+			return Prepared{}, ferr("container-image", "the image's environment: %v", err)
+		}
+	}
+	if spec.NodeFiles, err = gpuMounts(a); err != nil {
+		return Prepared{}, err
 	}
 	pid, err := CreateNS(exe, spec, lock)
 	if err != nil {

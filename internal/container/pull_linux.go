@@ -21,6 +21,7 @@ import (
 //	DIR/oci/HEX        the image as skopeo copied it (an OCI layout), deleted once unpacked
 //	DIR/rootfs/HEX     the unpacked root filesystem, named by the manifest's digest; read-only
 //	DIR/rootfs/HEX.env the image's environment (imageenv.go)
+//	DIR/rootfs/HEX.entrypoint its entrypoint, if it has one (entrypoint.go)
 //
 // and the records of its bound (cache_linux.go).
 type Cache struct {
@@ -106,7 +107,7 @@ func (c Cache) Unpacked(img Image, dir string) (string, error) {
 	if _, err := run("umoci", "raw", "unpack", "--image", layout+":image", tmp); err != nil {
 		return "", fmt.Errorf("%s: unpacking: %v", img, err)
 	}
-	env, err := layoutEnv(layout, "image")
+	config, err := layoutConfig(layout, "image")
 	if err != nil {
 		return "", fmt.Errorf("%s: reading its configuration: %v", img, err)
 	}
@@ -123,9 +124,15 @@ func (c Cache) Unpacked(img Image, dir string) (string, error) {
 	if err := c.makeRoom(sum, size); err != nil {
 		return "", fmt.Errorf("%s: %w", img, err)
 	}
-	b, _ := json.Marshal(env)
+	b, _ := json.Marshal(config.Env)
 	if err := os.WriteFile(rootfs+".env", b, 0o644); err != nil {
 		return "", err
+	}
+	if len(config.Entrypoint) > 0 {
+		b, _ := json.Marshal(config.Entrypoint)
+		if err := os.WriteFile(rootfs+entrypointExt, b, 0o644); err != nil {
+			return "", err
+		}
 	}
 	if err := os.WriteFile(rootfs+".size", []byte(strconv.FormatInt(size, 10)), 0o600); err != nil {
 		return "", err

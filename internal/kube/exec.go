@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -39,8 +40,13 @@ func NewPodExecer(cfg *rest.Config) (*PodExecer, error) {
 }
 
 func (e *PodExecer) Exec(ctx context.Context, namespace, pod, container string, command ...string) (string, error) {
+	return e.ExecStdin(ctx, nil, namespace, pod, container, command...)
+}
+
+// ExecStdin is Exec with stdin as the command's standard input (nil: none).
+func (e *PodExecer) ExecStdin(ctx context.Context, stdin io.Reader, namespace, pod, container string, command ...string) (string, error) {
 	req := e.Clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	ws, err := remotecommand.NewWebSocketExecutor(e.Config, "POST", req.URL().String())
 	if err != nil {
 		return "", err
@@ -59,7 +65,7 @@ func (e *PodExecer) Exec(ctx context.Context, namespace, pod, container string, 
 		return "", err
 	}
 	var stdout, stderr bytes.Buffer
-	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: &stdout, Stderr: &stderr}); err != nil {
 		return stdout.String(), fmt.Errorf("exec %s in %s/%s: %w: %s", strings.Join(command, " "), namespace, pod, err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil

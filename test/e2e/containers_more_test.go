@@ -3,7 +3,11 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +76,10 @@ func (e *operatorEnv) moreContainers(t *testing.T, login, ctr string, r ctrRegis
 	if err != nil || !strings.Contains(out, stamp+"\n") || !strings.Contains(out, "refused") {
 		t.Errorf("--container-mounts of the shared volume: %v %q, want %s and a refused write", err, out, stamp)
 	}
+
+	// MPI across the two pods: srun --mpi=pmi2 tasks in containers exchange their host names
+	// through slurmstepd (test/pmi2client over PMI_FD), and see slurmd's spool directory.
+	e.pmi2Across(t, login, r.image, node0, node1)
 
 	// Bad input: a missing image, a malformed mount (srun refuses it itself), a mount source
 	// that does not exist.
@@ -163,4 +171,36 @@ func sum(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// pmi2Across copies test/pmi2client (static) to the shared volume and runs it as nobody in
+// containers of a two-node srun --mpi=pmi2 step: each rank prints every rank's host name,
+// which it has only if slurmstepd's PMI2 exchange (kvs-fence across the nodes) worked.
+func (e *operatorEnv) pmi2Across(t *testing.T, login, image, node0, node1 string) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "pmi2client")
+	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "sunk.dev/sunk/test/pmi2client")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build pmi2client: %v\n%s", err, out)
+	}
+	f, err := os.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := e.exec.ExecStdin(ctx, f, e.ns, login, "login", "sh", "-c", "cat > /shared/pmi2client && chmod 755 /shared/pmi2client"); err != nil {
+		t.Fatalf("copying pmi2client to /shared: %v %s", err, out)
+	}
+	out, err := e.sh(t, login, "login", "cd /tmp && runuser -u nobody -- srun -p ctr -N2 -n2 --mpi=pmi2 -D /tmp --container-image="+image+
+		" --container-mounts=/shared/pmi2client:/usr/bin/pmi2client:ro sh -c 'test -d /var/spool/slurmd && echo spool-$PMI_RANK; pmi2client' 2>&1")
+	t.Logf("srun -N2 -n2 --mpi=pmi2 in containers printed:\n%s", out)
+	hosts := node0 + "," + node1
+	for _, want := range []string{"spool-0\n", "spool-1\n", "pmi2 rank 0 of 2: hosts " + hosts + "\n", "pmi2 rank 1 of 2: hosts " + hosts + "\n"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("srun -N2 --mpi=pmi2 in containers: %v %q, want %q", err, out, want)
+		}
+	}
 }

@@ -142,6 +142,17 @@ func Push(tb testing.TB, layout, rootfs, ref string, env []string, prefix ...str
 // PushAs is Push with credentials (USER:PASSWORD) for a registry that wants them.
 func PushAs(tb testing.TB, creds, layout, rootfs, ref string, env []string, prefix ...string) {
 	tb.Helper()
+	var config []string
+	for _, e := range env {
+		config = append(config, "--config.env="+e)
+	}
+	PushConfig(tb, creds, layout, rootfs, ref, config, prefix...)
+}
+
+// PushConfig is PushAs with the image's configuration as umoci config's flags
+// (--config.env=..., --config.entrypoint=...).
+func PushConfig(tb testing.TB, creds, layout, rootfs, ref string, config []string, prefix ...string) {
+	tb.Helper()
 	dest := []string{"--dest-tls-verify=false"}
 	if creds != "" {
 		dest = append(dest, "--dest-creds="+creds)
@@ -151,12 +162,8 @@ func PushAs(tb testing.TB, creds, layout, rootfs, ref string, env []string, pref
 		{"umoci", "new", "--image", layout + ":1"},
 		{"umoci", "insert", "--image", layout + ":1", rootfs, "/"},
 	}
-	if len(env) > 0 {
-		c := []string{"umoci", "config", "--image", layout + ":1"}
-		for _, e := range env {
-			c = append(c, "--config.env="+e)
-		}
-		cmds = append(cmds, c)
+	if len(config) > 0 {
+		cmds = append(cmds, append([]string{"umoci", "config", "--image", layout + ":1"}, config...))
 	}
 	push := append(append(append(append([]string{}, prefix...), "skopeo", "copy"), dest...), "oci:"+layout+":1", "docker://"+ref)
 	cmds = append(cmds, push)

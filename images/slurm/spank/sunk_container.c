@@ -124,6 +124,15 @@ static char **helper_argv(spank_t sp, const char *cmd)
 		}
 		argv_add(&b, "--batch-script=%s", args[0]);
 	}
+	/* The GPUs slurmstepd gave the step (its gres/gpu plugin set these in the step's
+	 * environment before SPANK runs): the helper adds the node's driver files for them. */
+	if (strcmp(cmd, "prepare") == 0) {
+		static const char *const gpu_env[] = { "SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES" };
+		char val[1024];
+		for (size_t i = 0; i < sizeof(gpu_env) / sizeof(gpu_env[0]); i++)
+			if (spank_getenv(sp, gpu_env[i], val, sizeof(val)) == ESPANK_SUCCESS && val[0])
+				argv_add(&b, "--gpu-env=%s=%s", gpu_env[i], val);
+	}
 	for (int i = 0; i < n_node_args; i++)
 		argv_add(&b, "%s", node_args[i]);
 	for (int i = 0; i < O_NSTR; i++)

@@ -46,6 +46,9 @@ type Reconciler struct {
 	// Slurm holds the process's REST client per cluster, shared with the SlurmCluster
 	// controller; a Pool of its own when nil.
 	Slurm *slurmconn.Pool
+	// APIReader reads what the operator's cache does not hold (an admin's unlabelled
+	// Secrets); the manager's when nil.
+	APIReader client.Reader
 	// Images are the operator's Slurm image per release (--slurm-images): a compute pod runs
 	// the NodeSet's image, else the cluster's spec.image, else this image of the cluster's
 	// release.
@@ -202,6 +205,13 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		return ctrl.Result{}, nil
 	}
 	w.sel = sel
+
+	// 2b. The Secrets the jobs' containers pull with: a missing one is named (its pods
+	// would wait in ContainerCreating without a word from sunk), and looked for again.
+	recheck, err := r.checkCredentials(ctx, ns, st)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	// Selection needs only labels and names: nodes are watched as metadata, which keeps
 	// the cache small on clusters of thousands of nodes.
 	nodeList := &metav1.PartialObjectMetadataList{}
@@ -251,6 +261,9 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 	// 7. Status: counts from both worlds, and what the NodeSet waits for.
 	r.count(w, st)
 	res := r.conclude(w, st, o)
+	if recheck && (res.RequeueAfter == 0 || r.poll() < res.RequeueAfter) {
+		res.RequeueAfter = r.poll()
+	}
 	if held {
 		// slurmctld's rollout is no event of this controller's: look again.
 		if res.RequeueAfter == 0 || r.poll() < res.RequeueAfter {
@@ -286,6 +299,9 @@ func (r *Reconciler) event(ns *sunkv1.NodeSet, typ, reason, format string, args 
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("sunk-operator")
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Slurm == nil {
 		// The JWT key Secret may be an admin's, outside the operator's label-selected cache.

@@ -73,9 +73,57 @@ func TestSlurmSteps(t *testing.T) {
 	if out != "/home/alice\nfrom the node\n" {
 		t.Errorf("--container-mount-home printed %q, want /home/alice and the host file", out)
 	}
-	out, err := n.userErr("srun --container-entrypoint --container-image=" + image + " true")
-	if err == nil || !strings.Contains(out, "sunk-container: --container-entrypoint: running the image's entrypoint is not supported yet") {
-		t.Errorf("srun --container-entrypoint: err = %v, output %q; want it refused", err, out)
+	// MPI: the tasks of an srun --mpi=pmi2 step talk to slurmstepd from inside their
+	// containers (test/pmi2client: init, fullinit, kvs-put, kvs-fence, kvs-get of every
+	// rank, finalize over PMI_FD), and slurmd's spool directory is there at its path.
+	client := filepath.Join(n.dir, "pmi2client")
+	build := exec.Command("go", "build", "-o", client, "sunk.dev/sunk/test/pmi2client")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build pmi2client: %v\n%s", err, b)
+	}
+	data, err := os.ReadFile(client)
+	must(t, err)
+	n.write(t, "/home/alice/pmi2client", string(data))
+	out = n.user(t, "srun -n2 --mpi=pmi2 --container-image="+image+" --container-mounts=/home/alice/pmi2client:/usr/bin/pmi2client:ro "+
+		"sh -c 'test -d /var/spool/slurmd && echo spool-$PMI_RANK; pmi2client'")
+	for _, want := range []string{"spool-0\n", "spool-1\n", "pmi2 rank 0 of 2: hosts c1,c1\n", "pmi2 rank 1 of 2: hosts c1,c1\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("srun -n2 --mpi=pmi2 in containers printed %q, want %q", out, want)
+		}
+	}
+	// mpi/pmix: the server's directory (PMIX_SERVER_TMPDIR, in slurmd's spool directory) is
+	// in the container, and its variables reach the task (PMIx 5 serves its clients over
+	// loopback TCP, PMIX_SERVER_URI*: the container shares the node's network).
+	out = n.user(t, "srun --mpi=pmix --container-image="+image+" sh -c "+
+		"'test -d \"$PMIX_SERVER_TMPDIR\" && echo tmpdir=$PMIX_SERVER_TMPDIR; echo rank=$PMIX_RANK; env | grep ^PMIX_SERVER_URI41='")
+	for _, want := range []string{"tmpdir=/var/spool/slurmd/pmix.", "rank=0\n", "PMIX_SERVER_URI41=pmix-server."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("srun --mpi=pmix in a container printed %q, want %q", out, want)
+		}
+	}
+
+	// GPUs: a step Slurm gave the GPU (gres/gpu set SLURM_STEP_GPUS and CUDA_VISIBLE_DEVICES)
+	// gets the node's driver files in its container; a step without GPUs does not.
+	probe := "sh -c 'echo gpus=$CUDA_VISIBLE_DEVICES; test -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 && echo has-libcuda; test -e /usr/bin/nvidia-smi && nvidia-smi; true'"
+	out = n.user(t, "srun --gres=gpu:1 --container-image="+image+" "+probe)
+	if out != "gpus=0\nhas-libcuda\nfake nvidia-smi: driver 550.1\n" {
+		t.Errorf("srun --gres=gpu:1 in a container printed %q, want its GPU, libcuda.so.1 and the node's nvidia-smi", out)
+	}
+	out = n.user(t, "srun --container-image="+image+" "+probe)
+	if out != "gpus=\n" {
+		t.Errorf("srun without GPUs in a container printed %q, want no GPU and none of the driver's files", out)
+	}
+
+	// --container-entrypoint: the image's entrypoint ran once, as the user, before the
+	// tasks (two of them here); without the flag it does not run.
+	out = n.user(t, "srun -n2 --container-entrypoint --container-image="+image+" sh -c 'cat /scratch/entry'")
+	if out != "entry ran as 1000\nentry ran as 1000\n" {
+		t.Errorf("srun -n2 --container-entrypoint: each task printed %q, want the entrypoint's one line (twice: one per task)", out)
+	}
+	out = n.user(t, "srun --container-image="+image+" sh -c 'cat /scratch/entry 2>/dev/null || echo no-entry'")
+	if out != "no-entry\n" {
+		t.Errorf("srun without --container-entrypoint printed %q, want no-entry", out)
 	}
 
 	// --container-name: steps of one job share the container's writable layer.
@@ -179,7 +227,11 @@ func startNode(t *testing.T) *node {
 	install("etc/slurm/slurm.key", key, 0o600)
 	install("etc/slurm/slurm.conf", []byte(slurmConf), 0o644)
 	install("etc/slurm/cgroup.conf", []byte("CgroupPlugin=autodetect\n"), 0o644)
-	install("etc/slurm/plugstack.conf", []byte("required /usr/local/lib/sunk/spank/sunk_container.so arg=--insecure-registry=127.0.0.1:5000\n"), 0o644)
+	install("etc/slurm/plugstack.conf", []byte("required /usr/local/lib/sunk/spank/sunk_container.so arg=--insecure-registry=127.0.0.1:5000 arg=--driver-root=/opt/fake-driver\n"), 0o644)
+	// One GPU for Slurm's gres/gpu (a character device stands for it: nothing opens it) and
+	// a fake NVIDIA driver (TestGPUDriver's) where the helper is told to find the node's.
+	install("etc/slurm/gres.conf", []byte("Name=gpu File=/dev/zero\n"), 0o644)
+	fakeDriver(t, filepath.Join(files, "opt/fake-driver"))
 	must(t, os.WriteFile(filepath.Join(dir, "registry.yml"), []byte(fmt.Sprintf(
 		"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:5000\n", filepath.Join(dir, "registry"))), 0o644))
 
@@ -244,7 +296,8 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000
 MessageTimeout=10
-NodeName=c1 NodeAddr=10.77.9.1 CPUs=2 State=UNKNOWN
+GresTypes=gpu
+NodeName=c1 NodeAddr=10.77.9.1 CPUs=2 Gres=gpu:1 State=UNKNOWN
 PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 `
 
@@ -317,7 +370,10 @@ func (n *node) pushImage(t *testing.T, ref string) {
 		}
 		return nil
 	})
-	registry.Push(t, layout, rootfs, ref, []string{"PATH=/opt/tool/bin:/usr/bin:/bin", "FROM_IMAGE=yes", "SHARED=image"},
+	// An entrypoint, run only with --container-entrypoint: it leaves a file for the tasks.
+	must(t, os.WriteFile(filepath.Join(rootfs, "opt/tool/bin/entry"), []byte("#!/bin/sh\necho \"entry ran as $(id -u)\" >> /scratch/entry\n"), 0o755))
+	registry.PushConfig(t, "", layout, rootfs, ref, []string{"--config.env=PATH=/opt/tool/bin:/usr/bin:/bin",
+		"--config.env=FROM_IMAGE=yes", "--config.env=SHARED=image", "--config.entrypoint=entry"},
 		"nsenter", "--target", strconv.Itoa(n.pid), "--net")
 }
 
