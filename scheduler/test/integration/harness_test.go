@@ -113,6 +113,8 @@ type env struct {
 	hostOf      map[string]string // Slurm node → Kubernetes node
 	// pollInterval of the plugin's Slurm lists (default 200ms).
 	pollInterval string
+	// gangTimeout of the plugin (default 10s).
+	gangTimeout string
 	// slurmURL is where the scheduler reaches slurmrestd (default the test bed's; a test puts
 	// a fault proxy there).
 	slurmURL string
@@ -339,7 +341,7 @@ profiles:
     postBind: {enabled: [{name: SunkSlurm}]}
   pluginConfig:
   - name: SunkSlurm
-    args: {slurmURL: %q, slurmUser: %q, jwtKeyFile: %q, markKeyFile: %q, cluster: %q, namespace: %q, pollInterval: %s, gangTimeout: 10s}
+    args: {slurmURL: %q, slurmUser: %q, jwtKeyFile: %q, markKeyFile: %q, cluster: %q, namespace: %q, pollInterval: %s, gangTimeout: %s}
 %s`
 
 // startScheduler runs sunk-scheduler in this process until the returned stop is called (or the
@@ -351,11 +353,15 @@ func (e *env) startScheduler(extraProfiles string) (stop func()) {
 	if poll == "" {
 		poll = "200ms"
 	}
+	gangTimeout := e.gangTimeout
+	if gangTimeout == "" {
+		gangTimeout = "10s"
+	}
 	slurmURL := e.slurmURL
 	if slurmURL == "" {
 		slurmURL = e.slurm.RESTURL
 	}
-	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, slurmURL, e.slurm.User, e.slurm.JWTKeyFile, e.markKeyFile, clusterName, computeNS, poll, extraProfiles)
+	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, slurmURL, e.slurm.User, e.slurm.JWTKeyFile, e.markKeyFile, clusterName, computeNS, poll, gangTimeout, extraProfiles)
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
