@@ -213,4 +213,3 @@ func (e *env) listPods(selector string) []v1.Pod {
 	}
 	return l.Items
 }
-
