@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -172,6 +174,49 @@ func (e *env) watchBound(selector string, start time.Time, mu *sync.Mutex, bound
 			}
 		}
 	}()
+}
+
+// A gang whose member is deleted while its job waits in Slurm lets everything go: the job is
+// cancelled, no member is bound, and the rest wait for a complete gang again.
+func TestGangMemberDeletedWhilePending(t *testing.T) {
+	e := setup(t)
+	e.startScheduler("")
+	// One node taken: a gang of three exclusive members (a node each) waits.
+	blocker := e.sbatch("-p", "all", "-w", e.slurm.Nodes[0], "--exclusive")
+	e.waitJobState(blocker, 30*time.Second, "RUNNING")
+	gang := withAnnotations(wellknown.AnnotationGang, "w", wellknown.AnnotationGangSize, "3")
+	var pods []*v1.Pod
+	for i := range 3 {
+		pods = append(pods, e.createPod(fmt.Sprintf("w-%d", i), gang))
+	}
+	var job slurm.Job
+	e.eventually("the gang's job pending", 60*time.Second, func() (bool, string) {
+		jobs := e.jobsNamed("sunk-gang-" + testNS + "-w")
+		if len(jobs) != 1 || jobs[0].BaseState() != "PENDING" {
+			return false, fmt.Sprintf("jobs %+v", jobs)
+		}
+		job = jobs[0]
+		return true, ""
+	})
+	e.deletePod("w-1")
+	e.waitJobState(job.ID, 30*time.Second, "CANCELLED")
+	for _, p := range []*v1.Pod{pods[0], pods[2]} {
+		e.eventually(p.Name+" waits for a complete gang again", 30*time.Second, func() (bool, string) {
+			got := e.getPod(p.Name)
+			c := scheduledCondition(got)
+			return got.Spec.NodeName == "" && strings.Contains(c, "gang w has 2 of 3 pods"), c
+		})
+	}
+	for _, j := range e.jobsNamed("sunk-gang-" + testNS + "-w") {
+		if !finished(&j) {
+			t.Errorf("the gang has live job %d (%v) without all its members", j.ID, j.State)
+		}
+	}
+	for _, host := range e.hostOf {
+		if taint := e.nodeTaint(host); taint != "" {
+			t.Errorf("node %s locked: %s", host, taint)
+		}
+	}
 }
 
 // allowPods raises the nodes' pod capacity (110, as a kubelet's default) for tests with more
