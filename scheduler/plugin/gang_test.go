@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/slurm/slurmfake"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/wait"
 )
 
 // hookClient is slurmfake that reports each submission and cancellation once made and, with
@@ -244,4 +246,40 @@ func TestRestartFindsGangJob(t *testing.T) {
 	if id := receive(t, hc.cancelled, "cancellation"); id != sub.ID {
 		t.Fatalf("cancelled job %d, want %d", id, sub.ID)
 	}
+}
+
+// A gang whose member is deleted while its job pends: the job is cancelled and the members left
+// are let into the queue once, so that their condition says they wait for a complete gang (not
+// for the cancelled job) without waiting for kube-scheduler's flush.
+func TestGangMemberDeletedWhilePendingIsLetGo(t *testing.T) {
+	fk := slurmfake.New()
+	hc := newHookClient(t, fk, false)
+	b := newTestBed(t, 3, hc, fk)
+	members := b.gang("g", 3)
+	state, st, passed := b.cycle(b.p, members[0])
+	if !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	b.p.Reserve(context.Background(), state, members[0], passed[0])
+	id := receive(t, hc.submitted, "submission")
+	b.poll(b.p)
+	b.deletePod(members[1])
+	b.h.mu.Lock()
+	b.h.activated = nil
+	b.h.mu.Unlock()
+	if err := b.p.reconcile(context.Background(), klog.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := receive(t, hc.cancelled, "cancellation"); got != id {
+		t.Fatalf("cancelled job %d, want %d", got, id)
+	}
+	wait.For(t, "the members left let into the queue", 10*time.Second, 10*time.Millisecond, func() error {
+		b.h.mu.Lock()
+		defer b.h.mu.Unlock()
+		got := slices.Sorted(slices.Values(b.h.activated))
+		if want := []string{"ns/g-0000", "ns/g-0002"}; !slices.Equal(got, want) {
+			return fmt.Errorf("activated %v, want %v", got, want)
+		}
+		return nil
+	})
 }
