@@ -77,6 +77,15 @@ func stateDir() string {
 	return filepath.Join(cacheDir(), "state")
 }
 
+// slurmStateDir is the state directory of the test bed SUNK_SLURM_VERSION selects (hack/lib.sh;
+// test/testenv's SlurmStateDir, which this module cannot import): slurm for 24.11, slurm-26.05.
+func slurmStateDir() string {
+	if v := os.Getenv("SUNK_SLURM_VERSION"); v != "" && v != "24.11" {
+		return filepath.Join(stateDir(), "slurm-"+v)
+	}
+	return filepath.Join(stateDir(), "slurm")
+}
+
 // slurmEnv is hack/env-slurm.sh's env.json.
 type slurmEnv struct {
 	RESTURL     string   `json:"restURL"`
@@ -126,7 +135,7 @@ func setup(t testing.TB) *env {
 	if out, err := exec.Command(filepath.Join(root, "hack", "env-slurm.sh"), "up").CombinedOutput(); err != nil {
 		t.Fatalf("hack/env-slurm.sh up: %v\n%s", err, out)
 	}
-	raw, err := os.ReadFile(filepath.Join(stateDir(), "slurm", "env.json"))
+	raw, err := os.ReadFile(filepath.Join(slurmStateDir(), "env.json"))
 	if err != nil {
 		t.Fatalf("slurm env.json: %v", err)
 	}
