@@ -120,8 +120,10 @@ func (e *env) preemptOnce(b *testing.B, trial int, script string) (time.Duration
 	mu.Unlock()
 	after := phaseTotals(b)
 
-	victim := e.waitJobState(training, 30*time.Second, "PREEMPTED")
 	job := e.jobOfPod(e.getPod(name))
+	// Whether the training job was still being killed (COMPLETING) when the pod's job started.
+	b.Logf("trial %d: at the bind, training job %d is %v, the pod's job %d %v on %s", trial, training, e.job(training).State, job.ID, job.State, job.Nodes)
+	victim := e.waitJobState(training, 30*time.Second, "PREEMPTED")
 	sec := func(d time.Duration) float64 { return d.Seconds() }
 	split := phaseSplit{
 		submit:  after.delta(before, "queue") + after.delta(before, "submit"),
