@@ -25,7 +25,8 @@ import (
 // bound. Each trial measures creation → bound and its phases, from sunk-scheduler's own
 // sunk_scheduler_phase_seconds and Slurm's job timestamps (one-second resolution):
 //
-//	submit   creation until Slurm accepted the pod's job (phases queue + submit)
+//	submit   the submission until Slurm accepted the pod's job (phase submit; the phase queue
+//	         before it, from the pod's creationTimestamp, has whole seconds and is left out)
 //	preempt  the job's submission until Slurm ended the training job (its EndTime: PREEMPTED)
 //	start    the training job's end until the pod's job started (the nodes freed: SIGTERM,
 //	         at most KillWait to SIGKILL, epilog; then a scheduling pass)
@@ -126,7 +127,7 @@ func (e *env) preemptOnce(b *testing.B, trial int, script string) (time.Duration
 	victim := e.waitJobState(training, 30*time.Second, "PREEMPTED")
 	sec := func(d time.Duration) float64 { return d.Seconds() }
 	split := phaseSplit{
-		submit:  after.delta(before, "queue") + after.delta(before, "submit"),
+		submit:  after.delta(before, "submit"),
 		preempt: sec(victim.EndTime.Sub(job.SubmitTime)),
 		start:   sec(job.StartTime.Sub(victim.EndTime)),
 		bind:    after.delta(before, "detect") + after.delta(before, "activate") + after.delta(before, "bind"),
