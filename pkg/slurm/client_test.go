@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -251,9 +252,13 @@ func TestIncrementalList(t *testing.T) {
 func TestJobsAndSubmit(t *testing.T) {
 	jobJSON := `{"jobs":[{"job_id":7,"name":"j","job_state":["COMPLETED"],"nodes":"n1","exit_code":{"status":["SUCCESS"],
 	 "return_code":{"set":true,"infinite":false,"number":0}},"time_limit":{"set":true,"infinite":false,"number":5},
-	 "priority":{"set":true,"infinite":false,"number":10},"memory_per_node":{"set":true,"infinite":false,"number":256}}],
+	 "priority":{"set":true,"infinite":false,"number":10},"memory_per_node":{"set":true,"infinite":false,"number":256},
+	 "job_resources":{"cpus":3,"select_type":["CPU"],"threads_per_core":{"set":false,"infinite":false,"number":0},
+	  "nodes":{"count":2,"list":"n[1-2]","whole":false,"allocation":[
+	   {"index":0,"name":"n1","cpus":{"count":2,"used":0},"memory":{"used":0,"allocated":200},"sockets":[]},
+	   {"index":1,"name":"n2","cpus":{"count":1,"used":0},"memory":{"used":0,"allocated":100},"sockets":[]}]}}}],
 	 "last_update":{"set":true,"infinite":false,"number":1700000100},"errors":[]}`
-	for _, v := range []string{V0041, V0042} {
+	for _, v := range []string{V0041, V0042, V0045} {
 		t.Run(v, func(t *testing.T) {
 			var body string
 			s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -268,12 +273,12 @@ func TestJobsAndSubmit(t *testing.T) {
 			})
 			c := newTestClient(t, s.URL, v, nil)
 			res, err := c.SubmitJob(context.Background(), JobSubmit{Script: "#!/bin/sh\n", GRES: "gpu:2", TimeLimit: 90 * time.Second,
-				Exclusive: true, RequiredNodes: []string{"n1"}, MemoryPerNodeMB: 256, Priority: ptr(uint32(5))})
+				Exclusive: true, RequiredNodes: []string{"n1"}, MemoryPerNodeMB: 256, MemoryPerCPUMB: 100, Priority: ptr(uint32(5))})
 			if err != nil || res.JobID != 7 {
 				t.Fatalf("submit %+v, %v", res, err)
 			}
 			for _, want := range []string{`"tres_per_node":"gres/gpu:2"`, `"time_limit":{"number":2,"set":true}`, `"required_nodes":["n1"]`,
-				`"memory_per_node":{"number":256,"set":true}`, `"environment":["PATH=`, `"current_working_directory":"/tmp"`} {
+				`"memory_per_node":{"number":256,"set":true}`, `"memory_per_cpu":{"number":100,"set":true}`, `"environment":["PATH=`, `"current_working_directory":"/tmp"`} {
 				if !strings.Contains(body, want) {
 					t.Errorf("submit body lacks %s: %s", want, body)
 				}
@@ -281,6 +286,11 @@ func TestJobsAndSubmit(t *testing.T) {
 			j, err := c.GetJob(context.Background(), 7)
 			if err != nil || j.BaseState() != "COMPLETED" || j.ExitCode != 0 || j.TimeLimit != 5*time.Minute || j.Priority != 10 || j.MemoryPerNodeMB != 256 {
 				t.Fatalf("job %+v, %v", j, err)
+			}
+			// The CPUs per node, as slurmctld's job_resources has them: how a packed gang's
+			// members are spread (sunk-scheduler).
+			if want := []NodeAllocation{{"n1", 2, 200}, {"n2", 1, 100}}; !slices.Equal(j.Allocation, want) {
+				t.Fatalf("allocation %+v, want %+v", j.Allocation, want)
 			}
 			if _, err := c.GetJob(context.Background(), 8); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("other id: %v", err)

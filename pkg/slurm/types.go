@@ -154,6 +154,18 @@ type Job struct {
 	SubmitTime       time.Time
 	StartTime        time.Time
 	EndTime          time.Time
+	// Allocation is what the job holds on each of its nodes, in the order of its node list
+	// (job_resources.nodes.allocation; slurmrestd asks slurmctld with SHOW_DETAIL, so both the
+	// list and the one-job answer carry it). Empty until the job has nodes.
+	Allocation []NodeAllocation
+}
+
+// NodeAllocation is a job's share of one node: the CPUs slurmctld gave it there (a whole node's
+// for an exclusive job) and the memory.
+type NodeAllocation struct {
+	Node     string
+	CPUs     int
+	MemoryMB int64
 }
 
 // BaseState is the first entry of State ("" if none).
@@ -187,6 +199,9 @@ type JobSubmit struct {
 	MinNodes        int
 	MaxNodes        int
 	MemoryPerNodeMB int64
+	// MemoryPerCPUMB is memory per allocated CPU (memory_per_cpu), for jobs whose CPUs per
+	// node are Slurm's choice; not with MemoryPerNodeMB.
+	MemoryPerCPUMB int64
 	// GRES per node in TRES form, e.g. "gres/gpu:2" (or "gpu:2", which is prefixed).
 	GRES          string
 	Constraints   string // node features

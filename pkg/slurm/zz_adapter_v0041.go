@@ -193,6 +193,9 @@ func (v *v0041) postJobSubmit(ctx context.Context, j JobSubmit) (*http.Response,
 	if j.MemoryPerNodeMB > 0 {
 		setNoValue(&d.MemoryPerNode, j.MemoryPerNodeMB)
 	}
+	if j.MemoryPerCPUMB > 0 {
+		setNoValue(&d.MemoryPerCpu, j.MemoryPerCPUMB)
+	}
 	if j.Priority != nil {
 		setNoValue(&d.Priority, int32(*j.Priority))
 	}
@@ -288,6 +291,18 @@ func (v *v0041) readJobs(resp *http.Response) (*decoded[[]Job], error) {
 				if x, ok := noValue(ec.Signal.Id); ok {
 					job.ExitSignal = int(x)
 				}
+			}
+		}
+		if jr := j.JobResources; jr != nil && jr.Nodes != nil && jr.Nodes.Allocation != nil {
+			for _, a := range *jr.Nodes.Allocation {
+				na := NodeAllocation{Node: a.Name}
+				if a.Cpus != nil {
+					na.CPUs = num(a.Cpus.Count)
+				}
+				if a.Memory != nil {
+					na.MemoryMB = int64(num(a.Memory.Allocated))
+				}
+				job.Allocation = append(job.Allocation, na)
 			}
 		}
 		r.val = append(r.val, job)

@@ -49,9 +49,16 @@ func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []
 	}
 	jobsCancelled.WithLabelValues(reason).Inc()
 	logger.Info("cancelled Slurm job", "job", id, "reason", reason)
+	var waiting []*v1.Pod
 	for _, o := range members {
 		if o != nil && alive(o) {
 			p.lc.event(p, o, v1.EventTypeNormal, "SlurmJobCancelled", "cancelled Slurm job %d: a pod of it was %s", id, strings.TrimPrefix(reason, "pod-"))
+			if o.Spec.NodeName == "" {
+				waiting = append(waiting, o)
+			}
 		}
 	}
+	// The gang's members that waited for the job wait out of the queue: let them in once, so
+	// that their condition says what they wait for now (a complete gang), not the cancelled job.
+	p.activate(logger, waiting)
 }

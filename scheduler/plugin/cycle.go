@@ -102,7 +102,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 		if !p.claimForBinding(job.ID) {
 			return nil, unresolvable("Slurm job %d is being cancelled", job.ID)
 		}
-		node, err := p.slurmNodeFor(pod, job)
+		node, err := p.slurmNodeFor(pod, job, spec)
 		if err != nil {
 			return nil, unresolvable("Slurm job %d: %v", job.ID, err)
 		}
@@ -132,13 +132,19 @@ func pendingMessage(j *slurm.Job) string {
 }
 
 // slurmNodeFor is the Slurm node of a pod in its running job: the job's i-th node for its i-th
-// member (gang members in name order; a single pod is the first).
-func (p *Plugin) slurmNodeFor(pod *v1.Pod, job *slurm.Job) (string, error) {
+// member (gang members in name order; a single pod is the first), or for a packed gang the node
+// whose share of the job's CPUs holds the i-th member (packedNode).
+func (p *Plugin) slurmNodeFor(pod *v1.Pod, job *slurm.Job, spec *podSpec) (string, error) {
+	i := p.memberIndex(pod, job)
 	nodes, err := slurm.ExpandHostlist(job.Nodes)
 	if err != nil {
 		return "", err
 	}
-	i := p.memberIndex(pod, job)
+	// A job with a node per member was submitted before gangs were packed (or packs one to a
+	// task): the i-th node either way.
+	if spec.Pack > 0 && i >= 0 && len(nodes) < spec.Gang.Size {
+		return packedNode(job.Allocation, i, spec.Pack, spec.Job.CPUsPerTask)
+	}
 	if i < 0 || i >= len(nodes) {
 		return "", fmt.Errorf("pod %s is member %d of a job on %d nodes (%s)", pod.UID, i, len(nodes), job.Nodes)
 	}

@@ -163,13 +163,17 @@ func (b *testBed) deletePod(pod *v1.Pod) {
 }
 
 // gang adds n members g-0000… of gang g (namespace ns).
-func (b *testBed) gang(name string, n int) []*v1.Pod {
+func (b *testBed) gang(name string, n int, opts ...func(*v1.Pod)) []*v1.Pod {
 	var out []*v1.Pod
 	for i := range n {
-		out = append(out, b.addPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("%s-%04d", name, i), Namespace: "ns", UID: types.UID(fmt.Sprintf("uid-%s-%04d", name, i)),
 			Annotations: map[string]string{wellknown.AnnotationGang: name, wellknown.AnnotationGangSize: fmt.Sprint(n), wellknown.AnnotationExclusive: "false"},
-		}}))
+		}}
+		for _, o := range opts {
+			o(pod)
+		}
+		out = append(out, b.addPod(pod))
 	}
 	return out
 }

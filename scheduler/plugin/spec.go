@@ -90,6 +90,9 @@ type gang struct {
 type podSpec struct {
 	Job  slurm.JobSubmit // per node; MinNodes/MaxNodes/Tasks set for the gang size
 	Gang gang
+	// Pack is how many members of a packed gang one Slurm task holds (packGang); 0: one member
+	// per node (a single pod, or a gang whose members each take a node).
+	Pack int
 }
 
 // annotationError names the annotation that is wrong, for the pod's condition and event.
@@ -165,10 +168,57 @@ func parsePod(pod *v1.Pod) (*podSpec, error) {
 			return nil, &annotationError{wellknown.AnnotationGang, name, "must not be empty"}
 		}
 		s.Gang = gang{Name: name, Size: n}
-		s.Job.Tasks, s.Job.MinNodes, s.Job.MaxNodes = n, n, n
 		s.Job.Name = truncate("sunk-gang-"+pod.Namespace+"-"+name, 200)
+		if s.Job.Exclusive || s.Job.GRES != "" {
+			// A node each: exclusive members ask for whole nodes, and GRES is per node.
+			s.Job.Tasks, s.Job.MinNodes, s.Job.MaxNodes = n, n, n
+			break
+		}
+		packGang(s, n, req.Cpu().MilliValue(), req.Memory().Value())
 	}
 	return s, nil
+}
+
+// packGang makes the job of a gang of n members that share nodes (not exclusive, no GPUs): Slurm
+// places tasks of whole CPUs wherever they fit, several to a node, and each task holds as many
+// members as its CPUs cover (members of 10m CPU: 100 to a task of one CPU). Memory is asked per
+// CPU, as the members' memory per task spread over the task's CPUs, since how many tasks share
+// a node is Slurm's choice. Which members go where follows from the CPUs the job holds on each
+// node (packedNode). A member without a CPU request counts as one CPU, as a single pod does.
+func packGang(s *podSpec, n int, milliCPU, memBytes int64) {
+	cpus := int64(s.Job.CPUsPerTask)
+	if milliCPU <= 0 {
+		milliCPU = 1000
+	}
+	k := max(int(cpus*1000/milliCPU), 1)
+	k = min(k, n)
+	s.Pack = k
+	s.Job.Tasks = (n + k - 1) / k
+	s.Job.MinNodes, s.Job.MaxNodes = 1, 0
+	s.Job.MemoryPerNodeMB = 0
+	if memBytes > 0 {
+		perTask := int64(k) * memBytes
+		s.Job.MemoryPerCPUMB = (perTask + cpus<<20 - 1) / (cpus << 20)
+	}
+}
+
+// packedNode is the Slurm node of member i (from 0) of a packed gang's running job: members
+// fill the job's nodes in the order of its allocation, each node as many as the tasks its CPUs
+// hold (cpusPerTask each) times pack. An exclusive job holds whole nodes, which may hold more
+// than Slurm laid there; the nodes are then filled in order, on CPUs the job holds all the same.
+func packedNode(alloc []slurm.NodeAllocation, i, pack, cpusPerTask int) (string, error) {
+	if len(alloc) == 0 {
+		return "", fmt.Errorf("the job reports no CPUs per node (job_resources)")
+	}
+	rest := i
+	for _, a := range alloc {
+		room := a.CPUs / max(cpusPerTask, 1) * pack
+		if rest < room {
+			return a.Node, nil
+		}
+		rest -= room
+	}
+	return "", fmt.Errorf("member %d does not fit the job's allocation %v (%d members per task of %d CPUs)", i, alloc, pack, cpusPerTask)
 }
 
 // badSpec reports a malformed annotation or GPU quantity once per pod and message (the

@@ -4,8 +4,11 @@ package integration
 
 import (
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,6 +102,120 @@ func ids(jobs []slurm.Job) []uint32 {
 	out := make([]uint32, len(jobs))
 	for i, j := range jobs {
 		out[i] = j.ID
+	}
+	return out
+}
+
+// TestBurstThroughRestdOutage: slurmrestd goes away (the test bed stops it: connection refused)
+// while a burst of 200 pods arrives, and comes back. Afterwards every pod is bound, to the one
+// live job that names it; no job names a pod that is gone or has another (the live placeholder
+// jobs are as many as the pods); deleting the pods leaves no live job.
+func TestBurstThroughRestdOutage(t *testing.T) {
+	e := setup(t)
+	e.startScheduler("")
+	opts := []podOpt{small, withAnnotations(wellknown.AnnotationPartition, "bench", wellknown.AnnotationExclusive, "false")}
+	warm := e.createPod("warm", opts...)
+	e.waitBound(warm.Name, 60*time.Second)
+	const n = 200
+	down := false
+	t.Cleanup(func() {
+		if down {
+			e.restd(t, "start-restd")
+		}
+	})
+	names := make(chan string)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range names {
+				e.createPodAsync(name, opts...)
+			}
+		}()
+	}
+	var stopped time.Time
+	for i := range n {
+		if i == n/4 {
+			e.restd(t, "stop-restd")
+			down = true
+			stopped = time.Now()
+		}
+		names <- fmt.Sprintf("outage-%03d", i)
+	}
+	close(names)
+	wg.Wait()
+	// The outage lasts until the scheduler has failed to submit as many times as there are
+	// pods: the pods created during it, each tried again (2 s after a failure), met no slurmrestd.
+	e.eventually("submissions that found no slurmrestd", 60*time.Second, func() (bool, string) {
+		got := counter(t, "sunk_slurm_rest_requests_total", map[string]string{"outcome": "unavailable", "endpoint": "POST /job/submit"})
+		return got >= n, fmt.Sprintf("%v submissions unavailable", got)
+	})
+	e.restd(t, "start-restd")
+	down = false
+	started := time.Now()
+	unavailable := counter(t, "sunk_slurm_rest_requests_total", map[string]string{"outcome": "unavailable"})
+
+	e.eventually("every pod bound", 180*time.Second, func() (bool, string) {
+		unbound := 0
+		for _, p := range e.listPods("") {
+			if p.Spec.NodeName == "" {
+				unbound++
+			}
+		}
+		return unbound == 0, fmt.Sprintf("%d pods unbound", unbound)
+	})
+	allBound := time.Since(started)
+	e.eventually("one live job per pod, the one it is bound to, and no other", 60*time.Second, func() (bool, string) {
+		live := e.livePlaceholderJobs()
+		pods := e.listPods("")
+		for _, p := range pods {
+			jobs := live[string(p.UID)]
+			if len(jobs) != 1 || strconv.FormatUint(uint64(jobs[0]), 10) != p.Annotations[wellknown.AnnotationJob] {
+				return false, fmt.Sprintf("pod %s bound with job %q has live jobs %v", p.Name, p.Annotations[wellknown.AnnotationJob], jobs)
+			}
+		}
+		if len(live) != len(pods) {
+			return false, fmt.Sprintf("%d pods, live jobs for %d", len(pods), len(live))
+		}
+		return true, ""
+	})
+	t.Logf("%d pods through a slurmrestd outage of %.1f s: %v requests found it down; all bound %.1f s after it came back",
+		n+1, started.Sub(stopped).Seconds(), unavailable, allBound.Seconds())
+	if err := e.cs.CoreV1().Pods(testNS).DeleteCollection(e.ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("no live job left once the pods are gone", 90*time.Second, func() (bool, string) {
+		live := e.livePlaceholderJobs()
+		return len(live) == 0, fmt.Sprintf("live jobs for %d pods", len(live))
+	})
+}
+
+// restd runs hack/env-slurm.sh stop-restd or start-restd. Only under /tmp/sunk-env.lock: the
+// test bed is shared.
+func (e *env) restd(t *testing.T, verb string) {
+	t.Helper()
+	if out, err := exec.Command(filepath.Join(repoRoot(), "hack", "env-slurm.sh"), verb).CombinedOutput(); err != nil {
+		t.Fatalf("hack/env-slurm.sh %s: %v\n%s", verb, err, out)
+	}
+}
+
+// livePlaceholderJobs are the live jobs (pending or running) of single pods, by the pod UID
+// their comment names.
+func (e *env) livePlaceholderJobs() map[string][]uint32 {
+	e.t.Helper()
+	l, err := e.sc.ListJobs(e.ctx, time.Time{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string][]uint32{}
+	for _, j := range l.Jobs {
+		body, _, _ := strings.Cut(j.Comment, ";")
+		uid, ok := strings.CutPrefix(body, "sunk-pod:")
+		if !ok || finished(&j) {
+			continue
+		}
+		out[uid] = append(out[uid], j.ID)
 	}
 	return out
 }

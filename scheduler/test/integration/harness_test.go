@@ -77,6 +77,15 @@ func stateDir() string {
 	return filepath.Join(cacheDir(), "state")
 }
 
+// slurmStateDir is the state directory of the test bed SUNK_SLURM_VERSION selects (hack/lib.sh;
+// test/testenv's SlurmStateDir, which this module cannot import): slurm for 24.11, slurm-26.05.
+func slurmStateDir() string {
+	if v := os.Getenv("SUNK_SLURM_VERSION"); v != "" && v != "24.11" {
+		return filepath.Join(stateDir(), "slurm-"+v)
+	}
+	return filepath.Join(stateDir(), "slurm")
+}
+
 // slurmEnv is hack/env-slurm.sh's env.json.
 type slurmEnv struct {
 	RESTURL     string   `json:"restURL"`
@@ -113,6 +122,8 @@ type env struct {
 	hostOf      map[string]string // Slurm node → Kubernetes node
 	// pollInterval of the plugin's Slurm lists (default 200ms).
 	pollInterval string
+	// gangTimeout of the plugin (default 10s).
+	gangTimeout string
 	// slurmURL is where the scheduler reaches slurmrestd (default the test bed's; a test puts
 	// a fault proxy there).
 	slurmURL string
@@ -126,7 +137,7 @@ func setup(t testing.TB) *env {
 	if out, err := exec.Command(filepath.Join(root, "hack", "env-slurm.sh"), "up").CombinedOutput(); err != nil {
 		t.Fatalf("hack/env-slurm.sh up: %v\n%s", err, out)
 	}
-	raw, err := os.ReadFile(filepath.Join(stateDir(), "slurm", "env.json"))
+	raw, err := os.ReadFile(filepath.Join(slurmStateDir(), "env.json"))
 	if err != nil {
 		t.Fatalf("slurm env.json: %v", err)
 	}
@@ -138,7 +149,8 @@ func setup(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := slurm.New(slurm.Config{URL: se.RESTURL, Tokens: tokens})
+	// The newest REST version both know: 26.05's slurmrestd no longer serves v0.0.41.
+	sc, err := slurm.NewDiscovering(slurm.Config{URL: se.RESTURL, Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +354,7 @@ profiles:
     postBind: {enabled: [{name: SunkSlurm}]}
   pluginConfig:
   - name: SunkSlurm
-    args: {slurmURL: %q, slurmUser: %q, jwtKeyFile: %q, markKeyFile: %q, cluster: %q, namespace: %q, pollInterval: %s, nodeWatcherURL: %q, gangTimeout: 10s}
+    args: {slurmURL: %q, slurmUser: %q, jwtKeyFile: %q, markKeyFile: %q, cluster: %q, namespace: %q, pollInterval: %s, nodeWatcherURL: %q, gangTimeout: %s}
 %s`
 
 // startScheduler runs sunk-scheduler in this process until the returned stop is called (or the
@@ -354,11 +366,15 @@ func (e *env) startScheduler(extraProfiles string) (stop func()) {
 	if poll == "" {
 		poll = "200ms"
 	}
+	gangTimeout := e.gangTimeout
+	if gangTimeout == "" {
+		gangTimeout = "10s"
+	}
 	slurmURL := e.slurmURL
 	if slurmURL == "" {
 		slurmURL = e.slurm.RESTURL
 	}
-	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, slurmURL, e.slurm.User, e.slurm.JWTKeyFile, e.markKeyFile, clusterName, computeNS, poll, e.nodeWatcherURL, extraProfiles)
+	cfg := fmt.Sprintf(configTemplate, e.kubeconfig, slurmURL, e.slurm.User, e.slurm.JWTKeyFile, e.markKeyFile, clusterName, computeNS, poll, e.nodeWatcherURL, gangTimeout, extraProfiles)
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
