@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -123,17 +122,7 @@ func TestBurstThroughRestdOutage(t *testing.T) {
 			e.restd(t, "start-restd")
 		}
 	})
-	names := make(chan string)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for name := range names {
-				e.createPodAsync(name, opts...)
-			}
-		}()
-	}
+	names, allCreated := e.createPods(opts...)
 	var stopped time.Time
 	for i := range n {
 		if i == n/4 {
@@ -144,7 +133,7 @@ func TestBurstThroughRestdOutage(t *testing.T) {
 		names <- fmt.Sprintf("outage-%03d", i)
 	}
 	close(names)
-	wg.Wait()
+	allCreated()
 	// The outage lasts until the scheduler has failed to submit as many times as there are
 	// pods: the pods created during it, each tried again (2 s after a failure), met no slurmrestd.
 	e.eventually("submissions that found no slurmrestd", 60*time.Second, func() (bool, string) {

@@ -55,22 +55,12 @@ func TestThousandMemberGang(t *testing.T) {
 	nodeOf := map[string]string{}
 	start := time.Now()
 	e.watchBound("gang=big", start, &mu, boundAt, nodeOf)
-	names := make(chan string)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for name := range names {
-				e.createPodAsync(name, member)
-			}
-		}()
-	}
+	names, allCreated := e.createPods(member)
 	for i := range n {
 		names <- fmt.Sprintf("big-%04d", i)
 	}
 	close(names)
-	wg.Wait()
+	allCreated()
 	created := time.Since(start)
 
 	e.eventually("all members bound", 5*time.Minute, func() (bool, string) {
@@ -237,6 +227,23 @@ func (e *env) allowPods(n int) {
 }
 
 // createPodAsync is createPod for other goroutines: an error is reported, not fatal there.
+// createPods creates the pods named on the returned channel with 8 clients at once, as a burst
+// arrives; once the channel is closed, the returned func waits for every creation.
+func (e *env) createPods(opts ...podOpt) (chan<- string, func()) {
+	names := make(chan string)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range names {
+				e.createPodAsync(name, opts...)
+			}
+		}()
+	}
+	return names, wg.Wait
+}
+
 func (e *env) createPodAsync(name string, opts ...podOpt) {
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS},

@@ -24,13 +24,7 @@ import (
 // full: need X, have Y of Z") and leave the cache as it was; once no container uses the cached
 // image, the next pull evicts it.
 func TestCacheBound(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("sunk-container needs root (mount namespaces, overlayfs)")
-	}
-	dir := t.TempDir()
-	must(t, os.Chmod(dir, 0o755))
-	must(t, os.Chmod(filepath.Dir(dir), 0o755))
-	helper := buildHelper(t, dir)
+	dir, helper := helperBed(t)
 	addr, _ := registry.Start(t, dir, "127.0.0.1")
 	// Three images: busybox alone; with 20 MiB of zeros (a small manifest, a large tree); with
 	// 4 MiB of random bytes (a large manifest).

@@ -24,20 +24,13 @@ import (
 const uid, gid = "1000", "1000"
 
 func TestPrepareEnterRemove(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("sunk-container needs root (mount namespaces, overlayfs)")
-	}
-	dir := t.TempDir()
-	helper := buildHelper(t, dir)
+	dir, helper := helperBed(t)
 	rootfs := registry.BusyboxRootFS(t, dir)
 
 	shared := filepath.Join(dir, "shared")
 	must(t, os.MkdirAll(filepath.Join(shared, "private/pub"), 0o755))
 	must(t, os.Chmod(filepath.Join(shared, "private"), 0o700))
 	must(t, os.WriteFile(filepath.Join(shared, "file"), []byte("from the shared volume\n"), 0o644))
-	// t.TempDir and its parent are 0700: the user must reach shared/.
-	must(t, os.Chmod(dir, 0o755))
-	must(t, os.Chmod(filepath.Dir(dir), 0o755))
 
 	state := filepath.Join(dir, "state")
 	job := func(step string) []string {
@@ -176,6 +169,20 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// helperBed is the opening of every test here: root (the helper makes mount namespaces and
+// overlays), a temporary directory the job's user can reach (t.TempDir and its parent are
+// 0700), and sunk-container built into it.
+func helperBed(t *testing.T) (dir, helper string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("sunk-container needs root (mount namespaces, overlayfs)")
+	}
+	dir = t.TempDir()
+	must(t, os.Chmod(dir, 0o755))
+	must(t, os.Chmod(filepath.Dir(dir), 0o755))
+	return dir, buildHelper(t, dir)
 }
 
 // buildHelper builds sunk-container into dir.

@@ -21,14 +21,8 @@ import (
 // cached image is still refused to a step without credentials; and a credentials file that is
 // a link to the node's is read as the user, so refused.
 func TestRegistryCredentials(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("sunk-container needs root (mount namespaces, overlayfs)")
-	}
+	dir, helper := helperBed(t)
 	home := userHome(t, uid)
-	dir := t.TempDir()
-	must(t, os.Chmod(dir, 0o755))
-	must(t, os.Chmod(filepath.Dir(dir), 0o755))
-	helper := buildHelper(t, dir)
 	addr, accessLog := registry.StartWith(t, dir, "127.0.0.1", map[string]string{"node": "node-pw", "alice": "alice-pw"})
 	registry.PushAs(t, "node:node-pw", filepath.Join(dir, "layout"), registry.BusyboxRootFS(t, dir), addr+"/test/private:1", nil)
 

@@ -18,19 +18,13 @@ import (
 // named container does not run it again; without the flag it does not run; a failing one
 // fails prepare in one line naming the flag.
 func TestEntrypoint(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("sunk-container needs root (mount namespaces, overlayfs)")
-	}
-	dir := t.TempDir()
-	helper := buildHelper(t, dir)
+	dir, helper := helperBed(t)
 	rootfs := registry.BusyboxRootFS(t, dir)
 	must(t, os.MkdirAll(filepath.Join(rootfs, "scratch"), 0o777))
 	must(t, os.Chmod(filepath.Join(rootfs, "scratch"), 0o777|os.ModeSticky))
 	must(t, os.WriteFile(filepath.Join(rootfs, "bin/init.sh"), []byte("#!/bin/sh\necho \"ran as $(id -u) args $# FROM=$FROM_IMAGE\" >> /scratch/entry\n[ -z \"$FAIL\" ] || { echo \"entrypoint says no\"; exit 3; }\n"), 0o755))
 	must(t, os.WriteFile(rootfs+".env", []byte(`["PATH=/bin","FROM_IMAGE=yes"]`), 0o644))
 	must(t, os.WriteFile(rootfs+".entrypoint", []byte(`["init.sh"]`), 0o644))
-	must(t, os.Chmod(dir, 0o755))
-	must(t, os.Chmod(filepath.Dir(dir), 0o755))
 
 	state := filepath.Join(dir, "state")
 	job := func(step string, extra ...string) []string {

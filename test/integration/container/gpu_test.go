@@ -18,15 +18,9 @@ import (
 // (gcc), an ldconfig cache made by ldconfig -r over them as the NVIDIA toolkit's hook makes
 // it, and an nvidia-smi script; a library of the same cache that is not the driver's stays out.
 func TestGPUDriver(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("sunk-container needs root (mount namespaces, overlayfs)")
-	}
-	dir := t.TempDir()
-	helper := buildHelper(t, dir)
+	dir, helper := helperBed(t)
 	rootfs := registry.BusyboxRootFS(t, dir)
 	drv := fakeDriver(t, filepath.Join(dir, "driver"))
-	must(t, os.Chmod(dir, 0o755))
-	must(t, os.Chmod(filepath.Dir(dir), 0o755))
 
 	state := filepath.Join(dir, "state")
 	job := func(step string, extra ...string) []string {

@@ -20,18 +20,12 @@ import (
 // it at once fetch its layer once; a missing image and a closed registry fail in one line
 // naming --container-image.
 func TestPullFromRegistry(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("sunk-container needs root (mount namespaces, overlayfs)")
-	}
+	dir, helper := helperBed(t)
 	for _, tool := range []string{"docker-registry", "skopeo", "umoci"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is needed (a host package of hack/provision.sh)", tool)
 		}
 	}
-	dir := t.TempDir()
-	must(t, os.Chmod(dir, 0o755))
-	must(t, os.Chmod(filepath.Dir(dir), 0o755))
-	helper := buildHelper(t, dir)
 	rootfs := registry.BusyboxRootFS(t, dir)
 	addr, accessLog := registry.Start(t, dir, "127.0.0.1")
 
