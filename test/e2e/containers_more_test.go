@@ -197,7 +197,13 @@ func (e *operatorEnv) pmi2Across(t *testing.T, login, image, node0, node1 string
 	out, err := e.sh(t, login, "login", "cd /tmp && runuser -u nobody -- srun -p ctr -N2 -n2 --mpi=pmi2 -D /tmp --container-image="+image+
 		" --container-mounts=/shared/pmi2client:/usr/bin/pmi2client:ro sh -c 'test -d /var/spool/slurmd && echo spool-$PMI_RANK; pmi2client' 2>&1")
 	t.Logf("srun -N2 -n2 --mpi=pmi2 in containers printed:\n%s", out)
+	// Each rank prints every rank's host, in rank order, from the PMI2 key-value space: both the
+	// same two pods, in the order Slurm laid the ranks out (its node order is the dynamic
+	// nodes' registration order, so either pod may hold rank 0).
 	hosts := node0 + "," + node1
+	if strings.Contains(out, "hosts "+node1+","+node0+"\n") {
+		hosts = node1 + "," + node0
+	}
 	for _, want := range []string{"spool-0\n", "spool-1\n", "pmi2 rank 0 of 2: hosts " + hosts + "\n", "pmi2 rank 1 of 2: hosts " + hosts + "\n"} {
 		if err != nil || !strings.Contains(out, want) {
 			t.Errorf("srun -N2 --mpi=pmi2 in containers: %v %q, want %q", err, out, want)

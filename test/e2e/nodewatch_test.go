@@ -94,17 +94,34 @@ func TestNodeWatcherOnTheLocalCluster(t *testing.T) {
 	if out, err := e.sh(t, ctld, render.NodeWatchContainer, "setpriv --reuid=slurm --regid=slurm --clear-groups kill 1"); err != nil {
 		t.Fatalf("killing sunk-nodewatch: %v %s", err, out)
 	}
+	// The change is made once the killed watcher is gone: a watcher still shutting down (it
+	// answers its long polls first) could carry it, and then nothing here would have waited.
+	poll(t, time.Minute, "the killed nodewatch container gone", func() error {
+		if s := e.containerStatus(t, ctld, render.NodeWatchContainer); s.RestartCount <= restarts && s.State.Running != nil {
+			return fmt.Errorf("still running (%d restarts)", s.RestartCount)
+		}
+		return nil
+	})
 	e.mustSh(t, login, "login", "scontrol update nodename=compute-0 state=resume")
 	start = time.Now()
 	e.waitSlurmState(t, pod, "the resume on the pod after the watcher came back", func(s string) bool { return s != "" && !strings.Contains(s, "drain") })
-	t.Logf("the resume reached the pod %s after the watcher was killed", time.Since(start).Round(10*time.Millisecond))
-	if got := e.restarts(t, ctld, render.NodeWatchContainer); got <= restarts {
-		t.Errorf("the nodewatch container did not restart (%d restarts before, %d after)", restarts, got)
-	}
+	t.Logf("the resume reached the pod %s after the watcher was gone", time.Since(start).Round(10*time.Millisecond))
+	poll(t, time.Minute, "the nodewatch container restarted", func() error {
+		if got := e.restarts(t, ctld, render.NodeWatchContainer); got <= restarts {
+			return fmt.Errorf("%d restarts before, %d now", restarts, got)
+		}
+		return nil
+	})
 }
 
 // restarts is the restart count of a pod's container.
 func (e *operatorEnv) restarts(t *testing.T, pod, container string) int32 {
+	t.Helper()
+	return e.containerStatus(t, pod, container).RestartCount
+}
+
+// containerStatus is the status of a pod's container.
+func (e *operatorEnv) containerStatus(t *testing.T, pod, container string) corev1.ContainerStatus {
 	t.Helper()
 	p := &corev1.Pod{}
 	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: pod}, p); err != nil {
@@ -112,9 +129,9 @@ func (e *operatorEnv) restarts(t *testing.T, pod, container string) int32 {
 	}
 	for _, s := range p.Status.ContainerStatuses {
 		if s.Name == container {
-			return s.RestartCount
+			return s
 		}
 	}
 	t.Fatalf("pod %s has no container %s", pod, container)
-	return 0
+	return corev1.ContainerStatus{}
 }
