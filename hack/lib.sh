@@ -1,7 +1,10 @@
 # Shared settings of the hack/ scripts. Sourced, never run.
 # Everything heavy lives in SUNK_CACHE, outside the repository, so that a warm machine is fast
 # and a `git clean` never throws away ten minutes of Kubernetes builds.
-set -euo pipefail
+set -Eeuo pipefail
+# A command that fails a script under set -e says which one and where, instead of the script
+# ending without a word (-E: also inside functions and subshells).
+trap 'printf "\033[31m[sunk] error:\033[0m %s failed (exit %s) at %s:%s\n" "$BASH_COMMAND" "$?" "${BASH_SOURCE[0]##*/}" "$LINENO" >&2' ERR
 
 SUNK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SUNK_CACHE=${SUNK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sunk}

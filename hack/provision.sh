@@ -122,11 +122,14 @@ containers() {
   local out=$SLURM_ROOTFS-containers stamp=rootfs-containers$SLURM_SUFFIX pkgs
   mapfile -t pkgs < <("$SUNK_ROOT/images/slurm/packages.sh" "$SUNK_ROOT/images/slurm/packages-containers.txt")
   pkgs+=(libslurm-dev)
-  local inputs=("$SUNK_CACHE/stamps/rootfs-slurm$SLURM_SUFFIX" <(echo "${pkgs[*]}"))
-  stamp_ok "$stamp" "${inputs[@]}" && [ -d "$out/usr/bin" ] && return 0
+  # The package list is an input of the stamp, given as a fresh process substitution each
+  # time: one kept in a variable is gone after apt_layer's commands, and the stamp's read of it
+  # failed the cold run without a word (set -e, pipefail).
+  local base=$SUNK_CACHE/stamps/rootfs-slurm$SLURM_SUFFIX
+  stamp_ok "$stamp" "$base" <(echo "${pkgs[*]}") && [ -d "$out/usr/bin" ] && return 0
   log "building the containers test layer over the Slurm $SUNK_SLURM_VERSION root filesystem (${pkgs[*]})"
   apt_layer "$out" "${pkgs[@]}"
-  stamp_set "$stamp" "${inputs[@]}"
+  stamp_set "$stamp" "$base" <(echo "${pkgs[*]}")
 }
 
 # image_containers: the image's layer of images/slurm/packages-containers.txt over the Slurm root
