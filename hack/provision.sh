@@ -159,10 +159,32 @@ images() {
   "$SUNK_ROOT/hack/images.sh"
 }
 
+# tools_beside_rootfs: the Go tools (compiling: both cores, most of a cold provisioning) and,
+# meanwhile, the root filesystems and their layers (downloads and dpkg: about one core), which
+# need nothing of the tools; the images need both. The root filesystems' output goes to a file,
+# shown in part when they are done and whole when they failed.
+tools_beside_rootfs() {
+  local out pid rc=0
+  out=$(mktemp "${TMPDIR:-/tmp}/sunk-rootfs.XXXXXX")
+  { rootfs_all; containers; } >"$out" 2>&1 &
+  pid=$!
+  # shellcheck disable=SC2064 # the pid and file are known now
+  trap "kill $pid 2>/dev/null; rm -f $out" EXIT
+  tools
+  wait "$pid" || rc=$?
+  trap - EXIT
+  if [ "$rc" != 0 ]; then
+    cat "$out" >&2; rm -f "$out"
+    die "building the Slurm root filesystems failed (exit $rc); their output is above"
+  fi
+  grep -a '\[sunk\]' "$out" >&2 || true
+  rm -f "$out"
+}
+
 [ $# -gt 0 ] || set -- all
 for step in "$@"; do
   case $step in
-    all) host; tools; images; containers ;;
+    all) host; tools_beside_rootfs; images ;;
     host|tools|rootfs|containers|image_containers|images) $step ;;
     *) die "unknown step $step (host|tools|rootfs|containers|image_containers|images|all)" ;;
   esac
