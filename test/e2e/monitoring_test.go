@@ -121,6 +121,26 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 3}]
 		t.Fatal(err)
 	}
 
+	// A healthy run makes no failed slurmrestd request, and the errors panel shows only what
+	// failed: a pod asking for more memory than any compute pod has makes Slurm refuse its job
+	// ("Requested node configuration is not available"), one failed submission (outcome
+	// slurm_error) in sunk-scheduler's series. (Too many CPUs would not do: Slurm queues such a
+	// job, PENDING for PartitionConfig.)
+	refused := busyboxPod("mon-refused", "sleep 3600")
+	refused.Spec.SchedulerName = "sunk-scheduler"
+	refused.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("512Gi"),
+	}
+	if _, err := h.Clientset.CoreV1().Pods(h.ns).Create(ctx, refused, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 2*time.Minute, "Slurm's refusal of the 512Gi pod's job", func() error {
+		if !h.hasEvent(t, refused.Name, "SlurmSubmitFailed") {
+			return fmt.Errorf("no SlurmSubmitFailed event for pod %s yet", refused.Name)
+		}
+		return nil
+	})
+
 	// A job runs while the dashboards are read: the running-CPU panels have data only then.
 	running := h.sbatch(t, login, "-N1 -J mon-run --wrap 'sleep 600'")
 	t.Cleanup(func() { _, _ = h.sh(t, login, "login", "scancel "+running) })
