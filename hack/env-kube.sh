@@ -331,8 +331,10 @@ down_quiet() {
     [ -d "$f" ] && find "$f" -depth -type d -exec rmdir {} \; 2>/dev/null
   done
   release_dead_containers
-  # Paths that kubelet, containerd and libcni hard-code outside the state directory.
-  rm -f /var/lib/kubelet/device-plugins/kubelet.sock /var/lib/cni/results/sunk-*
+  # Paths that kubelet, containerd and libcni hard-code outside the state directory. A sandbox
+  # still up when containerd stops (a failed test's namespace) never gets its CNI DEL, and its
+  # loopback result stays behind: the test host's only containerd is this one.
+  rm -f /var/lib/kubelet/device-plugins/kubelet.sock /var/lib/cni/results/sunk-* /var/lib/cni/results/cni-loopback-*
   rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet /var/lib/cni/results /var/lib/cni \
     /run/containerd/runc/k8s.io /run/containerd/runc /run/containerd/s /run/containerd 2>/dev/null || true
   rm -rf "$ENV_DIR" "$HOSTPATH_PV"
