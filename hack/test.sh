@@ -28,16 +28,15 @@ env_cmd() {
 }
 started=()
 for e in "${envs[@]}"; do env_cmd "$e" status >/dev/null 2>&1 || started+=("$e"); done
-e2e_pid= e2e_log=$(mktemp "${TMPDIR:-/tmp}/sunk-e2e.XXXXXX")
+e2e_pid=
 cleanup() {
   local rc=$? e
-  # An earlier step failed while the end-to-end tests ran: stop them (their whole process group)
-  # before their cluster goes, and show how far they got.
+  # The run was stopped while the end-to-end tests ran: stop them (their whole process group)
+  # before their cluster goes.
   if [ -n "$e2e_pid" ] && kill -0 "$e2e_pid" 2>/dev/null; then
     kill -- -"$e2e_pid" 2>/dev/null || true; wait "$e2e_pid" 2>/dev/null || true
-    log "end-to-end tests stopped; the end of their output:"; tail -n 40 "$e2e_log" >&2 || true
+    log "end-to-end tests stopped"
   fi
-  rm -f "$e2e_log"
   for e in "${started[@]}"; do env_cmd "$e" down || rc=1; done
   # When this run owned every environment, stopping them must leave the host as it was.
   if [ ${#started[@]} -eq ${#envs[@]} ]; then hack/leftovers.sh || rc=1; fi
@@ -55,13 +54,13 @@ SUNK_SLURM_VERSION=26.05 hack/env-slurm.sh up
 # in hand-back, the probe-orphan hang of docs/slurmcluster.md).
 # -parallel 3: within test/e2e, the tests that keep to their own namespace and Slurm cluster run
 # three at a time once the ones that change the shared node (cordon, drain, node lock) are done.
+# They run in a process group of their own, waited for, so that a stopped run stops them (cleanup).
 log "tests: end-to-end"
 e2e_rc=0
-setsid go test -tags e2e -count=1 -parallel 3 -timeout 50m ${SUNK_TEST_ARGS:-} ./test/e2e/ >"$e2e_log" 2>&1 &
+setsid go test -tags e2e -count=1 -parallel 3 -timeout 50m ${SUNK_TEST_ARGS:-} ./test/e2e/ &
 e2e_pid=$!
 wait "$e2e_pid" || e2e_rc=$?
 e2e_pid=
-cat "$e2e_log"
 [ "$e2e_rc" = 0 ] || die "end-to-end tests failed (exit $e2e_rc)"
 log "tests: unit and integration"
 # -p 1: integration packages share one Slurm test bed; running them one at a time keeps
