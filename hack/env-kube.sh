@@ -382,7 +382,7 @@ case ${1:-} in
   up) case ${2:-cluster} in api|cluster) ;; *) die "usage: $0 up api|cluster" ;; esac
       with_lock kube-env up "${2:-cluster}" || { log "kube environment failed to start"; with_lock kube-env down_quiet; exit 1; } ;;
   down) with_lock kube-env down ;;
-  status) status ;;
+  status) status || exit 1 ;;  # down is an answer, not an error (no ERR trap)
   kwok) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "kwok nodes need the cluster environment"
         with_lock kube-env start_kwok "${2:?usage: $0 kwok N}" ;;
   images) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "importing images needs the cluster environment"

@@ -221,7 +221,7 @@ status() {
 case ${1:-} in
   up) with_lock "$LOCK" up || { log "slurm environment failed to start; logs were in $ENV_DIR/logs"; with_lock "$LOCK" down_quiet; exit 1; } ;;
   down) with_lock "$LOCK" down ;;
-  status) status ;;
+  status) status || exit 1 ;;  # down is an answer, not an error (no ERR trap)
   exec) shift; exec_in "$@" ;;
   restart-node) restart_node "${2:?usage: $0 restart-node slurm-nI}" ;;
   # For fail-closed tests: slurmrestd goes away (the REST client sees connection refused)
