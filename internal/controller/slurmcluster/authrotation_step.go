@@ -4,6 +4,7 @@ package slurmcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -35,8 +36,9 @@ const authPoll = 3 * time.Second
 
 // authReconfigured remembers, per cluster, the ring a reconfigure was made for and when.
 type authReconfigured struct {
-	ring string
-	at   time.Time
+	ring   string
+	at     time.Time
+	failed bool // the request failed; it may still have been carried out
 }
 
 // followAuthKey brings the auth key ring one round nearer the key id an admin named in
@@ -197,17 +199,25 @@ func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, 
 		return ctrl.Result{}, err
 	}
 	v, _ := r.authReconfigured.LoadOrStore(sc.UID, &sync.Map{})
-	rec, _ := v.(*sync.Map).Load(ringID)
-	if rec == nil {
+	rec, sent := v.(*sync.Map).Load(ringID)
+	last, _ := rec.(authReconfigured)
+	if !sent || (last.failed && time.Since(last.at) >= reconfigureRetry) {
 		at := time.Now()
-		if err := sl.Reconfigure(ctx); err != nil {
+		err := r.reconfigure(ctx, sc, sl)
+		var held *reconfigureHeldError
+		if errors.As(err, &held) {
+			return wait(err.Error())
+		}
+		// A failed request may still be carried out (reconfigureRetry): the slurmd
+		// re-executions below tell.
+		v.(*sync.Map).Store(ringID, authReconfigured{ring: ringID, at: at, failed: err != nil})
+		if err != nil {
 			r.event(sc, corev1.EventTypeWarning, ReasonReconfigureFailed, "reconfigure to load the auth key ring failed: "+err.Error())
 			return wait("scontrol reconfigure over REST failed: " + err.Error())
 		}
-		v.(*sync.Map).Store(ringID, authReconfigured{ring: ringID, at: at})
 		return wait(fmt.Sprintf("every pod sees %s %s; reconfigured slurmctld to load it", render.AuthRingName, ringID))
 	}
-	since := rec.(authReconfigured).at.Add(-time.Second) // Slurm's times are whole seconds
+	since := last.at.Add(-time.Second) // Slurm's times are whole seconds
 	nodes, err := r.Slurm.Nodes(ctx, n, sc.Spec.Controller.NodeWatcher, sl)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -224,6 +234,10 @@ func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	}
 	if len(stale) > 0 {
 		return wait(fmt.Sprintf("waiting for slurmd of %s to re-execute after the reconfigure", strings.Join(stale, ", ")))
+	}
+	if last.failed && len(computeNodes) == 0 {
+		return wait(fmt.Sprintf("the reconfigure to load %s %s failed, and no slurmd shows whether slurmctld carried it out: it is sent again %s after the last",
+			render.AuthRingName, ringID, reconfigureRetry))
 	}
 	patch := client.MergeFrom(secret.DeepCopy())
 	if secret.Annotations == nil {

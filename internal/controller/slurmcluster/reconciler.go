@@ -68,6 +68,8 @@ type Reconciler struct {
 	jwt sync.Map // types.UID -> *jwtState
 	// authReconfigured is, per cluster, the reconfigure made for each auth key ring.
 	authReconfigured sync.Map // types.UID -> *sync.Map of ring id -> authReconfigured
+	// reconfigureFailed is each cluster's last failed reconfigure (reconfigure.go).
+	reconfigureFailed sync.Map // types.UID -> reconfigureFailure
 
 	// TopologySettle and TopologyMaxDelay debounce topology changes (topology.go); zero
 	// means DefaultTopologySettle and DefaultTopologyMaxDelay.
@@ -305,9 +307,14 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := sl.Reconfigure(ctx); err != nil {
+	if err := r.reconfigure(ctx, sc, sl); err != nil {
 		msg := "scontrol reconfigure over REST failed: " + err.Error()
-		r.event(sc, corev1.EventTypeWarning, ReasonReconfigureFailed, msg)
+		var held *reconfigureHeldError
+		if errors.As(err, &held) {
+			msg = err.Error()
+		} else {
+			r.event(sc, corev1.EventTypeWarning, ReasonReconfigureFailed, msg)
+		}
 		st.set(sunkv1.ConditionConfigApplied, false, ReasonReconfigureFailed, msg)
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}

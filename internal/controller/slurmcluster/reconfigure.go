@@ -1,0 +1,53 @@
+package slurmcluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/slurm"
+)
+
+// reconfigureRetry is how long after a failed `scontrol reconfigure` the operator sends the
+// next one to the same cluster. A request that timed out may still be carried out: slurmctld
+// saves its state and re-executes itself, which on a loaded machine took longer than the REST
+// client waits (15 s). Sent again every few seconds, as each caller's poll did, the next request
+// reached a slurmctld still starting, and again, under load: the auth key rotation's round 1
+// then did not complete in 4 minutes, and in another run of that test slurmctld exited with
+// SIGSEGV (exit 139) during the rotation.
+const reconfigureRetry = time.Minute
+
+// reconfigureFailure is a cluster's last failed reconfigure.
+type reconfigureFailure struct {
+	at  time.Time
+	err error
+}
+
+// reconfigureHeldError says that a reconfigure is not sent because the last one failed less
+// than reconfigureRetry ago.
+type reconfigureHeldError struct{ last reconfigureFailure }
+
+func (e *reconfigureHeldError) Error() string {
+	return fmt.Sprintf("the last scontrol reconfigure over REST failed %s ago (%v); the next is sent %s after it",
+		time.Since(e.last.at).Round(time.Second), e.last.err, reconfigureRetry)
+}
+
+// reconfigure sends `scontrol reconfigure` over REST: the one way every step of the operator
+// makes slurmctld reread its configuration and keys, so that a failure holds back all of them.
+// It returns a *reconfigureHeldError without sending when the last one failed less than
+// reconfigureRetry ago.
+func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, sl slurm.Client) error {
+	if v, ok := r.reconfigureFailed.Load(sc.UID); ok {
+		if last := v.(reconfigureFailure); time.Since(last.at) < reconfigureRetry {
+			return &reconfigureHeldError{last: last}
+		}
+	}
+	at := time.Now()
+	if err := sl.Reconfigure(ctx); err != nil {
+		r.reconfigureFailed.Store(sc.UID, reconfigureFailure{at: at, err: err})
+		return err
+	}
+	r.reconfigureFailed.Delete(sc.UID)
+	return nil
+}
