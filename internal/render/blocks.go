@@ -46,6 +46,13 @@ func imageOf(sc *sunkv1.SlurmCluster, override sunkv1.Image) string {
 // SUNK_READY_TIMEOUT default (images/slurm/rootfs/usr/local/bin/sunk-ready).
 const ReadyCommandTimeout = 10
 
+// ReadinessPeriod (seconds) is how often kubelet runs sunk-ready in a Slurm container;
+// computeReadinessPeriod in slurmd's (compute.go).
+const (
+	ReadinessPeriod        = 10
+	computeReadinessPeriod = 5
+)
+
 // slurmContainer is a container of the Slurm image running sunk-entrypoint ROLE.
 func slurmContainer(sc *sunkv1.SlurmCluster, role string, image sunkv1.Image, res corev1.ResourceRequirements) corev1.Container {
 	return corev1.Container{
@@ -55,8 +62,12 @@ func slurmContainer(sc *sunkv1.SlurmCluster, role string, image sunkv1.Image, re
 		Args:            []string{role},
 		Resources:       res,
 		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/usr/local/bin/sunk-ready", role}}},
-			PeriodSeconds:    5,
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/usr/local/bin/sunk-ready", role}}},
+			// Kubernetes' default period. Every exec probe is a runc exec, about as costly as
+			// starting a container: with a 5 s period, three small e2e clusters and their tests'
+			// commands kept 8 to 23 runc processes running on 2 cores, and slurmctld's probes
+			// timed out, leaving `timeout` zombies to slurmctld (PID 1), which never reaps them.
+			PeriodSeconds:    ReadinessPeriod,
 			TimeoutSeconds:   ReadyCommandTimeout,
 			FailureThreshold: 3,
 		},

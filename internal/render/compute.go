@@ -212,6 +212,10 @@ func MemberGPUType(ns *sunkv1.NodeSet, nodeLabels map[string]string) (string, er
 // type: what the template hash covers (with spec.gpuType as the type).
 func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, gpuType, topology string) corev1.PodSpec {
 	c := slurmContainer(sc, "slurmd", ns.Spec.Image, ns.Spec.Resources)
+	// The template hash covers the probe: a new period would replace every compute pod of
+	// every cluster on an operator upgrade, each drained first. slurmd's probe is local and
+	// runs once per node, so it keeps its first period.
+	c.ReadinessProbe.PeriodSeconds = computeReadinessPeriod
 	c.Ports = []corev1.ContainerPort{{Name: "slurmd", ContainerPort: SlurmdPort}}
 	line, gresConf := slurmdConf(ns, gpuType, topology)
 	c.Env = []corev1.EnvVar{
