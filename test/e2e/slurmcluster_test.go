@@ -220,8 +220,13 @@ func parallel(t *testing.T) { t.Parallel() }
 // poll calls f until it returns nil or the timeout passes.
 func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
 	t.Helper()
-	wait.For(t, what, timeout, time.Second, f)
+	wait.For(t, what, timeout, pollEvery, f)
 }
+
+// pollEvery is how often poll looks: many conditions are read by a command in a pod (squeue,
+// sinfo), and each look is a runc exec, about as costly as starting a container; three tests
+// at a time looking every second kept the 2-core machine's runc busy.
+const pollEvery = 2 * time.Second
 
 // createReady creates a SlurmCluster and waits until it is Ready.
 func (e *operatorEnv) createReady(t *testing.T, sc *sunkv1.SlurmCluster) {
