@@ -44,7 +44,7 @@ func TestDeletingANodeSetWaitsForItsJobs(t *testing.T) {
 		t.Fatalf("NodeSet cpu has finalizers %v, want %s", cpu.Finalizers, wellknown.FinalizerNodeSetDrain)
 	}
 
-	job := e.sbatch(t, login, "-w cpu-1 -J busy --wrap 'sleep 40'")
+	job := e.sbatchHeld(t, login, "-w cpu-1 -J busy")
 	forced := e.sbatch(t, login, "-w tmp-0 -J forced --wrap 'sleep 600'")
 	start := time.Now()
 	if err := e.c.Delete(ctx, cpu); err != nil {
@@ -77,6 +77,7 @@ func TestDeletingANodeSetWaitsForItsJobs(t *testing.T) {
 	if err := e.c.Get(ctx, client.ObjectKeyFromObject(tmp), tmp); err != nil {
 		t.Fatalf("NodeSet tmp went without the force annotation while its job ran: %v", err)
 	}
+	e.release(t, login, job)
 
 	var gone time.Time
 	poll(t, 3*time.Minute, "NodeSet cpu gone", func() error {
@@ -148,7 +149,7 @@ func TestDeletingASlurmClusterWaitsForItsJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	job := e.sbatch(t, login, "-w work-0 -J busy --wrap 'sleep 30'")
+	job := e.sbatchHeld(t, login, "-w work-0 -J busy")
 	sc := &sunkv1.SlurmCluster{}
 	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "gone"}, sc); err != nil {
 		t.Fatal(err)
@@ -168,6 +169,7 @@ func TestDeletingASlurmClusterWaitsForItsJobs(t *testing.T) {
 	if out, err := e.sh(t, login, "login", "squeue -h -j "+job+" -o %T"); err != nil || strings.TrimSpace(out) != "RUNNING" {
 		t.Fatalf("the job is %q (%v) while the cluster is being deleted, want RUNNING", out, err)
 	}
+	e.release(t, login, job)
 	state, exit, _ := e.jobEnd(t, login, job, 2*time.Minute)
 	if state != "COMPLETED" || exit != "0:0" {
 		t.Fatalf("the job ended %s with exit %s: the deletion killed it", state, exit)

@@ -47,7 +47,7 @@ func TestKubectlDrainWaitsForTheJob(t *testing.T) {
 	k := e.kubectlSunk(t)
 	e.checkKubectlSunk(t, k, login, e.sbatch(t, login, "-w cpu-1 -J short --wrap 'sleep 45'"))
 
-	job := e.sbatch(t, login, "-w cpu-1 -J busy --wrap 'sleep 40'")
+	job := e.sbatchHeld(t, login, "-w cpu-1 -J busy")
 	idleBefore := e.memberPods(t, "cpu")["cpu-0"]
 
 	// The node is shared with every other test: it is uncordoned whatever happens.
@@ -78,6 +78,12 @@ func TestKubectlDrainWaitsForTheJob(t *testing.T) {
 	if out, err := e.sh(t, login, "login", "squeue -h -j "+job+" -o %T"); err != nil || strings.TrimSpace(out) != "RUNNING" {
 		t.Fatalf("the job is %q (%v) when the idle pod was evicted, want RUNNING", out, err)
 	}
+	select {
+	case derr := <-drained:
+		t.Fatalf("kubectl drain ended (%v) while the busy pod's job runs:\n%s", derr, out.String())
+	default:
+	}
+	e.release(t, login, job)
 
 	var derr error
 	select {

@@ -141,6 +141,27 @@ func (e *operatorEnv) sbatch(t *testing.T, login, args string) string {
 	return id
 }
 
+// heldScript is the batch script of a job that runs until release: SIGUSR1 to its batch shell
+// ends it COMPLETED (exit 0). A test whose job must outlive a step (a drain, a takeover, a rolling
+// update) ends the job once it has checked that step, instead of guessing with a sleep how long
+// the step takes on a loaded machine: jobs of `sleep 40` ended before the step they were to
+// outlive when three clusters started beside them on 2 cores.
+const heldScript = `trap "exit 0" USR1; sleep 3600 & wait`
+
+// sbatchHeld submits a held job (heldScript) with args and waits until it runs.
+func (e *operatorEnv) sbatchHeld(t *testing.T, login, args string) string {
+	t.Helper()
+	return e.sbatch(t, login, args+" --wrap '"+heldScript+"'")
+}
+
+// release ends a held job: its batch shell gets SIGUSR1 and exits 0.
+func (e *operatorEnv) release(t *testing.T, login, id string) {
+	t.Helper()
+	if out, err := e.sh(t, login, "login", "scancel --batch --signal=USR1 "+id); err != nil {
+		t.Fatalf("scancel --batch --signal=USR1 %s: %v\n%s", id, err, out)
+	}
+}
+
 // TestNodeSetReplicasNeverKillAJob runs a NodeSet of 3 real slurmd pods: they register
 // as IDLE nodes and run a 3-node step; a rolling update replaces the idle nodes first and
 // the busy one only after its job completed; scaling 3 → 1 waits for a job the same way
@@ -190,25 +211,37 @@ func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
 	// completing node is rightly replaced after the busy one.
 	poll(t, 2*time.Minute, "3 idle nodes after srun", allIdle(names))
 
-	// Rolling update with a job on cpu-1.
-	job := e.sbatch(t, login, "-w cpu-1 -J busy --wrap 'sleep 45'")
+	// Rolling update with a job on cpu-1: the idle pods are replaced, the busy one waits for
+	// its job.
+	job := e.sbatchHeld(t, login, "-w cpu-1 -J busy")
 	before := e.memberPods(t, "cpu")
 	e.update(t, ns, func() { ns.Spec.Env = []corev1.EnvVar{{Name: "E2E_REVISION", Value: "2"}} })
 	replaced := map[string]time.Time{}
-	poll(t, 5*time.Minute, "every pod replaced", func() error {
-		now := e.memberPods(t, "cpu")
-		for _, n := range names {
-			if p, ok := now[n]; ok && p.UID != before[n].UID {
-				if _, seen := replaced[n]; !seen {
-					replaced[n] = p.CreationTimestamp.Time
+	replacedUntil := func(want int) func() error {
+		return func() error {
+			now := e.memberPods(t, "cpu")
+			for _, n := range names {
+				if p, ok := now[n]; ok && p.UID != before[n].UID {
+					if _, seen := replaced[n]; !seen {
+						replaced[n] = p.CreationTimestamp.Time
+					}
 				}
 			}
+			if len(replaced) < want {
+				return fmt.Errorf("replaced so far: %v", replaced)
+			}
+			return nil
 		}
-		if len(replaced) < 3 {
-			return fmt.Errorf("replaced so far: %v", replaced)
-		}
-		return nil
-	})
+	}
+	poll(t, 5*time.Minute, "the two idle pods replaced", replacedUntil(2))
+	if _, early := replaced["cpu-1"]; early {
+		t.Fatalf("the busy pod cpu-1 was replaced while its job ran: %v", replaced)
+	}
+	if out, err := e.sh(t, login, "login", "squeue -h -j "+job+" -o %T"); err != nil || strings.TrimSpace(out) != "RUNNING" {
+		t.Fatalf("the job is %q (%v) while the update waits for it, want RUNNING", out, err)
+	}
+	e.release(t, login, job)
+	poll(t, 3*time.Minute, "the busy pod replaced after its job", replacedUntil(3))
 	state, exit, end := e.jobEnd(t, login, job, time.Minute)
 	if state != "COMPLETED" || exit != "0:0" {
 		t.Fatalf("the busy node's job ended %s with exit %s: the update killed it", state, exit)
@@ -221,10 +254,20 @@ func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
 	}
 	poll(t, 3*time.Minute, "3 idle nodes after the update", allIdle(names))
 
-	// Scale 3 → 1 with a job on cpu-2.
-	job = e.sbatch(t, login, "-w cpu-2 -J busy2 --wrap 'sleep 30'")
+	// Scale 3 → 1 with a job on cpu-2: the idle cpu-1 goes, cpu-2 waits for its job.
+	job = e.sbatchHeld(t, login, "-w cpu-2 -J busy2")
 	busyPod := e.memberPods(t, "cpu")["cpu-2"]
 	e.update(t, ns, func() { ns.Spec.Replicas = ptr.To(int32(1)) })
+	poll(t, 3*time.Minute, "the idle cpu-1 gone", func() error {
+		if _, ok := e.memberPods(t, "cpu")["cpu-1"]; ok {
+			return fmt.Errorf("cpu-1 still there")
+		}
+		return nil
+	})
+	if p, ok := e.memberPods(t, "cpu")["cpu-2"]; !ok || p.UID != busyPod.UID {
+		t.Fatalf("the busy pod cpu-2 went while its job ran")
+	}
+	e.release(t, login, job)
 	var podGone time.Time
 	poll(t, 3*time.Minute, "cpu-2 pod gone after its job", func() error {
 		var p corev1.Pod
