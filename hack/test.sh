@@ -55,9 +55,10 @@ SUNK_SLURM_VERSION=26.05 hack/env-slurm.sh up
 # -parallel 3: within test/e2e, the tests that keep to their own namespace and Slurm cluster run
 # three at a time once the ones that change the shared node (cordon, drain, node lock) are done.
 # They run in a process group of their own, waited for, so that a stopped run stops them (cleanup).
+# -v: each test's duration and progress lines, which the log of a failed run needs.
 log "tests: end-to-end"
 e2e_rc=0
-setsid go test -tags e2e -count=1 -parallel 3 -timeout 50m ${SUNK_TEST_ARGS:-} ./test/e2e/ &
+setsid go test -tags e2e -count=1 -v -parallel 3 -timeout 50m ${SUNK_TEST_ARGS:-} ./test/e2e/ &
 e2e_pid=$!
 wait "$e2e_pid" || e2e_rc=$?
 e2e_pid=
