@@ -46,17 +46,17 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 	c.Ports = []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: SlurmctldPort}}
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir), {Name: "state", MountPath: StateSaveDir}}
 	c.SecurityContext = daemonSecurity()
-	// slurmctld reaps no child it did not start. A probe that kubelet kills at its timeout
-	// leaves its `timeout scontrol ping` to the init of its PID namespace: with slurmctld as
-	// PID 1, a zombie each (one slurmctld under load had about 170) and a SIGCHLD that 26.05's
-	// connection manager must read (QuiesceTimeout). So the pod shares one PID namespace, whose
-	// init is the pod's pause process, which reaps them; and the probe's command gives up after
-	// SUNK_READY_TIMEOUT, before kubelet's timeout, so that it seldom leaves anything behind.
+	// slurmctld is PID 1 of its container and reaps no child it did not start. A probe that
+	// kubelet kills at its timeout leaves its `timeout scontrol ping` to slurmctld: a zombie
+	// each, and a SIGCHLD that 26.05's connection manager must read (QuiesceTimeout). The probe's
+	// command gives up after SUNK_READY_TIMEOUT; kubelet waits longer, so the probe ends itself.
+	// (A pod sharing one PID namespace, whose pause process would reap them, was tried: its
+	// backup hung right after taking over, once in one run of three e2e clusters on 2 cores.
+	// Whether that was the cause was not established; see docs/slurmcluster.md.)
 	c.ReadinessProbe.TimeoutSeconds = ReadyCommandTimeout + 5
 	pod := corev1.PodSpec{
-		Containers:            []corev1.Container{c},
-		ShareProcessNamespace: ptr.To(true),
-		SecurityContext:       podSecurity(),
+		Containers:      []corev1.Container{c},
+		SecurityContext: podSecurity(),
 		// Nothing in the pod talks to Kubernetes; the operator reads it from outside.
 		AutomountServiceAccountToken: ptr.To(false),
 		// slurmctld saves its state on SIGTERM; give it time for a large queue.
