@@ -319,6 +319,12 @@ down_quiet() {
   local f
   stop_all_bg
   [ -x "$SUNK_BIN/kube-proxy" ] && kube-proxy --cleanup >/dev/null 2>&1 || true
+  # A pod's veth goes with its network namespace, which the kernel keeps while a socket of it
+  # lives on (an orphaned TCP connection retrying): one outlived a run by over 20 minutes and
+  # failed the leftovers check. The veths still on the bridge are ours; delete them with it.
+  for f in $(ip -o link show master sunk0 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 || true); do
+    ip link del "$f" 2>/dev/null || true
+  done
   ip link del sunk0 2>/dev/null || true
   service_guard -D
   for f in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns del "$f" 2>/dev/null || true; done
