@@ -202,6 +202,15 @@ func (e *operatorEnv) dumpNamespace(t *testing.T) {
 			logs, err := e.Clientset.CoreV1().Pods(e.ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: ptr.To(int64(40))}).DoRaw(ctx)
 			t.Logf("logs of %s/%s (%v):\n%s", p.Name, c.Name, err, logs)
 		}
+		// A container that restarted: its last run's end is what explains it (a slurmctld that
+		// died of SIGSEGV under load left nothing to read once it had restarted).
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount == 0 {
+				continue
+			}
+			logs, err := e.Clientset.CoreV1().Pods(e.ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: cs.Name, Previous: true, TailLines: ptr.To(int64(80))}).DoRaw(ctx)
+			t.Logf("logs of %s/%s before its last restart (%v):\n%s", p.Name, cs.Name, err, logs)
+		}
 	}
 	var sc sunkv1.SlurmClusterList
 	_ = e.c.List(ctx, &sc, client.InNamespace(e.ns))
