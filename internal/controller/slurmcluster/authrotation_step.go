@@ -203,7 +203,7 @@ func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	last, _ := rec.(authReconfigured)
 	if !sent || (last.failed && time.Since(last.at) >= reconfigureRetry) {
 		at := time.Now()
-		err := r.reconfigure(ctx, sc, sl)
+		err := r.reconfigure(ctx, sc, sl, fmt.Sprintf("to load %s %s", render.AuthRingName, ringID))
 		var held *reconfigureHeldError
 		if errors.As(err, &held) {
 			return wait(err.Error())
@@ -212,8 +212,7 @@ func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, 
 		// re-executions below tell.
 		v.(*sync.Map).Store(ringID, authReconfigured{ring: ringID, at: at, failed: err != nil})
 		if err != nil {
-			r.event(sc, corev1.EventTypeWarning, ReasonReconfigureFailed, "reconfigure to load the auth key ring failed: "+err.Error())
-			return wait("scontrol reconfigure over REST failed: " + err.Error())
+			return wait(err.Error())
 		}
 		return wait(fmt.Sprintf("every pod sees %s %s; reconfigured slurmctld to load it", render.AuthRingName, ringID))
 	}

@@ -151,11 +151,7 @@ func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, 
 		return ctrl.Result{}, err
 	}
 	state.reconfigured = time.Now()
-	if err := r.reconfigure(ctx, sc, sl); err != nil {
-		var held *reconfigureHeldError
-		if !errors.As(err, &held) {
-			r.event(sc, corev1.EventTypeWarning, ReasonReconfigureFailed, "reconfigure for the new JWT key failed: "+err.Error())
-		}
+	if err := r.reconfigure(ctx, sc, sl, "to load the new JWT key "+id); err != nil {
 		return ctrl.Result{RequeueAfter: jwtPollWhileRotating}, nil
 	}
 	r.event(sc, corev1.EventTypeNormal, ReasonJWTKeyPending, "slurmctld refused the JWT key "+id+": reconfigured it to load the key")

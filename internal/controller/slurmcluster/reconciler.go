@@ -307,15 +307,8 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.reconfigure(ctx, sc, sl); err != nil {
-		msg := "scontrol reconfigure over REST failed: " + err.Error()
-		var held *reconfigureHeldError
-		if errors.As(err, &held) {
-			msg = err.Error()
-		} else {
-			r.event(sc, corev1.EventTypeWarning, ReasonReconfigureFailed, msg)
-		}
-		st.set(sunkv1.ConditionConfigApplied, false, ReasonReconfigureFailed, msg)
+	if err := r.reconfigure(ctx, sc, sl, "to apply configuration "+cfg.Hash); err != nil {
+		st.set(sunkv1.ConditionConfigApplied, false, ReasonReconfigureFailed, err.Error())
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
 	r.applied.Store(sc.UID, cfg.Hash)

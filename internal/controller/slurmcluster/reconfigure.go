@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/slurm"
 )
@@ -33,11 +35,12 @@ func (e *reconfigureHeldError) Error() string {
 		time.Since(e.last.at).Round(time.Second), e.last.err, reconfigureRetry)
 }
 
-// reconfigure sends `scontrol reconfigure` over REST: the one way every step of the operator
-// makes slurmctld reread its configuration and keys, so that a failure holds back all of them.
-// It returns a *reconfigureHeldError without sending when the last one failed less than
-// reconfigureRetry ago.
-func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, sl slurm.Client) error {
+// reconfigure sends `scontrol reconfigure` over REST for purpose ("to load ..."): the one way
+// every step of the operator makes slurmctld reread its configuration and keys, so that a
+// failure holds back all of them. A failure is recorded as a Warning event ReconfigureFailed
+// and returned as a sentence naming purpose. It returns a *reconfigureHeldError, without
+// sending and without an event, when the last one failed less than reconfigureRetry ago.
+func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, sl slurm.Client, purpose string) error {
 	if v, ok := r.reconfigureFailed.Load(sc.UID); ok {
 		if last := v.(reconfigureFailure); time.Since(last.at) < reconfigureRetry {
 			return &reconfigureHeldError{last: last}
@@ -46,6 +49,8 @@ func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, s
 	at := time.Now()
 	if err := sl.Reconfigure(ctx); err != nil {
 		r.reconfigureFailed.Store(sc.UID, reconfigureFailure{at: at, err: err})
+		err = fmt.Errorf("scontrol reconfigure over REST %s failed: %w", purpose, err)
+		r.event(sc, corev1.EventTypeWarning, ReasonReconfigureFailed, err.Error())
 		return err
 	}
 	r.reconfigureFailed.Delete(sc.UID)

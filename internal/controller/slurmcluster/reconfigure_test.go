@@ -3,6 +3,7 @@ package slurmcluster
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,13 +28,14 @@ func TestReconfigureHoldsBackAfterAFailure(t *testing.T) {
 	sl := &reconfigureCounter{err: errors.New("context deadline exceeded")}
 	ctx := context.Background()
 
-	if err := r.reconfigure(ctx, sc, sl); err == nil || errors.As(err, new(*reconfigureHeldError)) {
-		t.Fatalf("first reconfigure: %v, want the client's error", err)
+	if err := r.reconfigure(ctx, sc, sl, "to test"); err == nil || errors.As(err, new(*reconfigureHeldError)) ||
+		!errors.Is(err, sl.err) || !strings.Contains(err.Error(), "to test") {
+		t.Fatalf("first reconfigure: %v, want the client's error, naming the purpose", err)
 	}
 	// Every step that reconfigures polls every few seconds: none sends again within the minute.
 	for i := 0; i < 3; i++ {
 		var held *reconfigureHeldError
-		if err := r.reconfigure(ctx, sc, sl); !errors.As(err, &held) {
+		if err := r.reconfigure(ctx, sc, sl, "to test"); !errors.As(err, &held) {
 			t.Fatalf("reconfigure %d after a failure: %v, want held back", i+2, err)
 		}
 	}
@@ -41,7 +43,7 @@ func TestReconfigureHoldsBackAfterAFailure(t *testing.T) {
 		t.Fatalf("%d reconfigure requests within %s of a failure, want 1", sl.calls, reconfigureRetry)
 	}
 	// Another cluster is not held back.
-	if err := r.reconfigure(ctx, other, sl); err == nil || sl.calls != 2 {
+	if err := r.reconfigure(ctx, other, sl, "to test"); err == nil || sl.calls != 2 {
 		t.Fatalf("another cluster's reconfigure: %v after %d calls", err, sl.calls)
 	}
 	// Once the minute has passed it is sent again; a success clears the failure.
@@ -50,10 +52,10 @@ func TestReconfigureHoldsBackAfterAFailure(t *testing.T) {
 	f.at = f.at.Add(-reconfigureRetry)
 	r.reconfigureFailed.Store(sc.UID, f)
 	sl.err = nil
-	if err := r.reconfigure(ctx, sc, sl); err != nil || sl.calls != 3 {
+	if err := r.reconfigure(ctx, sc, sl, "to test"); err != nil || sl.calls != 3 {
 		t.Fatalf("reconfigure after %s: %v after %d calls", reconfigureRetry, err, sl.calls)
 	}
-	if err := r.reconfigure(ctx, sc, sl); err != nil || sl.calls != 4 {
+	if err := r.reconfigure(ctx, sc, sl, "to test"); err != nil || sl.calls != 4 {
 		t.Fatalf("reconfigure after a success: %v after %d calls", err, sl.calls)
 	}
 }
