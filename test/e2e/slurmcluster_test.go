@@ -168,7 +168,8 @@ func (e *operatorEnv) removeNamespace(t *testing.T, ns string) {
 	if err := e.c.DeleteAllOf(ctx, &sunkv1.SlurmCluster{}, client.InNamespace(ns)); err != nil && !meta.IsNoMatchError(err) {
 		t.Errorf("deleting the SlurmClusters of %s: %v", ns, err)
 	}
-	poll(t, 4*time.Minute, "Slurm pods of "+ns+" gone", func() error {
+	const podsGoneWithin = 4 * time.Minute
+	if err := wait.Until(podsGoneWithin, pollEvery, func() error {
 		var pods corev1.PodList
 		if err := e.c.List(ctx, &pods, client.InNamespace(ns), client.HasLabels{wellknown.LabelCluster}); err != nil {
 			return err
@@ -177,7 +178,11 @@ func (e *operatorEnv) removeNamespace(t *testing.T, ns string) {
 			return fmt.Errorf("%d pods left, e.g. %s", n, pods.Items[0].Name)
 		}
 		return nil
-	})
+	}); err != nil {
+		// A deletion that hangs is a failure of its own, after the test body passed: show why.
+		e.dumpNamespaceOf(t, ns)
+		t.Fatalf("Slurm pods of %s gone: not within %v: %v", ns, podsGoneWithin, err)
+	}
 	if err := e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
 		t.Errorf("deleting namespace %s: %v", ns, err)
 		return
@@ -192,14 +197,20 @@ func (e *operatorEnv) removeNamespace(t *testing.T, ns string) {
 	t.Logf("namespace %s removed in %s", ns, time.Since(start).Round(time.Second))
 }
 
-func (e *operatorEnv) dumpNamespace(t *testing.T) {
+func (e *operatorEnv) dumpNamespace(t *testing.T) { e.dumpNamespaceOf(t, e.ns) }
+
+// dumpNamespaceOf logs what explains a failure in ns: its pods (with their finalizers and
+// deletion, for a deletion that hangs), their containers' logs, SlurmClusters, NodeSets and
+// events.
+func (e *operatorEnv) dumpNamespaceOf(t *testing.T, ns string) {
 	ctx := context.Background()
 	var pods corev1.PodList
-	_ = e.c.List(ctx, &pods, client.InNamespace(e.ns))
+	_ = e.c.List(ctx, &pods, client.InNamespace(ns))
 	for _, p := range pods.Items {
-		t.Logf("pod %s: phase %s, conditions %v, containers %+v", p.Name, p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses)
+		t.Logf("pod %s: phase %s, deleting since %v, finalizers %v, conditions %v, containers %+v", p.Name, p.Status.Phase,
+			p.DeletionTimestamp, p.Finalizers, p.Status.Conditions, p.Status.ContainerStatuses)
 		for _, c := range p.Spec.Containers {
-			logs, err := e.Clientset.CoreV1().Pods(e.ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: ptr.To(int64(40))}).DoRaw(ctx)
+			logs, err := e.Clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: ptr.To(int64(40))}).DoRaw(ctx)
 			t.Logf("logs of %s/%s (%v):\n%s", p.Name, c.Name, err, logs)
 		}
 		// A container that restarted: its last run's end is what explains it (a slurmctld that
@@ -208,14 +219,24 @@ func (e *operatorEnv) dumpNamespace(t *testing.T) {
 			if cs.RestartCount == 0 {
 				continue
 			}
-			logs, err := e.Clientset.CoreV1().Pods(e.ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: cs.Name, Previous: true, TailLines: ptr.To(int64(80))}).DoRaw(ctx)
+			logs, err := e.Clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: cs.Name, Previous: true, TailLines: ptr.To(int64(80))}).DoRaw(ctx)
 			t.Logf("logs of %s/%s before its last restart (%v):\n%s", p.Name, cs.Name, err, logs)
 		}
 	}
 	var sc sunkv1.SlurmClusterList
-	_ = e.c.List(ctx, &sc, client.InNamespace(e.ns))
+	_ = e.c.List(ctx, &sc, client.InNamespace(ns))
 	for _, s := range sc.Items {
-		t.Logf("SlurmCluster %s status: %+v", s.Name, s.Status)
+		t.Logf("SlurmCluster %s: deleting since %v, finalizers %v, status %+v", s.Name, s.DeletionTimestamp, s.Finalizers, s.Status)
+	}
+	var nss sunkv1.NodeSetList
+	_ = e.c.List(ctx, &nss, client.InNamespace(ns))
+	for _, s := range nss.Items {
+		t.Logf("NodeSet %s: deleting since %v, finalizers %v, status %+v", s.Name, s.DeletionTimestamp, s.Finalizers, s.Status)
+	}
+	var events corev1.EventList
+	_ = e.c.List(ctx, &events, client.InNamespace(ns))
+	for _, ev := range events.Items {
+		t.Logf("event %s %s/%s %s ×%d: %s", ev.Type, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Reason, ev.Count, ev.Message)
 	}
 }
 
