@@ -27,7 +27,7 @@ import (
 // runs across rounds 0 and 1, the new key becomes the default only after it ended (its
 // slurmstepd signs with slurm.key), and it completes; a new job runs from the login pod
 // afterwards (sackd signs with the new key, then the only one), the syncer still reads Slurm,
-// no pod was restarted but slurmdbd's, and no Slurm daemon refused a credential on the way.
+// no pod was restarted but slurmdbd's, and no Slurm daemon refused a credential for its key on the way.
 func TestAuthKeyRotation(t *testing.T) {
 	parallel(t)
 	e := startOperator(t)
@@ -113,7 +113,7 @@ func TestAuthKeyRotation(t *testing.T) {
 	// sackd signs the login pod's commands: with the old key gone, a job submitted there proves
 	// it reloaded the ring; one running on cpu-0 proves slurmd and a new slurmstepd did.
 	b.afterRotation(t)
-	// No daemon refused a credential on the way (auth/slurm's errors, internal.c).
+	// No daemon refused a credential for its key on the way (auth/slurm's errors, internal.c).
 	for _, p := range []struct{ component, container string }{
 		{wellknown.ComponentController, render.ControllerContainer},
 		{wellknown.ComponentCompute, "slurmd"},
@@ -125,25 +125,66 @@ func TestAuthKeyRotation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, bad := range []string{"could not find kid", "jwt_decode", "Invalid authentication credential", "Protocol authentication error"} {
-			if strings.Contains(log, bad) {
-				t.Errorf("%s/%s logged %q during the rotation:\n%s", pod.Name, p.container, bad, grepLines(log, bad))
+		forKey, expired := credentialRefusals(log)
+		if len(forKey) > 0 {
+			t.Errorf("%s/%s refused %d credential(s) during the rotation:\n%s", pod.Name, p.container, len(forKey), strings.Join(forKey, "\n--\n"))
+		}
+		if len(expired) > 0 {
+			t.Logf("%s/%s refused %d credential(s) only because they had expired (read over %ds after they were signed: the daemon stalled, whatever key signed them):\n%s",
+				pod.Name, p.container, len(expired), authTokenTTL, strings.Join(expired, "\n--\n"))
+		}
+	}
+}
+
+// authTokenTTL is auth/slurm's credential lifetime in seconds (DEFAULT_TTL, auth_slurm.h).
+const authTokenTTL = 60
+
+// credentialRefusals finds the credentials a Slurm daemon's log shows it refused, each with
+// the lines before it that give the cause, and splits them: refused for the key (an unknown
+// kid, a signature that does not verify, or any cause the log does not name) and refused only
+// for having expired. An expired credential is one the daemon read more than authTokenTTL
+// after it was signed, i.e. a daemon that stalled (a re-execution under load); with a key
+// problem, auth/slurm logs "could not find kid" or "jwt_decode" instead (decode_jwt,
+// internal.c).
+func credentialRefusals(log string) (forKey, expired []string) {
+	lines := strings.Split(log, "\n")
+	for i, l := range lines {
+		switch {
+		case strings.Contains(l, "could not find kid"), strings.Contains(l, "jwt_decode"), strings.Contains(l, "Invalid authentication credential"):
+			forKey = append(forKey, l)
+		case strings.Contains(l, "Protocol authentication error"):
+			switch cause := refusalCause(lines, i); {
+			case strings.Contains(cause, "token expired at"):
+				expired = append(expired, cause+"\n"+l)
+			case strings.Contains(cause, "could not find kid"), strings.Contains(cause, "jwt_decode"):
+				// counted at its own line
+			default:
+				forKey = append(forKey, strings.Join(lines[max(0, i-4):i+1], "\n"))
 			}
 		}
 	}
+	return forKey, expired
+}
+
+// refusalCause returns the lines auth/slurm logged for the refusal at lines[i]
+// (slurm_unpack_received_msg's "[peer] Protocol authentication error"): the two lines before
+// the same peer's "auth_g_verify" line, the cause and verify_internal's. Other threads' lines
+// may come between, so it looks a few lines back; "" when the log does not show them.
+func refusalCause(lines []string, i int) string {
+	_, peer, ok := strings.Cut(lines[i], "slurm_unpack_received_msg: [")
+	if !ok {
+		return ""
+	}
+	peer, _, _ = strings.Cut(peer, "]")
+	for j := i - 1; j >= 0 && j >= i-6; j-- {
+		if strings.Contains(lines[j], "["+peer+"] auth_g_verify") {
+			return strings.Join(lines[max(0, j-2):j+1], "\n")
+		}
+	}
+	return ""
 }
 
 // logs is a container's whole log.
 func (e *operatorEnv) logs(pod, container string) (string, error) {
 	return e.exec.Log(context.Background(), e.ns, pod, container, time.Unix(0, 0))
-}
-
-func grepLines(log, s string) string {
-	var out []string
-	for _, l := range strings.Split(log, "\n") {
-		if strings.Contains(l, s) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
