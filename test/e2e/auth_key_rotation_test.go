@@ -150,13 +150,13 @@ func credentialRefusals(log string) (forKey, expired []string) {
 	lines := strings.Split(log, "\n")
 	for i, l := range lines {
 		switch {
-		case strings.Contains(l, "could not find kid"), strings.Contains(l, "jwt_decode"), strings.Contains(l, "Invalid authentication credential"):
+		case namesKeyError(l):
 			forKey = append(forKey, l)
 		case strings.Contains(l, "Protocol authentication error"):
 			switch cause := refusalCause(lines, i); {
 			case strings.Contains(cause, "token expired at"):
 				expired = append(expired, cause+"\n"+l)
-			case strings.Contains(cause, "could not find kid"), strings.Contains(cause, "jwt_decode"):
+			case namesKeyError(cause):
 				// counted at its own line
 			default:
 				forKey = append(forKey, strings.Join(lines[max(0, i-4):i+1], "\n"))
@@ -164,6 +164,17 @@ func credentialRefusals(log string) (forKey, expired []string) {
 		}
 	}
 	return forKey, expired
+}
+
+// namesKeyError reports auth/slurm's errors for a credential's key: an unknown kid, a
+// signature that does not verify, a credential it could not read.
+func namesKeyError(s string) bool {
+	for _, e := range []string{"could not find kid", "jwt_decode", "Invalid authentication credential"} {
+		if strings.Contains(s, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // refusalCause returns the lines auth/slurm logged for the refusal at lines[i]
