@@ -42,6 +42,8 @@ type api interface {
 	nodeTopology() bool
 	postJobSubmit(ctx context.Context, j JobSubmit) (*http.Response, error)
 	readJobSubmit(resp *http.Response) (*decoded[*SubmitResult], error)
+	postJobAllocate(ctx context.Context, j JobSubmit) (*http.Response, error)
+	readJobAllocate(resp *http.Response) (*decoded[*SubmitResult], error)
 	// getJobs lists the jobs (id 0, changed since since when that is not zero) or gets one.
 	getJobs(ctx context.Context, id uint32, since time.Time) (*http.Response, error)
 	readJobs(resp *http.Response) (*decoded[[]Job], error)
@@ -208,12 +210,25 @@ func (a *adapter) DeleteNode(ctx context.Context, name string) error {
 
 func (a *adapter) SubmitJob(ctx context.Context, j JobSubmit) (*SubmitResult, error) {
 	send := func(ctx context.Context) (*http.Response, error) { return a.v.postJobSubmit(ctx, j) }
-	return fetch(a, ctx, "POST /job/submit", send, a.v.readJobSubmit, func(r *SubmitResult, ans *answer) error {
-		if r.JobID == 0 && len(ans.errs) == 0 && ans.status < 300 {
-			return fmt.Errorf("submit answer has no job id")
-		}
-		return nil
-	})
+	return fetch(a, ctx, "POST /job/submit", send, a.v.readJobSubmit, needJobID)
+}
+
+func (a *adapter) AllocateJob(ctx context.Context, j JobSubmit) (*SubmitResult, error) {
+	send := func(ctx context.Context) (*http.Response, error) { return a.v.postJobAllocate(ctx, j) }
+	r, err := fetch(a, ctx, "POST /job/allocate", send, a.v.readJobAllocate, needJobID)
+	if err != nil {
+		return nil, err
+	}
+	r.Allocated = true
+	return r, nil
+}
+
+// needJobID refuses a clean answer to a submission or an allocation that names no job.
+func needJobID(r *SubmitResult, ans *answer) error {
+	if r.JobID == 0 && len(ans.errs) == 0 && ans.status < 300 {
+		return fmt.Errorf("answer has no job id")
+	}
+	return nil
 }
 
 func (a *adapter) jobs(ctx context.Context, endpoint string, id uint32, since time.Time) (*JobList, error) {

@@ -43,6 +43,12 @@ type Client interface {
 	DeleteNode(ctx context.Context, name string) error
 
 	SubmitJob(ctx context.Context, j JobSubmit) (*SubmitResult, error)
+	// AllocateJob asks for an allocation that starts now or not at all (salloc --immediate
+	// --no-shell; j.Script is not sent): slurmd launches nothing when it starts and has nothing
+	// to kill when it ends. Slurm refuses one that cannot start at once with a *SlurmError
+	// (2016 "Requested nodes are busy", or a job of higher priority waits) and records the
+	// refused job as FAILED.
+	AllocateJob(ctx context.Context, j JobSubmit) (*SubmitResult, error)
 	// GetJob returns one job or ErrNotFound (also once slurmctld has purged a finished job).
 	GetJob(ctx context.Context, id uint32) (*Job, error)
 	// ListJobs lists all jobs; since works as for ListNodes.

@@ -144,6 +144,10 @@ func (d *Discovering) SubmitJob(ctx context.Context, j JobSubmit) (*SubmitResult
 	return discovering(d, ctx, func(c Client) (*SubmitResult, error) { return c.SubmitJob(ctx, j) })
 }
 
+func (d *Discovering) AllocateJob(ctx context.Context, j JobSubmit) (*SubmitResult, error) {
+	return discovering(d, ctx, func(c Client) (*SubmitResult, error) { return c.AllocateJob(ctx, j) })
+}
+
 func (d *Discovering) GetJob(ctx context.Context, id uint32) (*Job, error) {
 	return discovering(d, ctx, func(c Client) (*Job, error) { return c.GetJob(ctx, id) })
 }

@@ -79,10 +79,30 @@ const (
 	errnoCtldCommLast     = 1803
 	errnoInvalidPartition = 2000 // ESLURM_INVALID_PARTITION_NAME
 	errnoAccessDenied     = 2002 // ESLURM_ACCESS_DENIED
+	errnoNodeConfig       = 2014 // ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE
+	errnoPartConfig       = 2015 // ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE
+	errnoNodesBusy        = 2016 // ESLURM_NODES_BUSY
 	errnoInvalidJobID     = 2017 // ESLURM_INVALID_JOB_ID
 	errnoInvalidNodeName  = 2018 // ESLURM_INVALID_NODE_NAME
 	errnoUserIDMissing    = 2010 // ESLURM_USER_ID_MISSING
 )
+
+// NodesBusy reports an immediate allocation (Client.AllocateJob) that Slurm refused because the
+// resources it needs are in use now (ESLURM_NODES_BUSY), which may change within a second. Its
+// other refusals do not pass so soon: a job of higher priority waits in the partition
+// (ESLURM_NOT_TOP_PRIORITY, the queue's order), or the request itself is wrong.
+func NodesBusy(err error) bool {
+	var se *SlurmError
+	return errors.As(err, &se) && se.Kind == nil && hasCode(se.Errors, errnoNodesBusy)
+}
+
+// Unsatisfiable reports a refusal of a job request itself, which no wait changes: no node
+// configuration or partition can satisfy it, the partition does not exist, or the user may not
+// use it. Slurm answers a batch submission of the same request the same way.
+func Unsatisfiable(err error) bool {
+	var se *SlurmError
+	return errors.As(err, &se) && se.Kind == nil && hasCode(se.Errors, errnoNodeConfig, errnoPartConfig, errnoInvalidPartition, errnoAccessDenied)
+}
 
 // keyRefused reports an error that says the credential itself was refused (not that the user
 // may not do something): HTTP 401 or 511, or SLURM_PROTOCOL_AUTHENTICATION_ERROR, which is what

@@ -225,6 +225,8 @@ type JobSubmit struct {
 type SubmitResult struct {
 	JobID   uint32
 	Message string // job_submit_user_msg
+	// Allocated: the answer to AllocateJob, whose job runs already (a batch job may still pend).
+	Allocated bool
 }
 
 // JobUpdate changes a job. Nil fields are left as they are.

@@ -159,6 +159,7 @@ func (v *v0043) readPlain(resp *http.Response) (*decoded[struct{}], error) {
 	return &decoded[struct{}]{errs: details(b.Errors)}, nil
 }
 
+// postJobSubmit asks for a batch job: Slurm queues it and slurmd runs its script when it starts.
 func (v *v0043) postJobSubmit(ctx context.Context, j JobSubmit) (*http.Response, error) {
 	var body g.SlurmV0043PostJobSubmitJSONRequestBody
 	d := alloc(&body.Job)
@@ -222,8 +223,85 @@ func (v *v0043) postJobSubmit(ctx context.Context, j JobSubmit) (*http.Response,
 	return v.c.SlurmV0043PostJobSubmit(ctx, body)
 }
 
+// postJobAllocate asks for an allocation that starts now or not at all (salloc --immediate
+// --no-shell): no script, so slurmd launches nothing when it starts and kills nothing when it ends.
+func (v *v0043) postJobAllocate(ctx context.Context, j JobSubmit) (*http.Response, error) {
+	var body g.SlurmV0043PostJobAllocateJSONRequestBody
+	d := alloc(&body.Job)
+	d.Immediate = ptr(true)
+	d.Environment = ptr(defaultEnv(j.Environment))
+	d.CurrentWorkingDirectory = ptr(cmpOr(j.WorkDir, "/tmp"))
+	setStr := func(dst **string, s string) {
+		if s != "" {
+			*dst = ptr(s)
+		}
+	}
+	setStr(&d.Name, j.Name)
+	setStr(&d.Partition, j.Partition)
+	setStr(&d.Account, j.Account)
+	setStr(&d.Qos, j.QOS)
+	setStr(&d.Reservation, j.Reservation)
+	setStr(&d.Constraints, j.Constraints)
+	setStr(&d.Comment, j.Comment)
+	setStr(&d.StandardOutput, j.StdOut)
+	setStr(&d.StandardError, j.StdErr)
+	setStr(&d.TresPerNode, gresTRES(j.GRES))
+	if j.Tasks > 0 {
+		d.Tasks = ptr(int32(j.Tasks))
+	}
+	if j.CPUsPerTask > 0 {
+		d.CpusPerTask = ptr(int32(j.CPUsPerTask))
+	}
+	if j.MinNodes > 0 {
+		d.MinimumNodes = ptr(int32(j.MinNodes))
+	}
+	if j.MaxNodes > 0 {
+		d.MaximumNodes = ptr(int32(j.MaxNodes))
+	}
+	if j.MemoryPerNodeMB > 0 {
+		setNoValue(&d.MemoryPerNode, j.MemoryPerNodeMB)
+	}
+	if j.MemoryPerCPUMB > 0 {
+		setNoValue(&d.MemoryPerCpu, j.MemoryPerCPUMB)
+	}
+	if j.Priority != nil {
+		setNoValue(&d.Priority, int32(*j.Priority))
+	}
+	if j.Nice != nil {
+		d.Nice = ptr(int32(*j.Nice))
+	}
+	if j.TimeLimit > 0 {
+		setNoValue(&d.TimeLimit, int32(ceilMinutes(j.TimeLimit)))
+	}
+	if len(j.RequiredNodes) > 0 {
+		d.RequiredNodes = &j.RequiredNodes
+	}
+	if len(j.ExcludedNodes) > 0 {
+		d.ExcludedNodes = &j.ExcludedNodes
+	}
+	if j.Exclusive {
+		setList(&d.Shared, "none")
+	}
+	if j.Hold {
+		d.Hold = ptr(true)
+	}
+	return v.c.SlurmV0043PostJobAllocate(ctx, body)
+}
+
 func (v *v0043) readJobSubmit(resp *http.Response) (*decoded[*SubmitResult], error) {
 	p, err := g.ParseSlurmV0043PostJobSubmitResponse(resp)
+	if err != nil {
+		return nil, err
+	}
+	b := pick(p.JSON200, p.JSONDefault)
+	if b == nil {
+		return nil, nil
+	}
+	return &decoded[*SubmitResult]{errs: details(b.Errors), val: &SubmitResult{JobID: uint32(num(b.JobId)), Message: str(b.JobSubmitUserMsg)}}, nil
+}
+
+func (v *v0043) readJobAllocate(resp *http.Response) (*decoded[*SubmitResult], error) {
+	p, err := g.ParseSlurmV0043PostJobAllocateResponse(resp)
 	if err != nil {
 		return nil, err
 	}

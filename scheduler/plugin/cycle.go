@@ -77,12 +77,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 	if refused := p.standingRefusal(pod, spec, topo); refused != "" {
 		return nil, unresolvable("Slurm refused the job: %s", refused)
 	}
-	job, ok := p.jobOf(pod)
-	if ok && neverRan(job) {
-		// Refused by slurmctld (which keeps a FAILED record of some refusals) or cancelled
-		// while it pended: no job of this pod, which is submitted again.
-		ok = false
-	}
+	job, ok := p.currentJob(pod)
 	if !ok || !isLive(job) {
 		// Outside its namespace's policy: no job, and unresolvable, so that DefaultPreemption
 		// does not run for it either (PreEnqueue refuses such pods first).

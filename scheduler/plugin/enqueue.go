@@ -26,7 +26,7 @@ func (p *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *framework.Status 
 	if inflight {
 		return unresolvable("submitting the Slurm job")
 	}
-	job, ok := p.jobOf(pod)
+	job, ok := p.currentJob(pod)
 	if !ok || !isLive(job) {
 		// A pod about to ask for a job: its namespace's policy must allow it. Refused here,
 		// it costs no cycle and preempts nothing; a policy change activates it again.

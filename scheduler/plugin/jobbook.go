@@ -49,6 +49,18 @@ func (p *Plugin) keysOf(pod *v1.Pod) []string {
 	return keys
 }
 
+// currentJob is the job a pod has to go by: as jobOf, but a job that ended without ever being
+// given nodes counts as none (refused by slurmctld, which keeps a FAILED record of some
+// refusals, such as an immediate allocation it could not start; or cancelled while it pended),
+// so the pod asks again.
+func (p *Plugin) currentJob(pod *v1.Pod) (*slurm.Job, bool) {
+	j, ok := p.jobOf(pod)
+	if ok && neverRan(j) {
+		return nil, false
+	}
+	return j, ok
+}
+
 // jobOf is the job of a pod: a live one if there is one, else the newest that ended.
 func (p *Plugin) jobOf(pod *v1.Pod) (*slurm.Job, bool) { return p.jobFor(p.keysOf(pod)...) }
 

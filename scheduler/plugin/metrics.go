@@ -33,6 +33,11 @@ var (
 		Name: "sunk_scheduler_jobs_submitted_total",
 		Help: "Slurm placeholder jobs submitted.",
 	})
+	allocations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sunk_scheduler_allocations_total",
+		Help: "Immediate allocations asked of Slurm for placeholder jobs, by result: started (the job runs, no batch job needed), " +
+			"refused (Slurm could not start it at once; a batch job was submitted instead), error (Slurm did not answer; tried again later).",
+	}, []string{"result"})
 	jobsCancelled = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sunk_scheduler_jobs_cancelled_total",
 		Help: "Slurm placeholder jobs cancelled by sunk-scheduler, by reason (pod-deleted, pod-finished, duplicate: a second live job of one pod or gang).",
@@ -55,7 +60,7 @@ var (
 // registry, once per process (a test may start several schedulers).
 func registerMetrics() (*slurm.Metrics, error) {
 	registerOnce.Do(func() {
-		legacyregistry.RawMustRegister(pendingPods, bindLatency, phaseSeconds, jobsSubmitted, jobsCancelled, jobsEnded, jobsUntrusted)
+		legacyregistry.RawMustRegister(pendingPods, bindLatency, phaseSeconds, jobsSubmitted, allocations, jobsCancelled, jobsEnded, jobsUntrusted)
 		slurmMetrics, slurmMetricsE = slurm.NewMetrics(legacyregistry.Registerer())
 	})
 	return slurmMetrics, slurmMetricsE

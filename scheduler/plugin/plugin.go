@@ -97,6 +97,8 @@ type Plugin struct {
 	// submitSlots and cancelSlots bound the submissions and the cancellations in flight, each on
 	// its own: a burst of deleted pods (hundreds of cancels) must not hold up new pods' submissions.
 	submitSlots, cancelSlots chan struct{}
+	// allocationRetry is the wait before a busy immediate allocation is asked again (place).
+	allocationRetry time.Duration
 	// conditionSlots bounds the pending-reason writes in flight (see showPending).
 	conditionSlots chan struct{}
 	// jobsChanged wakes the lifecycle loop when a job list changed something, so that a job's
@@ -204,8 +206,9 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		lc:        newLifecycle(),
 		nodeLocks: map[string]*sync.Mutex{},
 
-		submitSlots: make(chan struct{}, maxSubmits),
-		cancelSlots: make(chan struct{}, maxCancels),
+		submitSlots:     make(chan struct{}, maxSubmits),
+		allocationRetry: 500 * time.Millisecond,
+		cancelSlots:     make(chan struct{}, maxCancels),
 
 		conditionSlots: make(chan struct{}, maxConditionWrites),
 		jobsChanged:    make(chan struct{}, 1),

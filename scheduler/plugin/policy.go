@@ -49,10 +49,7 @@ func policyRefusal(cluster string, spec *sunkv1.SlurmClusterSpec, namespace stri
 		return fmt.Sprintf("SlurmCluster %s spec.schedulerPolicy: %s %s", cluster, who, fmt.Sprintf(format, a...))
 	}
 	def := spec.DefaultPartition()
-	partitions := splitList(job.Partition)
-	if len(partitions) == 0 {
-		partitions = []string{def}
-	}
+	partitions := jobPartitions(spec, job)
 	for _, p := range partitions {
 		if p != def && !allows(tenant.Partitions, p) {
 			return refuse("may not use partition %q (allowed: %s)", p, allowedList(def, tenant.Partitions))
@@ -81,6 +78,21 @@ func policyRefusal(cluster string, spec *sunkv1.SlurmClusterSpec, namespace stri
 		}
 	}
 	return ""
+}
+
+// jobPartitions are the partitions a job asks for: its list, else the cluster's default.
+func jobPartitions(spec *sunkv1.SlurmClusterSpec, job *slurm.JobSubmit) []string {
+	if partitions := splitList(job.Partition); len(partitions) > 0 {
+		return partitions
+	}
+	return []string{spec.DefaultPartition()}
+}
+
+// mayPreempt: the job could preempt other Slurm jobs (preempts), or the SlurmCluster cannot be
+// read to tell.
+func (p *Plugin) mayPreempt(job *slurm.JobSubmit) bool {
+	spec, err := p.policy.spec()
+	return err != nil || preempts(spec, jobPartitions(spec, job), job.QOS) != ""
 }
 
 // preempts says why a job in these partitions with this QOS could preempt others ("" if not).

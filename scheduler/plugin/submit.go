@@ -33,13 +33,11 @@ func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod, asks 
 	for _, m := range members {
 		phaseSeconds.WithLabelValues("queue").Observe(max(time.Since(m.CreationTimestamp.Time).Seconds(), 0))
 	}
-	p.submitSlots <- struct{}{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	start := time.Now()
 	res, existing, err := p.submitOnce(ctx, js, key)
 	phaseSeconds.WithLabelValues("submit").Observe(time.Since(start).Seconds())
 	cancel()
-	<-p.submitSlots
 	p.mu.Lock()
 	for _, m := range members {
 		delete(p.inflight, m.UID)
@@ -72,8 +70,12 @@ func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod, asks 
 	case err == nil:
 		// The lifecycle loop activates the pods when the job list shows the job.
 		jobsSubmitted.Inc()
+		how := "submitted Slurm job %d (%s) to Slurm's queue"
+		if res.Allocated {
+			how = "allocated Slurm job %d (%s): Slurm started it at once"
+		}
 		for _, m := range members {
-			p.lc.event(p, m, v1.EventTypeNormal, "SlurmJobSubmitted", "submitted Slurm job %d (%s)", res.JobID, js.Name)
+			p.lc.event(p, m, v1.EventTypeNormal, "SlurmJobSubmitted", how, res.JobID, js.Name)
 		}
 		return
 	case errors.Is(err, slurm.ErrUnavailable):
@@ -97,7 +99,8 @@ func (p *Plugin) submitOnce(ctx context.Context, js slurm.JobSubmit, key string)
 	id, had := p.lastJob[key]
 	p.mu.Unlock()
 	if had {
-		j, err := p.slurm.GetJob(ctx, id)
+		var j *slurm.Job
+		err := p.slotted(func() (err error) { j, err = p.slurm.GetJob(ctx, id); return err })
 		switch {
 		case err == nil && isLive(j):
 			return &slurm.SubmitResult{JobID: id}, j, nil
@@ -105,13 +108,87 @@ func (p *Plugin) submitOnce(ctx context.Context, js slurm.JobSubmit, key string)
 			return nil, nil, err
 		}
 	}
-	res, err := p.slurm.SubmitJob(ctx, js)
+	res, err := p.place(ctx, js)
 	if err == nil {
 		p.mu.Lock()
 		p.lastJob[key] = res.JobID
 		p.mu.Unlock()
 	}
 	return res, nil, err
+}
+
+// place asks Slurm for the job of a pod or gang: an allocation that starts at once if Slurm can
+// start it now, else a batch job that waits in Slurm's queue.
+//
+// An allocation runs nothing on its nodes, so it costs slurmd nothing when it starts and ends.
+// A batch placeholder costs a slurmstepd that runs its script and is killed at the end, and one
+// cancelled while slurmd still launches it (a pod deleted just after it was bound) can keep its
+// resources completing until UnkillableStepTimeout and then drain its node ("Kill task failed").
+// Slurm grants an immediate allocation only to a job it would start now anyway (free
+// resources, no job of higher priority waiting in the partition), so asking for one first takes
+// no one's turn. A job that may preempt is queued without asking: slurmctld starts preempting
+// for an immediate request it then refuses (the preempted jobs have yet to end), and the
+// resources they free go to whichever job waits, which may then be preempted in turn.
+// Resources that are busy now are often free a moment later (placeholders end
+// as soon as their pods do), so a busy refusal is asked again allocationTries times before the
+// job joins the queue; a job of higher priority waiting sends it to the queue at once. Each
+// refusal leaves a FAILED record (reason BadConstraints) in Slurm's job list and accounting.
+func (p *Plugin) place(ctx context.Context, js slurm.JobSubmit) (*slurm.SubmitResult, error) {
+	if !p.mayPreempt(&js) {
+		if res, err, answered := p.allocate(ctx, js); answered {
+			return res, err
+		}
+	}
+	var res *slurm.SubmitResult
+	err := p.slotted(func() (err error) { res, err = p.slurm.SubmitJob(ctx, js); return err })
+	return res, err
+}
+
+// allocate asks for an immediate allocation, again while Slurm says the resources are busy:
+// answered is false when Slurm refused it for now, and the job is to be queued. A request Slurm
+// can never satisfy (slurm.Unsatisfiable) is answered with its refusal: a batch job of it would
+// be refused too, and leave one more FAILED record.
+func (p *Plugin) allocate(ctx context.Context, js slurm.JobSubmit) (res *slurm.SubmitResult, err error, answered bool) {
+	for try := 1; ; try++ {
+		err = p.slotted(func() (err error) { res, err = p.slurm.AllocateJob(ctx, js); return err })
+		var refused *slurm.SlurmError
+		if err == nil || !errors.As(err, &refused) || refused.Kind != nil {
+			allocations.WithLabelValues(allocationResult(err)).Inc()
+			return res, err, true
+		}
+		allocations.WithLabelValues("refused").Inc()
+		switch {
+		case slurm.Unsatisfiable(err):
+			return nil, err, true // queued, it would be refused the same way
+		case !slurm.NodesBusy(err) || try >= allocationTries:
+			return nil, err, false
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err(), true
+		case <-time.After(p.allocationRetry):
+		}
+	}
+}
+
+// allocationTries is how often an immediate allocation refused for busy resources is asked for,
+// allocationRetry (500 ms) apart, before the job is queued: at most 1.5 s more for a pod that
+// has to wait in the queue anyway.
+const allocationTries = 4
+
+func allocationResult(err error) string {
+	if err == nil {
+		return "started"
+	}
+	return "error"
+}
+
+// slotted makes one request to slurmrestd within the submissions' bound (maxSubmits); a wait
+// between requests holds no slot.
+func (p *Plugin) slotted(request func() error) error {
+	p.submitSlots <- struct{}{}
+	defer func() { <-p.submitSlots }()
+	return request()
 }
 
 // Unreserve implements framework.ReservePlugin. A job outlives a failed cycle: the pod keeps it.

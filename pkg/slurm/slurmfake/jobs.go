@@ -21,12 +21,49 @@ func (f *Fake) SubmitJob(ctx context.Context, s slurm.JobSubmit) (*slurm.SubmitR
 	if s.Script == "" {
 		return nil, &slurm.SlurmError{Endpoint: "slurmfake submit", HTTPStatus: 500, Code: 2002, Description: "batch script is empty"}
 	}
+	j, err := f.newJob(s, "slurmfake submit")
+	if err != nil {
+		return nil, err
+	}
+	f.jobs[j.ID] = j
+	f.touchJobs()
+	return &slurm.SubmitResult{JobID: j.ID}, nil
+}
+
+// AllocateJob answers as slurmctld does when a job of higher priority waits in the partition
+// (the fake starts no job by itself): the request is refused with error 2013 and the job it
+// made is kept as FAILED.
+func (f *Fake) AllocateJob(ctx context.Context, s slurm.JobSubmit) (*slurm.SubmitResult, error) {
+	if err := f.enter(ctx, "AllocateJob"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	j, err := f.newJob(s, "slurmfake allocate")
+	if err != nil {
+		return nil, err
+	}
+	j.State, j.StateReason = []string{"FAILED"}, "BadConstraints"
+	f.jobs[j.ID] = j
+	f.touchJobs()
+	return nil, AllocationRefused(2013, "Immediate execution impossible, insufficient priority")
+}
+
+// AllocationRefused is slurmrestd's answer to an immediate allocation slurmctld refused with
+// the error number code (2016: nodes busy; 2013: not top priority) and its text.
+func AllocationRefused(code int, text string) *slurm.SlurmError {
+	const desc, src = "Job allocation request failed", "slurm_allocate_resources_blocking()"
+	return &slurm.SlurmError{Endpoint: "slurmfake allocate", HTTPStatus: 500, Code: code, Description: desc, Source: src,
+		Errors: []slurm.ErrorDetail{{Code: code, Error: text, Description: desc, Source: src}}}
+}
+
+// newJob validates a request and makes its pending record under the next job id.
+func (f *Fake) newJob(s slurm.JobSubmit, endpoint string) (slurm.Job, error) {
 	part := s.Partition
 	if part == "" {
 		part = "all"
 	}
 	if _, ok := f.partitions[part]; !ok {
-		return nil, &slurm.SlurmError{Endpoint: "slurmfake submit", HTTPStatus: 500, Code: 2000, Description: "invalid partition " + part}
+		return slurm.Job{}, &slurm.SlurmError{Endpoint: endpoint, HTTPStatus: 500, Code: 2000, Description: "invalid partition " + part}
 	}
 	id := f.nextJob
 	f.nextJob++
@@ -48,9 +85,7 @@ func (f *Fake) SubmitJob(ctx context.Context, s slurm.JobSubmit) (*slurm.SubmitR
 	if s.Hold {
 		j.Priority, j.StateReason = 0, "JobHeldUser"
 	}
-	f.jobs[id] = j
-	f.touchJobs()
-	return &slurm.SubmitResult{JobID: id}, nil
+	return j, nil
 }
 
 func (f *Fake) GetJob(ctx context.Context, id uint32) (*slurm.Job, error) {

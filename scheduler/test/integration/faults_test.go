@@ -134,10 +134,11 @@ func TestBurstThroughRestdOutage(t *testing.T) {
 	}
 	close(names)
 	allCreated()
-	// The outage lasts until the scheduler has failed to submit as many times as there are
-	// pods: the pods created during it, each tried again (2 s after a failure), met no slurmrestd.
-	e.eventually("submissions that found no slurmrestd", 60*time.Second, func() (bool, string) {
-		got := counter(t, "sunk_slurm_rest_requests_total", map[string]string{"outcome": "unavailable", "endpoint": "POST /job/submit"})
+	// The outage lasts until the scheduler has failed to ask for a job as many times as there
+	// are pods: the pods created during it, each tried again (2 s after a failure), met no
+	// slurmrestd. A pod's job is asked for first as an allocation (POST /job/allocate).
+	e.eventually("requests for jobs that found no slurmrestd", 60*time.Second, func() (bool, string) {
+		got := counter(t, "sunk_slurm_rest_requests_total", map[string]string{"outcome": "unavailable", "endpoint": "POST /job/allocate"})
 		return got >= n, fmt.Sprintf("%v submissions unavailable", got)
 	})
 	e.restd(t, "start-restd")

@@ -61,6 +61,21 @@ func TestBindsWhereSlurmRunsTheJob(t *testing.T) {
 	e := setup(t)
 	e.startScheduler(defaultProfile)
 	avoid := e.slurm.Nodes[0]
+	// With a node it may use idle, Slurm starts the pod's job at once: an allocation.
+	e.eventually("an idle Slurm node the pod may use", 5*time.Minute, func() (bool, string) {
+		var states []string
+		for _, name := range e.slurm.Nodes[1:] {
+			n, err := e.sc.GetNode(e.ctx, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			if n.BaseState() == "IDLE" && !n.HasState("COMPLETING") && !n.HasState("DRAIN") {
+				return true, ""
+			}
+			states = append(states, fmt.Sprintf("%s %v", name, n.State))
+		}
+		return false, strings.Join(states, ", ")
+	})
 	pod := e.createPod("p1", notOnNode(e.hostOf[avoid]),
 		withAnnotations(wellknown.AnnotationTimeLimit, "30", wellknown.AnnotationPriority, "5000"))
 	pod = e.waitBound("p1", 90*time.Second)
@@ -81,7 +96,7 @@ func TestBindsWhereSlurmRunsTheJob(t *testing.T) {
 		t.Fatalf("node lock on %s = %q, want %q", pod.Spec.NodeName, got, want)
 	}
 	e.waitEvent(pod, "SlurmAllocated", "Slurm node "+j.Nodes, 10*time.Second)
-	e.waitEvent(pod, "SlurmJobSubmitted", fmt.Sprint(j.ID), 10*time.Second)
+	e.waitEvent(pod, "SlurmJobSubmitted", fmt.Sprintf("allocated Slurm job %d", j.ID), 10*time.Second)
 
 	// The node lock keeps an ordinary pod (default scheduler) off the node while the job runs.
 	e.createPod("ordinary", onNode(pod.Spec.NodeName), func(p *v1.Pod) { p.Spec.SchedulerName = "default-scheduler" })
