@@ -79,6 +79,7 @@ const (
 	errnoCtldCommLast     = 1803
 	errnoInvalidPartition = 2000 // ESLURM_INVALID_PARTITION_NAME
 	errnoAccessDenied     = 2002 // ESLURM_ACCESS_DENIED
+	errnoNotTopPriority   = 2013 // ESLURM_NOT_TOP_PRIORITY
 	errnoNodeConfig       = 2014 // ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE
 	errnoPartConfig       = 2015 // ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE
 	errnoNodesBusy        = 2016 // ESLURM_NODES_BUSY
@@ -87,13 +88,12 @@ const (
 	errnoUserIDMissing    = 2010 // ESLURM_USER_ID_MISSING
 )
 
-// NodesBusy reports an immediate allocation (Client.AllocateJob) that Slurm refused because the
-// resources it needs are in use now (ESLURM_NODES_BUSY), which may change within a second. Its
-// other refusals do not pass so soon: a job of higher priority waits in the partition
-// (ESLURM_NOT_TOP_PRIORITY, the queue's order), or the request itself is wrong.
-func NodesBusy(err error) bool {
+// NotNow reports an immediate allocation (Client.AllocateJob) that Slurm refused for the moment:
+// the resources it needs are in use (ESLURM_NODES_BUSY), or a job of higher priority waits in
+// the partition (ESLURM_NOT_TOP_PRIORITY). Either may change within a second.
+func NotNow(err error) bool {
 	var se *SlurmError
-	return errors.As(err, &se) && se.Kind == nil && hasCode(se.Errors, errnoNodesBusy)
+	return errors.As(err, &se) && se.Kind == nil && hasCode(se.Errors, errnoNodesBusy, errnoNotTopPriority)
 }
 
 // Unsatisfiable reports a refusal of a job request itself, which no wait changes: no node

@@ -13,8 +13,8 @@ import (
 )
 
 // A pod's job is first asked for as an immediate allocation. Slurm's refusals decide what
-// follows: busy resources are asked again (they free as placeholders end), a job of higher
-// priority waiting sends the job to Slurm's queue at once (its turn is not ours to take), and
+// follows: busy resources and a job of higher priority waiting are asked again (in a burst they
+// are mostly the scheduler's own placeholders, which end as their pods do), then queued;
 // no answer at all submits nothing (the pod asks again later, as for a failed submission), and
 // a request no node can ever satisfy is refused as it is (a batch job would be refused too).
 // slurmfake refuses allocations as slurmctld does for a job that is not top priority.
@@ -27,7 +27,7 @@ func TestAllocationFirst(t *testing.T) {
 		allocs, submits  int
 		wantEventMessage string
 	}{
-		{name: "not top priority: queued at once", allocs: 1, submits: 1, wantEventMessage: "to Slurm's queue"},
+		{name: "not top priority: asked again, then queued", allocs: allocationTries, submits: 1, wantEventMessage: "to Slurm's queue"},
 		{name: "busy: asked again, then queued", refusal: busy, allocs: allocationTries, submits: 1, wantEventMessage: "to Slurm's queue"},
 		{name: "no answer: nothing submitted", refusal: down, allocs: 1, submits: 0},
 		{name: "never satisfiable: refused, nothing queued", refusal: slurmfake.AllocationRefused(2014, "Requested node configuration is not available"), allocs: 1, submits: 0},

@@ -129,10 +129,14 @@ func (p *Plugin) submitOnce(ctx context.Context, js slurm.JobSubmit, key string)
 // no one's turn. A job that may preempt is queued without asking: slurmctld starts preempting
 // for an immediate request it then refuses (the preempted jobs have yet to end), and the
 // resources they free go to whichever job waits, which may then be preempted in turn.
-// Resources that are busy now are often free a moment later (placeholders end
-// as soon as their pods do), so a busy refusal is asked again allocationTries times before the
-// job joins the queue; a job of higher priority waiting sends it to the queue at once. Each
-// refusal leaves a FAILED record (reason BadConstraints) in Slurm's job list and accounting.
+//
+// A refusal for the moment (resources busy, or a job of higher priority waiting) is asked again
+// allocationTries times before the job joins the queue. In a burst of pods the jobs ahead are
+// mostly the scheduler's own, which end as soon as their pods do; queueing at the first refusal
+// made every later pod of the burst a batch job too ("insufficient priority" behind the queued
+// ones), and the burst ran at the batch jobs' pace (BenchmarkThousandPods: 13.6 pods/s against
+// 53.1 with the retries). Each refusal leaves a FAILED record (reason BadConstraints) in Slurm's
+// job list and accounting.
 func (p *Plugin) place(ctx context.Context, js slurm.JobSubmit) (*slurm.SubmitResult, error) {
 	if !p.mayPreempt(&js) {
 		if res, err, answered := p.allocate(ctx, js); answered {
@@ -144,7 +148,7 @@ func (p *Plugin) place(ctx context.Context, js slurm.JobSubmit) (*slurm.SubmitRe
 	return res, err
 }
 
-// allocate asks for an immediate allocation, again while Slurm says the resources are busy:
+// allocate asks for an immediate allocation, again while Slurm refuses it for the moment:
 // answered is false when Slurm refused it for now, and the job is to be queued. A request Slurm
 // can never satisfy (slurm.Unsatisfiable) is answered with its refusal: a batch job of it would
 // be refused too, and leave one more FAILED record.
@@ -160,7 +164,7 @@ func (p *Plugin) allocate(ctx context.Context, js slurm.JobSubmit) (res *slurm.S
 		switch {
 		case slurm.Unsatisfiable(err):
 			return nil, err, true // queued, it would be refused the same way
-		case !slurm.NodesBusy(err) || try >= allocationTries:
+		case !slurm.NotNow(err) || try >= allocationTries:
 			return nil, err, false
 		}
 		select {
@@ -171,7 +175,7 @@ func (p *Plugin) allocate(ctx context.Context, js slurm.JobSubmit) (res *slurm.S
 	}
 }
 
-// allocationTries is how often an immediate allocation refused for busy resources is asked for,
+// allocationTries is how often an immediate allocation refused for the moment is asked for,
 // allocationRetry (500 ms) apart, before the job is queued: at most 1.5 s more for a pod that
 // has to wait in the queue anyway.
 const allocationTries = 4
