@@ -5,6 +5,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -163,13 +164,15 @@ func (p *Plugin) allocate(ctx context.Context, js slurm.JobSubmit) (res *slurm.S
 		allocations.WithLabelValues("refused").Inc()
 		switch {
 		case slurm.Unsatisfiable(err):
-			return nil, err, true // queued, it would be refused the same way
+			return nil, err, true
 		case !slurm.NotNow(err) || try >= allocationTries:
 			return nil, err, false
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err(), true
+			// As the client reads a request that the context ended: Slurm did not answer (the
+			// pod asks again later), not a refusal the pod would show.
+			return nil, fmt.Errorf("slurm POST /job/allocate: %w: %w", slurm.ErrUnavailable, ctx.Err()), true
 		case <-time.After(p.allocationRetry):
 		}
 	}
