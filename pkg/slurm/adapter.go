@@ -50,6 +50,11 @@ type api interface {
 	getJobsState(ctx context.Context) (*http.Response, error)
 	// deleteJob cancels a job, or signals it when signal is not nil.
 	deleteJob(ctx context.Context, id uint32, signal *string) (*http.Response, error)
+	// deleteJobs cancels the jobs named by ids in one request (SIGKILL, as scancel sends).
+	deleteJobs(ctx context.Context, ids []string) (*http.Response, error)
+	// readDeleteJobs reads the per-job results of deleteJobs: Slurm lists only the jobs it
+	// could not signal.
+	readDeleteJobs(resp *http.Response) (*decoded[[]jobSignalResult], error)
 	postJob(ctx context.Context, id uint32, u JobUpdate) (*http.Response, error)
 	// readPostJob reads an update's answer, the per-job results' error codes among its errors.
 	readPostJob(resp *http.Response) (*decoded[struct{}], error)
@@ -258,6 +263,25 @@ func (a *adapter) ListJobStates(ctx context.Context) ([]JobState, error) {
 
 func (a *adapter) CancelJob(ctx context.Context, id uint32) error {
 	return a.signal(ctx, id, "")
+}
+
+// CancelJobs sends one DELETE /jobs for ids. slurmctld signals each job on its own and answers
+// with the jobs it could not signal, each with its error number.
+func (a *adapter) CancelJobs(ctx context.Context, ids []uint32) (map[uint32]error, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = strconv.FormatUint(uint64(id), 10)
+	}
+	const endpoint = "DELETE /jobs/"
+	send := func(ctx context.Context) (*http.Response, error) { return a.v.deleteJobs(ctx, names) }
+	results, err := fetch(a, ctx, endpoint, send, a.v.readDeleteJobs, nil)
+	if err != nil {
+		return nil, err
+	}
+	return jobSignalFailures(endpoint, ids, results)
 }
 
 func (a *adapter) SignalJob(ctx context.Context, id uint32, signal string) error {

@@ -57,6 +57,11 @@ type Client interface {
 	// 5 KB): the change detector of NewJobInformer.
 	ListJobStates(ctx context.Context) ([]JobState, error)
 	CancelJob(ctx context.Context, id uint32) error
+	// CancelJobs cancels many jobs in one request (DELETE /jobs, as `scancel id id ...` does).
+	// The error is the request's: nothing is known to be cancelled. Otherwise the map holds the
+	// jobs Slurm could not cancel, each with its own error (ErrNotFound for a job it does not
+	// know); a job that had already ended counts as cancelled, as it does for CancelJob.
+	CancelJobs(ctx context.Context, ids []uint32) (map[uint32]error, error)
 	// SignalJob sends a signal by name or number (e.g. "SIGTERM", "USR1", "9").
 	SignalJob(ctx context.Context, id uint32, signal string) error
 	UpdateJob(ctx context.Context, id uint32, u JobUpdate) error

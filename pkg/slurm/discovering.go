@@ -164,6 +164,10 @@ func (d *Discovering) CancelJob(ctx context.Context, id uint32) error {
 	return errOnly(discovering(d, ctx, func(c Client) (struct{}, error) { return struct{}{}, c.CancelJob(ctx, id) }))
 }
 
+func (d *Discovering) CancelJobs(ctx context.Context, ids []uint32) (map[uint32]error, error) {
+	return discovering(d, ctx, func(c Client) (map[uint32]error, error) { return c.CancelJobs(ctx, ids) })
+}
+
 func (d *Discovering) SignalJob(ctx context.Context, id uint32, signal string) error {
 	return errOnly(discovering(d, ctx, func(c Client) (struct{}, error) { return struct{}{}, c.SignalJob(ctx, id, signal) }))
 }

@@ -85,6 +85,7 @@ const (
 	errnoNodesBusy        = 2016 // ESLURM_NODES_BUSY
 	errnoInvalidJobID     = 2017 // ESLURM_INVALID_JOB_ID
 	errnoInvalidNodeName  = 2018 // ESLURM_INVALID_NODE_NAME
+	errnoAlreadyDone      = 2021 // ESLURM_ALREADY_DONE
 	errnoUserIDMissing    = 2010 // ESLURM_USER_ID_MISSING
 )
 

@@ -393,6 +393,35 @@ func (v *v0042) deleteJob(ctx context.Context, id uint32, signal *string) (*http
 	return v.c.SlurmV0042DeleteJob(ctx, jobID(id), &g.SlurmV0042DeleteJobParams{Signal: signal})
 }
 
+func (v *v0042) deleteJobs(ctx context.Context, ids []string) (*http.Response, error) {
+	var body g.SlurmV0042DeleteJobsJSONRequestBody
+	body.Jobs = &ids
+	return v.c.SlurmV0042DeleteJobs(ctx, body)
+}
+
+func (v *v0042) readDeleteJobs(resp *http.Response) (*decoded[[]jobSignalResult], error) {
+	p, err := g.ParseSlurmV0042DeleteJobsResponse(resp)
+	if err != nil {
+		return nil, err
+	}
+	b := pick(p.JSON200, p.JSONDefault)
+	if b == nil {
+		return nil, nil
+	}
+	r := &decoded[[]jobSignalResult]{errs: details(b.Errors)}
+	for _, s := range b.Status {
+		res := jobSignalResult{StepID: s.StepId}
+		if id, ok := noValue[int32](&s.JobId); ok {
+			res.JobID = uint32(id)
+		}
+		if s.Error != nil {
+			res.Code, res.Error, res.Message = num(s.Error.Code), str(s.Error.String), str(s.Error.Message)
+		}
+		r.val = append(r.val, res)
+	}
+	return r, nil
+}
+
 func (v *v0042) postJob(ctx context.Context, id uint32, u JobUpdate) (*http.Response, error) {
 	var body g.SlurmV0042PostJobJSONRequestBody
 	body.Comment, body.Hold = u.Comment, u.Hold

@@ -395,6 +395,35 @@ func (v *v0044) deleteJob(ctx context.Context, id uint32, signal *string) (*http
 	return v.c.SlurmV0044DeleteJob(ctx, jobID(id), &g.SlurmV0044DeleteJobParams{Signal: signal})
 }
 
+func (v *v0044) deleteJobs(ctx context.Context, ids []string) (*http.Response, error) {
+	var body g.SlurmV0044DeleteJobsJSONRequestBody
+	body.Jobs = &ids
+	return v.c.SlurmV0044DeleteJobs(ctx, body)
+}
+
+func (v *v0044) readDeleteJobs(resp *http.Response) (*decoded[[]jobSignalResult], error) {
+	p, err := g.ParseSlurmV0044DeleteJobsResponse(resp)
+	if err != nil {
+		return nil, err
+	}
+	b := pick(p.JSON200, p.JSONDefault)
+	if b == nil {
+		return nil, nil
+	}
+	r := &decoded[[]jobSignalResult]{errs: details(b.Errors)}
+	for _, s := range b.Status {
+		res := jobSignalResult{StepID: s.StepId}
+		if id, ok := noValue[int32](&s.JobId); ok {
+			res.JobID = uint32(id)
+		}
+		if s.Error != nil {
+			res.Code, res.Error, res.Message = num(s.Error.Code), str(s.Error.String), str(s.Error.Message)
+		}
+		r.val = append(r.val, res)
+	}
+	return r, nil
+}
+
 func (v *v0044) postJob(ctx context.Context, id uint32, u JobUpdate) (*http.Response, error) {
 	var body g.SlurmV0044PostJobJSONRequestBody
 	body.Comment, body.Hold = u.Comment, u.Hold

@@ -1,10 +1,12 @@
-// Cancelling Slurm jobs: off the lifecycle loop, and once per cancelRetry per job.
+// Cancelling Slurm jobs: off the lifecycle loop, once per cancelRetry per job, and many in one
+// request when they come in a burst.
 
 package plugin
 
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -35,11 +37,7 @@ func (l *lifecycle) markCancelling(id uint32) bool {
 // cancel cancels a job off the loop (a Slurm round trip per job must not delay the others); a
 // failure is retried by a later pass.
 func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []*v1.Pod) {
-	p.cancelSlots <- struct{}{}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	err := p.slurm.CancelJob(ctx, id)
-	cancel()
-	<-p.cancelSlots
+	err := p.cancels.cancel(id)
 	if err != nil && !slurmGone(err) {
 		logger.Error(err, "cancelling Slurm job", "job", id)
 		p.lc.mu.Lock()
@@ -61,4 +59,82 @@ func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []
 	// The gang's members that waited for the job wait out of the queue: let them in once, so
 	// that their condition says what they wait for now (a complete gang), not the cancelled job.
 	p.activate(logger, waiting)
+}
+
+// maxCancelBatch bounds the jobs one DELETE /jobs names. slurmctld signals them under one lock,
+// as it does for `scancel` with as many ids.
+const maxCancelBatch = 64
+
+// cancelQueue sends cancellations with at most len(slots) requests in flight. A cancellation
+// that finds them all busy waits, and the next free request takes every waiting one (up to
+// maxCancelBatch): a burst of deleted pods costs a few requests, not one each, and a lone
+// cancellation is sent at once.
+type cancelQueue struct {
+	send  func(ctx context.Context, ids []uint32) (map[uint32]error, error)
+	slots chan struct{}
+
+	mu      sync.Mutex
+	waiting []*cancelOrder
+}
+
+// cancelOrder is one job to cancel and, once done is closed, how that went.
+type cancelOrder struct {
+	id   uint32
+	err  error
+	done chan struct{}
+}
+
+func newCancelQueue(send func(ctx context.Context, ids []uint32) (map[uint32]error, error), inFlight int) *cancelQueue {
+	return &cancelQueue{send: send, slots: make(chan struct{}, inFlight)}
+}
+
+// cancel cancels job id, in a request of its own or in one with other waiting jobs, and returns
+// Slurm's answer for it.
+func (q *cancelQueue) cancel(id uint32) error {
+	o := &cancelOrder{id: id, done: make(chan struct{})}
+	q.mu.Lock()
+	q.waiting = append(q.waiting, o)
+	q.mu.Unlock()
+	for {
+		select {
+		case <-o.done:
+			return o.err
+		default:
+		}
+		select {
+		case <-o.done:
+			return o.err
+		case q.slots <- struct{}{}:
+			q.sendWaiting()
+			<-q.slots
+		}
+	}
+}
+
+// sendWaiting sends the waiting cancellations (up to maxCancelBatch) in one request. A failed
+// request fails each of them; otherwise each gets its own job's answer.
+func (q *cancelQueue) sendWaiting() {
+	q.mu.Lock()
+	n := min(len(q.waiting), maxCancelBatch)
+	batch := q.waiting[:n:n]
+	q.waiting = q.waiting[n:]
+	q.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	ids := make([]uint32, n)
+	for i, o := range batch {
+		ids[i] = o.id
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	failed, err := q.send(ctx, ids)
+	cancel()
+	cancelBatchJobs.Observe(float64(n))
+	for _, o := range batch {
+		o.err = err
+		if err == nil {
+			o.err = failed[o.id]
+		}
+		close(o.done)
+	}
 }

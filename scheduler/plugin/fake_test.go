@@ -106,7 +106,7 @@ func (b *testBed) newPlugin(client slurm.Client, args Args) *Plugin {
 		lc:          newLifecycle(),
 		nodeLocks:   map[string]*sync.Mutex{},
 		submitSlots: make(chan struct{}, maxSubmits),
-		cancelSlots: make(chan struct{}, maxCancels),
+		cancels:     newCancelQueue(client.CancelJobs, maxCancels),
 
 		conditionSlots: make(chan struct{}, maxConditionWrites),
 	}

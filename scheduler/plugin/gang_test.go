@@ -72,10 +72,12 @@ func (h *hookClient) SubmitJob(ctx context.Context, j slurm.JobSubmit) (*slurm.S
 	return res, err
 }
 
-func (h *hookClient) CancelJob(ctx context.Context, id uint32) error {
-	err := h.Fake.CancelJob(ctx, id)
-	h.cancelled <- id
-	return err
+func (h *hookClient) CancelJobs(ctx context.Context, ids []uint32) (map[uint32]error, error) {
+	failed, err := h.Fake.CancelJobs(ctx, ids)
+	for _, id := range ids {
+		h.cancelled <- id
+	}
+	return failed, err
 }
 
 // receive waits for a value from ch; the timeout only fails a test that would hang.
@@ -230,7 +232,7 @@ func TestRestartFindsGangJob(t *testing.T) {
 	if err := p2.reconcile(context.Background(), klog.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := fk.Calls("SignalJob"); got != 0 {
+	if got := fk.Calls("CancelJobs"); got != 0 {
 		t.Fatalf("the adopted gang's job was signalled %d times", got)
 	}
 

@@ -2,7 +2,9 @@ package plugin
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -10,31 +12,38 @@ import (
 	"sunk.dev/sunk/pkg/slurm/slurmfake"
 )
 
-// stuckCancels is slurmfake whose cancellations hang until released.
+// stuckCancels is slurmfake whose cancellation requests report the jobs they name, then hang
+// until released.
 type stuckCancels struct {
 	*slurmfake.Fake
-	started chan uint32
+	started chan []uint32
 	release chan struct{}
 }
 
-func (s *stuckCancels) CancelJob(ctx context.Context, id uint32) error {
-	s.started <- id
+func (s *stuckCancels) CancelJobs(ctx context.Context, ids []uint32) (map[uint32]error, error) {
+	s.started <- slices.Clone(ids)
 	<-s.release
-	return s.Fake.CancelJob(ctx, id)
+	return s.Fake.CancelJobs(ctx, ids)
+}
+
+func newStuckCancels() (*stuckCancels, *slurmfake.Fake) {
+	fk := slurmfake.New()
+	return &stuckCancels{Fake: fk, started: make(chan []uint32, 100), release: make(chan struct{})}, fk
 }
 
 // Cancellations that hang (slurmctld busy with a burst of deleted pods) hold no submission back:
 // each has its own slots. With one shared semaphore, the submission waited for them.
 func TestCancelsDoNotHoldUpSubmits(t *testing.T) {
-	fk := slurmfake.New()
-	sc := &stuckCancels{Fake: fk, started: make(chan uint32, 100), release: make(chan struct{})}
+	sc, fk := newStuckCancels()
 	b := newTestBed(t, 1, sc, fk)
-	for i := range maxSubmits + maxCancels {
+	// Each cancellation, sent while a slot is free, is a request of its own.
+	for i := range maxCancels {
 		go b.p.cancel(klog.Background(), uint32(1000+i), "pod-deleted", nil)
+		if got := receive(t, sc.started, "cancellation request"); !slices.Equal(got, []uint32{uint32(1000 + i)}) {
+			t.Fatalf("request %d named %v", i, got)
+		}
 	}
-	for range maxCancels {
-		receive(t, sc.started, "cancellation")
-	}
+	go b.p.cancel(klog.Background(), 2000, "pod-deleted", nil)
 	p := b.addPod(pod(nil, nil))
 	done := make(chan struct{})
 	go func() {
@@ -46,9 +55,82 @@ func TestCancelsDoNotHoldUpSubmits(t *testing.T) {
 		t.Fatalf("%d submissions", got)
 	}
 	select {
-	case id := <-sc.started:
-		t.Fatalf("cancellation %d started beyond the %d slots", id, maxCancels)
+	case ids := <-sc.started:
+		t.Fatalf("a cancellation request for %v started beyond the %d in flight", ids, maxCancels)
 	default:
 	}
 	close(sc.release)
+	if got := receive(t, sc.started, "the waiting cancellation's request"); !slices.Equal(got, []uint32{2000}) {
+		t.Fatalf("the waiting cancellation went out as %v", got)
+	}
+}
+
+// A burst of cancellations while every request hangs goes out in as few requests as
+// maxCancelBatch allows once one returns, each job in exactly one of them, and each caller gets
+// its own job's answer.
+func TestCancelsBatchABurst(t *testing.T) {
+	sc, fk := newStuckCancels()
+	q := newCancelQueue(sc.CancelJobs, maxCancels)
+	var ids []uint32
+	for range maxCancels + 100 {
+		r, err := fk.SubmitJob(context.Background(), slurm.JobSubmit{Name: "x", Script: "#!/bin/sh\n"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.JobID)
+	}
+	const unknown = 99999
+	ids = append(ids, unknown)
+	errs := make(chan error, len(ids))
+	for _, id := range ids[:maxCancels] {
+		go func() { errs <- q.cancel(id) }()
+		receive(t, sc.started, "cancellation request")
+	}
+	for _, id := range ids[maxCancels:] {
+		go func() { errs <- q.cancel(id) }()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for q.waitingCount() < len(ids)-maxCancels {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d cancellations waiting, want %d", q.waitingCount(), len(ids)-maxCancels)
+		}
+		time.Sleep(time.Millisecond) // polled: the goroutines above have not all queued yet
+	}
+	close(sc.release)
+	var failed []error
+	for range ids {
+		if err := receive(t, errs, "a cancellation's answer"); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) != 1 || !slurmGone(failed[0]) {
+		t.Fatalf("errors %v; want only the unknown job's, not found", failed)
+	}
+	var sizes []int
+	seen := map[uint32]int{}
+	for len(sc.started) > 0 {
+		batch := <-sc.started
+		sizes = append(sizes, len(batch))
+		for _, id := range batch {
+			seen[id]++
+		}
+	}
+	if !slices.Equal(sizes, []int{maxCancelBatch, len(ids) - maxCancels - maxCancelBatch}) {
+		t.Fatalf("the burst went out as requests of %v jobs, want %d then %d", sizes, maxCancelBatch, len(ids)-maxCancels-maxCancelBatch)
+	}
+	for _, id := range ids[maxCancels:] {
+		if seen[id] != 1 {
+			t.Fatalf("job %d named in %d requests", id, seen[id])
+		}
+	}
+	if got := fk.Calls("CancelJobs"); got != maxCancels+2 {
+		t.Fatalf("%d requests, want %d", got, maxCancels+2)
+	}
+}
+
+// waitingCount is how many cancellations wait for a request.
+func (q *cancelQueue) waitingCount() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiting)
 }

@@ -42,6 +42,11 @@ var (
 		Name: "sunk_scheduler_jobs_cancelled_total",
 		Help: "Slurm placeholder jobs cancelled by sunk-scheduler, by reason (pod-deleted, pod-finished, duplicate: a second live job of one pod or gang).",
 	}, []string{"reason"})
+	cancelBatchJobs = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "sunk_scheduler_cancel_batch_jobs",
+		Help:    "Jobs named by each cancellation request (DELETE /jobs) sunk-scheduler sent: a burst of deleted pods is cancelled a batch at a time.",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+	})
 	jobsEnded = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sunk_scheduler_jobs_ended_total",
 		Help: "Slurm placeholder jobs that ended under a live pod (the pod is evicted), by Slurm job state; state=\"PREEMPTED\" counts preemptions.",
@@ -60,7 +65,7 @@ var (
 // registry, once per process (a test may start several schedulers).
 func registerMetrics() (*slurm.Metrics, error) {
 	registerOnce.Do(func() {
-		legacyregistry.RawMustRegister(pendingPods, bindLatency, phaseSeconds, jobsSubmitted, allocations, jobsCancelled, jobsEnded, jobsUntrusted)
+		legacyregistry.RawMustRegister(pendingPods, bindLatency, phaseSeconds, jobsSubmitted, allocations, jobsCancelled, cancelBatchJobs, jobsEnded, jobsUntrusted)
 		slurmMetrics, slurmMetricsE = slurm.NewMetrics(legacyregistry.Registerer())
 	})
 	return slurmMetrics, slurmMetricsE

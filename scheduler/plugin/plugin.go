@@ -94,9 +94,10 @@ type Plugin struct {
 	refused  map[types.UID]refusal
 	// lastJob is the last job seen or submitted for a key, checked with Slurm before another.
 	lastJob map[string]uint32
-	// submitSlots and cancelSlots bound the submissions and the cancellations in flight, each on
-	// its own: a burst of deleted pods (hundreds of cancels) must not hold up new pods' submissions.
-	submitSlots, cancelSlots chan struct{}
+	// submitSlots bounds the submissions in flight, and cancels the cancellations, each on its
+	// own: a burst of deleted pods (hundreds of cancels) must not hold up new pods' submissions.
+	submitSlots chan struct{}
+	cancels     *cancelQueue
 	// allocationRetry is the wait before a busy immediate allocation is asked again (place).
 	allocationRetry time.Duration
 	// conditionSlots bounds the pending-reason writes in flight (see showPending).
@@ -208,7 +209,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 
 		submitSlots:     make(chan struct{}, maxSubmits),
 		allocationRetry: 500 * time.Millisecond,
-		cancelSlots:     make(chan struct{}, maxCancels),
+		cancels:         newCancelQueue(c.CancelJobs, maxCancels),
 
 		conditionSlots: make(chan struct{}, maxConditionWrites),
 		jobsChanged:    make(chan struct{}, 1),

@@ -103,11 +103,20 @@ func TestPolicyRefusedPod(t *testing.T) {
 	}
 	b.p.showRefusal(context.Background(), pod, st.Message())
 	b.p.showRefusal(context.Background(), pod, st.Message()) // once per message
-	got, err := b.h.cs.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// PreEnqueue showed the same refusal from a goroutine: whichever of it and the calls above
+	// came first writes the condition, and the write may still be under way.
+	var conds []v1.PodCondition
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		got, err := b.h.cs.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if conds = got.Status.Conditions; len(conds) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // polled: the write is the goroutine's
 	}
-	if c := got.Status.Conditions; len(c) != 1 || c[0].Reason != ReasonPolicyDenied || c[0].Status != v1.ConditionFalse || c[0].Message != st.Message() {
+	if c := conds; len(c) != 1 || c[0].Reason != ReasonPolicyDenied || c[0].Status != v1.ConditionFalse || c[0].Message != st.Message() {
 		t.Fatalf("conditions %+v", c)
 	}
 	events := 0

@@ -137,6 +137,22 @@ func (f *Fake) CancelJob(ctx context.Context, id uint32) error {
 	return f.SignalJob(ctx, id, "KILL")
 }
 
+// CancelJobs cancels each job as CancelJob does, in one call: a job the fake does not know is
+// ErrNotFound in the map, as slurmctld answers error 2017 for it.
+func (f *Fake) CancelJobs(ctx context.Context, ids []uint32) (map[uint32]error, error) {
+	if err := f.enter(ctx, "CancelJobs"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	failed := map[uint32]error{}
+	for _, id := range ids {
+		if !f.kill(id) {
+			failed[id] = notFound("job", fmt.Sprint(id))
+		}
+	}
+	return failed, nil
+}
+
 // SignalJob: KILL (which CancelJob sends) makes a pending, running or suspended job CANCELLED;
 // other signals change nothing but are counted in Calls("SignalJob").
 func (f *Fake) SignalJob(ctx context.Context, id uint32, signal string) error {
@@ -144,19 +160,29 @@ func (f *Fake) SignalJob(ctx context.Context, id uint32, signal string) error {
 		return err
 	}
 	defer f.mu.Unlock()
-	j, ok := f.jobs[id]
-	if !ok {
+	if _, ok := f.jobs[id]; !ok {
 		return notFound("job", fmt.Sprint(id))
 	}
 	if signal == "KILL" || signal == "SIGKILL" || signal == "9" {
-		switch j.BaseState() {
-		case "PENDING", "RUNNING", "SUSPENDED":
-			j.State, j.EndTime = []string{"CANCELLED"}, f.now()
-			f.jobs[id] = j
-			f.touchJobs()
-		}
+		f.kill(id)
 	}
 	return nil
+}
+
+// kill makes a pending, running or suspended job CANCELLED; it reports whether the job exists.
+// f.mu is held.
+func (f *Fake) kill(id uint32) bool {
+	j, ok := f.jobs[id]
+	if !ok {
+		return false
+	}
+	switch j.BaseState() {
+	case "PENDING", "RUNNING", "SUSPENDED":
+		j.State, j.EndTime = []string{"CANCELLED"}, f.now()
+		f.jobs[id] = j
+		f.touchJobs()
+	}
+	return true
 }
 
 func (f *Fake) UpdateJob(ctx context.Context, id uint32, u slurm.JobUpdate) error {
