@@ -1,6 +1,9 @@
 package slurm
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestJobListerChoosesTheCheaperRead: changed jobs are fetched one by one only while that is
 // expected to end sooner than a full list of the table as large as it is now, by the moving
@@ -26,6 +29,25 @@ func TestJobListerChoosesTheCheaperRead(t *testing.T) {
 		if got := l.fetchCheaper(tc.n, tc.jobs); got != tc.want {
 			t.Errorf("%s: fetchCheaper(%d, %d) with %d rounds at %gs vs full %gs a job = %v, want %v",
 				tc.name, tc.n, tc.jobs, rounds(tc.n), tc.getCost, tc.fullCostPerJob, got, tc.want)
+		}
+	}
+}
+
+// TestFullListsSpacedByTheirCost: a slow full list holds up the poll that makes it, so slow ones
+// come at most once per ten times what the last took; fast ones every FullListEvery.
+func TestFullListsSpacedByTheirCost(t *testing.T) {
+	for _, tc := range []struct {
+		took, want time.Duration
+	}{
+		{0, 30 * time.Second},
+		{900 * time.Millisecond, 30 * time.Second},
+		{2 * time.Second, 30 * time.Second},
+		{5 * time.Second, 50 * time.Second},
+		{14 * time.Second, 140 * time.Second},
+	} {
+		l := &jobLister{fullEvery: 30 * time.Second, lastFullTook: tc.took}
+		if got := l.fullListEvery(); got != tc.want {
+			t.Errorf("last full list took %v: next after %v, want %v", tc.took, got, tc.want)
 		}
 	}
 }

@@ -195,3 +195,42 @@ func TestJobInformerRunReadsABacklogAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestJobInformerFetchesLateJobsWhenIdle: jobs that ended before a poll first saw them (a burst
+// of refused immediate allocations, FAILED at once) are read in polls with nothing else to do:
+// they neither delay the starts nor count towards a full list.
+func TestJobInformerFetchesLateJobsWhenIdle(t *testing.T) {
+	f := slurmfake.New()
+	for id := uint32(1); id <= 200; id++ {
+		f.AddJob(slurm.Job{ID: id, State: []string{"PENDING"}})
+	}
+	now := time.Unix(1700000000, 0)
+	inf := slurm.NewJobInformerAt(f, slurm.InformerOptions{JobMaxFetch: 10, JobFullListEvery: time.Hour}, func() time.Time { return now })
+	ctx := context.Background()
+	if _, err := inf.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id := uint32(201); id <= 250; id++ {
+		f.AddJob(slurm.Job{ID: id, State: []string{"FAILED"}, StateReason: "BadConstraints"})
+	}
+	for id := uint32(1); id <= 5; id++ {
+		if err := f.SetJobState(id, "RUNNING"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range []struct{ added, updated, stored int }{{0, 5, 200}, {32, 0, 232}, {18, 0, 250}, {0, 0, 250}} {
+		res, err := inf.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Added != want.added || res.Updated != want.updated || len(inf.List()) != want.stored {
+			t.Fatalf("poll %d: %+v, %d stored; want %d added, %d updated, %d stored", i+1, res, len(inf.List()), want.added, want.updated, want.stored)
+		}
+	}
+	if got := f.Calls("ListJobs"); got != 1 {
+		t.Fatalf("%d full lists, want only the first", got)
+	}
+	if j, ok := inf.Get(250); !ok || j.StateReason != "BadConstraints" {
+		t.Fatalf("job 250: %+v", j)
+	}
+}
