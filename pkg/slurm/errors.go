@@ -97,6 +97,13 @@ func NotNow(err error) bool {
 	return errors.As(err, &se) && se.Kind == nil && hasCode(se.Errors, errnoNodesBusy, errnoNotTopPriority)
 }
 
+// Busy reports a NotNow refusal for busy resources alone (ESLURM_NODES_BUSY): no job of higher
+// priority waits for them, so the request may start as soon as resources are freed.
+func Busy(err error) bool {
+	var se *SlurmError
+	return NotNow(err) && errors.As(err, &se) && hasCode(se.Errors, errnoNodesBusy) && !hasCode(se.Errors, errnoNotTopPriority)
+}
+
 // Unsatisfiable reports a refusal of a job request itself, which no wait changes: no node
 // configuration or partition can satisfy it, the partition does not exist, or the user may not
 // use it. Slurm answers a batch submission of the same request the same way.

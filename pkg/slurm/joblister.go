@@ -39,10 +39,12 @@ const (
 // full records of the jobs that are new or entered a live state (PENDING, RUNNING, SUSPENDED:
 // GET /job/{id}, started ones first, at most jobFetchBudget a poll); a job that ended or only
 // gained or lost a flag (COMPLETING...) gets its new state on the record it has, the rest of the
-// record (end time, exit code, reason) at the next full list; jobs missing from the state list
-// are gone. A full list is still made at the start, every FullListEvery (for
-// the fields a state does not show), when more than MaxFetch jobs changed, and whenever an array
-// task or heterogeneous component changed (their state-list ids are not their records' ids).
+// record (end time, exit code, reason) at the next full list; a job first seen already ended
+// (nobody waited on it: in a burst, refused immediate allocations) is fetched only by a poll
+// with nothing else to fetch; jobs missing from the state list are gone. A full list is still
+// made at the start, every FullListEvery (for the fields a state does not show; less often while
+// full lists are slow, see fullListEvery), when more than MaxFetch jobs changed, and whenever an
+// array task or heterogeneous component changed (their state-list ids are not their records' ids).
 //
 // It fails closed: a failed request fails the whole poll and changes nothing, so a job that
 // could not be read is asked for again at the next one.

@@ -27,8 +27,8 @@ func TestAllocationFirst(t *testing.T) {
 		allocs, submits  int
 		wantEventMessage string
 	}{
-		{name: "not top priority: asked again, then queued", allocs: allocationTries, submits: 1, wantEventMessage: "to Slurm's queue"},
-		{name: "busy: asked again, then queued", refusal: busy, allocs: allocationTries, submits: 1, wantEventMessage: "to Slurm's queue"},
+		{name: "not top priority: asked again, then queued", allocs: notTopTries, submits: 1, wantEventMessage: "to Slurm's queue"},
+		{name: "busy, nothing freed: asked again, then queued", refusal: busy, allocs: notTopTries, submits: 1, wantEventMessage: "to Slurm's queue"},
 		{name: "no answer: nothing submitted", refusal: down, allocs: 1, submits: 0},
 		{name: "never satisfiable: refused, nothing queued", refusal: slurmfake.AllocationRefused(2014, "Requested node configuration is not available"), allocs: 1, submits: 0},
 	} {

@@ -46,6 +46,7 @@ func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []
 		return
 	}
 	jobsCancelled.WithLabelValues(reason).Inc()
+	p.allocationQueue.freed(1)
 	logger.Info("cancelled Slurm job", "job", id, "reason", reason)
 	var waiting []*v1.Pod
 	for _, o := range members {

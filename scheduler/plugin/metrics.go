@@ -36,8 +36,9 @@ var (
 	allocations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sunk_scheduler_allocations_total",
 		Help: "Immediate allocations asked of Slurm for placeholder jobs, by result: started (the job runs, no batch job needed), " +
-			"refused (Slurm could not start it at once; a batch job was submitted instead), error (Slurm did not answer; tried again later).",
-	}, []string{"result"})
+			"refused (Slurm could not start it at once), error (Slurm did not answer; tried again later); code is Slurm's error number of a refusal " +
+			"(2016 resources busy, 2013 a job of higher priority waits, 2014/2015 never satisfiable).",
+	}, []string{"result", "code"})
 	jobsCancelled = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sunk_scheduler_jobs_cancelled_total",
 		Help: "Slurm placeholder jobs cancelled by sunk-scheduler, by reason (pod-deleted, pod-finished, duplicate: a second live job of one pod or gang).",

@@ -98,8 +98,10 @@ type Plugin struct {
 	// own: a burst of deleted pods (hundreds of cancels) must not hold up new pods' submissions.
 	submitSlots chan struct{}
 	cancels     *cancelQueue
-	// allocationRetry is the wait before a busy immediate allocation is asked again (place).
+	// allocationRetry is the longest first wait before a busy immediate allocation is asked
+	// again (place); allocations holds them until resources are freed.
 	allocationRetry time.Duration
+	allocationQueue *allocationQueue
 	// conditionSlots bounds the pending-reason writes in flight (see showPending).
 	conditionSlots chan struct{}
 	// jobsChanged wakes the lifecycle loop when a job list changed something, so that a job's
@@ -209,6 +211,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 
 		submitSlots:     make(chan struct{}, maxSubmits),
 		allocationRetry: 500 * time.Millisecond,
+		allocationQueue: newAllocationQueue(),
 		cancels:         newCancelQueue(c.CancelJobs, maxCancels),
 
 		conditionSlots: make(chan struct{}, maxConditionWrites),
@@ -217,7 +220,12 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 	_ = podInformer.Informer() // registered before the factory starts
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
 		OnAdd:    func(j slurm.Job) { p.index(&j, true); p.lc.sawJob(p, &j); p.wakeLifecycle() },
-		OnUpdate: func(_, j slurm.Job) { p.index(&j, true); p.lc.sawJob(p, &j); p.wakeLifecycle() },
+		OnUpdate: func(old, j slurm.Job) {
+			p.index(&j, true)
+			p.lc.sawJob(p, &j)
+			p.sawEnd(&old, &j)
+			p.wakeLifecycle()
+		},
 		OnDelete: func(j slurm.Job) {
 			if isLive(&j) && p.placeholderKeys(&j) != nil {
 				// Seen with Slurm 24.11: live jobs drop out of one list and are back in the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,13 +132,15 @@ func (p *Plugin) submitOnce(ctx context.Context, js slurm.JobSubmit, key string)
 // for an immediate request it then refuses (the preempted jobs have yet to end), and the
 // resources they free go to whichever job waits, which may then be preempted in turn.
 //
-// A refusal for the moment (resources busy, or a job of higher priority waiting) is asked again
-// allocationTries times before the job joins the queue. In a burst of pods the jobs ahead are
-// mostly the scheduler's own, which end as soon as their pods do; queueing at the first refusal
-// made every later pod of the burst a batch job too ("insufficient priority" behind the queued
-// ones), and the burst ran at the batch jobs' pace (BenchmarkThousandPods: 13.6 pods/s against
-// 53.1 with the retries). Each refusal leaves a FAILED record (reason BadConstraints) in Slurm's
-// job list and accounting.
+// A refusal for the moment is asked again, as resources are freed (allocationQueue), before the
+// job joins the queue: up to busyTries times while the resources are busy and being freed,
+// notTopTries times (3.5 s) while a job of higher priority waits or nothing is freed. In a burst of pods the jobs
+// ahead are mostly the scheduler's own, which end as soon as their pods do. A pod queued as a
+// batch job makes every allocation behind it "not top priority" until it starts, so that the
+// burst runs at the batch jobs' pace (BenchmarkThousandPods: 13.6 pods/s queueing at the first
+// refusal, 53.1 with four tries); a pod waiting for busy resources therefore waits here, for
+// the resources its own scheduler's jobs free, not in Slurm's queue. Each refusal leaves a
+// FAILED record (reason BadConstraints) in Slurm's job list and accounting.
 func (p *Plugin) place(ctx context.Context, js slurm.JobSubmit) (*slurm.SubmitResult, error) {
 	if !p.mayPreempt(&js) {
 		if res, err, answered := p.allocate(ctx, js); answered {
@@ -154,34 +157,42 @@ func (p *Plugin) place(ctx context.Context, js slurm.JobSubmit) (*slurm.SubmitRe
 // can never satisfy (slurm.Unsatisfiable) is answered with its refusal: a batch job of it would
 // be refused too, and leave one more FAILED record.
 func (p *Plugin) allocate(ctx context.Context, js slurm.JobSubmit) (res *slurm.SubmitResult, err error, answered bool) {
+	since, stalls := time.Now(), 0
 	for try := 1; ; try++ {
-		err = p.slotted(func() (err error) { res, err = p.slurm.AllocateJob(ctx, js); return err })
-		var refused *slurm.SlurmError
-		if err == nil || !errors.As(err, &refused) || refused.Kind != nil {
-			allocations.WithLabelValues(allocationResult(err)).Inc()
-			return res, err, true
+		// The first try waits behind allocations refused before it, the others for resources to
+		// be freed, at most allocationRetry doubled at each try.
+		if !p.allocationQueue.turn(ctx, since, try > 1, p.allocationRetry<<min(max(try-2, 0), 3)) && try > 1 {
+			stalls++
 		}
-		allocations.WithLabelValues("refused").Inc()
-		switch {
-		case slurm.Unsatisfiable(err):
-			return nil, err, true
-		case !slurm.NotNow(err) || try >= allocationTries:
-			return nil, err, false
-		}
-		select {
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			// As the client reads a request that the context ended: Slurm did not answer (the
 			// pod asks again later), not a refusal the pod would show.
 			return nil, fmt.Errorf("slurm POST /job/allocate: %w: %w", slurm.ErrUnavailable, ctx.Err()), true
-		case <-time.After(p.allocationRetry):
+		}
+		err = p.slotted(func() (err error) { res, err = p.slurm.AllocateJob(ctx, js); return err })
+		var refused *slurm.SlurmError
+		if err == nil || !errors.As(err, &refused) || refused.Kind != nil {
+			allocations.WithLabelValues(allocationResult(err), "").Inc()
+			return res, err, true
+		}
+		allocations.WithLabelValues("refused", strconv.Itoa(refused.Code)).Inc()
+		switch {
+		case slurm.Unsatisfiable(err):
+			return nil, err, true
+		case !slurm.NotNow(err), !slurm.Busy(err) && try >= notTopTries, stalls >= notTopTries-1, try >= busyTries:
+			return nil, err, false
 		}
 	}
 }
 
-// allocationTries is how often an immediate allocation refused for the moment is asked for,
-// allocationRetry (500 ms) apart, before the job is queued: at most 1.5 s more for a pod that
-// has to wait in the queue anyway.
-const allocationTries = 4
+// How often an immediate allocation refused for the moment is asked for before the job is
+// queued. Between tries it waits for resources to be freed, at most allocationRetry (500 ms),
+// then 1, 2 and 4 s. A job of higher priority waiting, or busy resources that nothing frees,
+// queue it after notTopTries (3.5 s); busy resources that are being freed, after busyTries.
+const (
+	notTopTries = 4
+	busyTries   = 10
+)
 
 func allocationResult(err error) string {
 	if err == nil {

@@ -59,6 +59,7 @@ func BenchmarkThousandPods(b *testing.B) {
 	sunk, def := results["sunk-scheduler"], results["default-scheduler"]
 	phases := phaseMeans(b)
 	rest := restProfile(b) // before the Slurm-only run, whose jobs the plugin reads too
+	asked := allocationProfile(b)
 	alone := e.slurmOnly(n)
 	b.Logf("slurm alone: %d jobs started and cancelled in %v: %.1f jobs/s, submission-to-seen-running p50 %v p99 %v",
 		n, alone.total.Round(time.Millisecond), alone.perSec, alone.p50.Round(time.Millisecond), alone.p99.Round(time.Millisecond))
@@ -69,6 +70,36 @@ func BenchmarkThousandPods(b *testing.B) {
 		alone.perSec, alone.p99.Seconds(), sunk.perSec/alone.perSec,
 		phases["queue"], phases["submit"], phases["pending"], phases["detect"], phases["activate"], phases["bind"])
 	fmt.Println(rest)
+	fmt.Println(asked)
+}
+
+// allocationProfile reads sunk_scheduler_allocations_total as one bench line: how the immediate
+// allocations were answered, refusals by Slurm's error number.
+func allocationProfile(b *testing.B) string {
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	counts := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "sunk_scheduler_allocations_total" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			name := ""
+			for _, l := range m.Label {
+				if l.GetValue() != "" {
+					name += "_" + l.GetValue()
+				}
+			}
+			counts[strings.TrimPrefix(name, "_")] += m.Counter.GetValue()
+		}
+	}
+	line := "bench: allocations"
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		line += fmt.Sprintf(" %s=%.0f", k, counts[k])
+	}
+	return line
 }
 
 // restProfile reads sunk_slurm_rest_request_duration_seconds from the process's registry: per

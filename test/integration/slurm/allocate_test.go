@@ -50,7 +50,7 @@ func TestAllocateNowOrRefused(t *testing.T) {
 			}
 
 			second, err := c.AllocateJob(ctx, job)
-			if second != nil || !slurm.NotNow(err) || slurm.Unsatisfiable(err) {
+			if second != nil || !slurm.NotNow(err) || !slurm.Busy(err) || slurm.Unsatisfiable(err) {
 				t.Fatalf("a second exclusive allocation of %s: %+v, %v; want refused for now", env.Nodes[2], second, err)
 			}
 			t.Logf("refused for now: %v", err)
