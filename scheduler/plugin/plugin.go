@@ -219,7 +219,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 	}
 	_ = podInformer.Informer() // registered before the factory starts
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
-		OnAdd:    func(j slurm.Job) { p.index(&j, true); p.lc.sawJob(p, &j); p.wakeLifecycle() },
+		OnAdd: func(j slurm.Job) { p.index(&j, true); p.lc.sawJob(p, &j); p.wakeLifecycle() },
 		OnUpdate: func(old, j slurm.Job) {
 			p.index(&j, true)
 			p.lc.sawJob(p, &j)
