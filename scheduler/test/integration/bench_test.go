@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,24 +77,15 @@ func BenchmarkThousandPods(b *testing.B) {
 // allocationProfile reads sunk_scheduler_allocations_total as one bench line: how the immediate
 // allocations were answered, refusals by Slurm's error number.
 func allocationProfile(b *testing.B) string {
-	mfs, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
 	counts := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "sunk_scheduler_allocations_total" {
-			continue
-		}
-		for _, m := range mf.Metric {
-			name := ""
-			for _, l := range m.Label {
-				if l.GetValue() != "" {
-					name += "_" + l.GetValue()
-				}
+	for _, m := range gathered(b, "sunk_scheduler_allocations_total") {
+		name := ""
+		for _, l := range m.Label {
+			if l.GetValue() != "" {
+				name += "_" + l.GetValue()
 			}
-			counts[strings.TrimPrefix(name, "_")] += m.Counter.GetValue()
 		}
+		counts[strings.TrimPrefix(name, "_")] += m.Counter.GetValue()
 	}
 	line := "bench: allocations"
 	for _, k := range slices.Sorted(maps.Keys(counts)) {
@@ -106,32 +98,23 @@ func allocationProfile(b *testing.B) string {
 // endpoint, how many requests the run made and their mean seconds, as one bench line (where
 // slurmrestd's time went).
 func restProfile(b *testing.B) string {
-	mfs, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
 	type stat struct {
 		n   uint64
 		sum float64
 	}
 	by := map[string]*stat{}
-	for _, mf := range mfs {
-		if mf.GetName() != "sunk_slurm_rest_request_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.Metric {
-			var ep string
-			for _, l := range m.Label {
-				if l.GetName() == "endpoint" {
-					ep = l.GetValue()
-				}
+	for _, m := range gathered(b, "sunk_slurm_rest_request_duration_seconds") {
+		var ep string
+		for _, l := range m.Label {
+			if l.GetName() == "endpoint" {
+				ep = l.GetValue()
 			}
-			if by[ep] == nil {
-				by[ep] = &stat{}
-			}
-			by[ep].n += m.Histogram.GetSampleCount()
-			by[ep].sum += m.Histogram.GetSampleSum()
 		}
+		if by[ep] == nil {
+			by[ep] = &stat{}
+		}
+		by[ep].n += m.Histogram.GetSampleCount()
+		by[ep].sum += m.Histogram.GetSampleSum()
 	}
 	eps := slices.Sorted(maps.Keys(by))
 	line := "bench: rest"
@@ -148,24 +131,30 @@ func restProfile(b *testing.B) string {
 // phaseMeans reads sunk-scheduler's sunk_scheduler_phase_seconds from the process's registry:
 // the mean seconds of each phase (submit, detect, bind).
 func phaseMeans(b *testing.B) map[string]float64 {
-	mfs, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
 	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "sunk_scheduler_phase_seconds" {
-			continue
-		}
-		for _, m := range mf.Metric {
-			for _, l := range m.Label {
-				if h := m.Histogram; l.GetName() == "phase" && h.GetSampleCount() > 0 {
-					out[l.GetValue()] = h.GetSampleSum() / float64(h.GetSampleCount())
-				}
+	for _, m := range gathered(b, "sunk_scheduler_phase_seconds") {
+		for _, l := range m.Label {
+			if h := m.Histogram; l.GetName() == "phase" && h.GetSampleCount() > 0 {
+				out[l.GetValue()] = h.GetSampleSum() / float64(h.GetSampleCount())
 			}
 		}
 	}
 	return out
+}
+
+// gathered is the series of one metric in the process's registry (kube-scheduler's and the
+// plugin's: the benchmark runs both in-process).
+func gathered(b *testing.B, name string) []*dto.Metric {
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.Metric
+		}
+	}
+	return nil
 }
 
 func benchNamespace(sched string) string { return "bench-" + sched }

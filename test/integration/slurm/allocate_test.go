@@ -24,19 +24,7 @@ func TestAllocateNowOrRefused(t *testing.T) {
 			job := slurm.JobSubmit{Name: "sunk-it-alloc", Partition: "all", Tasks: 1, CPUsPerTask: 1, MemoryPerNodeMB: 64,
 				MinNodes: 1, MaxNodes: 1, TimeLimit: 5 * time.Minute, RequiredNodes: []string{env.Nodes[2]},
 				Comment: "sunk integration allocation", Exclusive: true, StdOut: "/dev/null"}
-			var first *slurm.SubmitResult
-			// Another test's job may still be leaving the node.
-			eventually(t, time.Minute, func() error {
-				r, err := c.AllocateJob(ctx, job)
-				if err != nil {
-					if slurm.NotNow(err) {
-						return err
-					}
-					t.Fatalf("first allocation: %v", err)
-				}
-				first = r
-				return nil
-			})
+			first := allocateOnceFree(t, ctx, c, job)
 			t.Cleanup(func() { _ = c.CancelJob(context.Background(), first.JobID) })
 			if !first.Allocated || first.JobID == 0 {
 				t.Fatalf("answer %+v, want an allocated job", first)
@@ -77,4 +65,23 @@ func TestAllocateNowOrRefused(t *testing.T) {
 			})
 		})
 	}
+}
+
+// allocateOnceFree asks for an immediate allocation until Slurm grants it: another test's job
+// may still be leaving the nodes.
+func allocateOnceFree(t *testing.T, ctx context.Context, c slurm.Client, job slurm.JobSubmit) *slurm.SubmitResult {
+	t.Helper()
+	var res *slurm.SubmitResult
+	eventually(t, time.Minute, func() error {
+		r, err := c.AllocateJob(ctx, job)
+		if err != nil {
+			if slurm.NotNow(err) {
+				return err
+			}
+			t.Fatalf("allocation: %v", err)
+		}
+		res = r
+		return nil
+	})
+	return res
 }

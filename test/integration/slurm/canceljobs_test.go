@@ -27,19 +27,8 @@ func TestCancelJobsInOneRequest(t *testing.T) {
 					_ = c.CancelJob(context.Background(), id)
 				}
 			})
-			var running *slurm.SubmitResult
-			eventually(t, time.Minute, func() error { // another test's job may still hold the nodes
-				r, err := c.AllocateJob(ctx, slurm.JobSubmit{Name: "sunk-it-cancels", Partition: "all", Tasks: 1, CPUsPerTask: 1,
-					MemoryPerNodeMB: 64, MinNodes: 1, MaxNodes: 1, TimeLimit: 5 * time.Minute, StdOut: "/dev/null"})
-				if err != nil {
-					if slurm.NotNow(err) {
-						return err
-					}
-					t.Fatalf("allocation: %v", err)
-				}
-				running = r
-				return nil
-			})
+			running := allocateOnceFree(t, ctx, c, slurm.JobSubmit{Name: "sunk-it-cancels", Partition: "all", Tasks: 1, CPUsPerTask: 1,
+				MemoryPerNodeMB: 64, MinNodes: 1, MaxNodes: 1, TimeLimit: 5 * time.Minute, StdOut: "/dev/null"})
 			ids = append(ids, running.JobID)
 			for range 2 {
 				r, err := c.SubmitJob(ctx, slurm.JobSubmit{Name: "sunk-it-cancels", Script: "#!/bin/sh\nsleep 60\n", Hold: true,
