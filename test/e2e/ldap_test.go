@@ -64,6 +64,9 @@ ldap_uri = %s
 ldap_search_base = dc=sunk,dc=test
 ldap_schema = rfc2307
 ldap_id_use_start_tls = false
+offline_timeout = 5
+offline_timeout_max = 30
+offline_timeout_random_offset = 0
 `, uri)
 	if err := e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ldap-sssd"},
 		StringData: map[string]string{"sssd.conf": sssdConf}}); err != nil {
