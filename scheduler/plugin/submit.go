@@ -134,13 +134,14 @@ func (p *Plugin) submitOnce(ctx context.Context, js slurm.JobSubmit, key string)
 //
 // A refusal for the moment is asked again, as resources are freed (allocationQueue), before the
 // job joins the queue: up to busyTries times while the resources are busy and being freed,
-// notTopTries times (3.5 s) while a job of higher priority waits or nothing is freed. In a burst of pods the jobs
-// ahead are mostly the scheduler's own, which end as soon as their pods do. A pod queued as a
-// batch job makes every allocation behind it "not top priority" until it starts, so that the
-// burst runs at the batch jobs' pace (BenchmarkThousandPods: 13.6 pods/s queueing at the first
-// refusal, 53.1 with four tries); a pod waiting for busy resources therefore waits here, for
-// the resources its own scheduler's jobs free, not in Slurm's queue. Each refusal leaves a
-// FAILED record (reason BadConstraints) in Slurm's job list and accounting.
+// notTopTries times (3.5 s) while a job of higher priority waits or nothing is freed. In a
+// burst of pods the jobs ahead are mostly the scheduler's own, which end as soon as their pods
+// do. A pod queued as a batch job makes every allocation behind it "not top priority" until it
+// starts, so that the burst runs at the batch jobs' pace (BenchmarkThousandPods: 13.6 pods/s
+// queueing at the first refusal, 53.1 with four tries); a pod waiting for busy resources
+// therefore waits here, for the resources its own scheduler's jobs free, not in Slurm's queue.
+// Each refusal leaves a FAILED record (reason BadConstraints) in Slurm's job list and
+// accounting.
 func (p *Plugin) place(ctx context.Context, js slurm.JobSubmit) (*slurm.SubmitResult, error) {
 	if !p.mayPreempt(&js) {
 		if res, err, answered := p.allocate(ctx, js); answered {
