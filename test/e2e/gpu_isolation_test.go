@@ -91,27 +91,40 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 	// The pod waits until slurmctld runs the gres.conf that includes the pods' device lines
 	// (its condition GPUDevicesIncluded): a slurmd that registered before would report no GPUs, and
 	// slurmctld would drain its node for good ("gres/gpu count reported lower than
-	// configured"). The NodeSet says so with an event; until the cluster reports the Include,
-	// no compute pod exists (pods read first: the cluster's flag only turns true here).
-	poll(t, time.Minute, "NodeSet event "+nodeset.ReasonWaitingForGPUConfig, func() error {
+	// configured"). The NodeSet says so with an event while it waits; until the cluster reports
+	// the Include, no compute pod exists (pods read first: the cluster's flag only turns true
+	// here). On a loaded machine the cluster may report the Include before the NodeSet's first
+	// reconcile, which then has nothing to wait for (no event): the order of the pod's creation
+	// and the condition's transition shows the wait either way.
+	waited := false
+	poll(t, 2*time.Minute, "NodeSet event "+nodeset.ReasonWaitingForGPUConfig+" or the device Include", func() error {
 		var events eventsv1.EventList
 		if err := e.c.List(context.Background(), &events, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
 		for _, ev := range events.Items {
 			if ev.Regarding.Kind == "NodeSet" && ev.Regarding.Name == "gpu" && ev.Reason == nodeset.ReasonWaitingForGPUConfig {
+				waited = true
 				return nil
 			}
 		}
-		return fmt.Errorf("none among %d events", len(events.Items))
+		if meta.IsStatusConditionTrue(e.cluster(t, "gpu").Status.Conditions, sunkv1.ConditionGPUDevicesIncluded) {
+			return nil
+		}
+		return fmt.Errorf("neither among %d events nor the condition", len(events.Items))
 	})
 	var pods corev1.PodList
 	if err := e.c.List(context.Background(), &pods, client.InNamespace(e.ns), client.MatchingLabels{wellknown.LabelComponent: wellknown.ComponentCompute}); err != nil {
 		t.Fatal(err)
 	}
-	if len(pods.Items) > 0 && !meta.IsStatusConditionTrue(e.cluster(t, "gpu").Status.Conditions, sunkv1.ConditionGPUDevicesIncluded) {
-		t.Fatalf("compute pod %s exists before slurmctld runs the device Include", pods.Items[0].Name)
+	included := meta.FindStatusCondition(e.cluster(t, "gpu").Status.Conditions, sunkv1.ConditionGPUDevicesIncluded)
+	for _, p := range pods.Items {
+		// Whole seconds both: a pod of the same second as the transition counts as after it.
+		if included == nil || included.Status != metav1.ConditionTrue || p.CreationTimestamp.Before(&included.LastTransitionTime) {
+			t.Fatalf("compute pod %s (created %s) exists before slurmctld runs the device Include (%+v)", p.Name, p.CreationTimestamp, included)
+		}
 	}
+	t.Logf("the NodeSet said it waited for the device Include: %v", waited)
 	e.waitIdle(t, login, 4*time.Minute, "gpu-0 idle", "gpu-0")
 	computePod := e.podOf(t, "gpu", wellknown.ComponentCompute)
 	compute := computePod.Name
