@@ -323,7 +323,7 @@ func (s *soak) report() {
 		}
 		counts[kind][st]++
 		why, cancelledBySoak := s.cancelled[id]
-		okEnd := j.State == "COMPLETED" && j.Restarts == 0 || cancelledBySoak && j.State == "CANCELLED"
+		okEnd := j.State == "COMPLETED" && j.Restarts == 0 || cancelledBySoak && j.State == "CANCELLED" || j.RefusedAllocation()
 		if okEnd {
 			continue
 		}

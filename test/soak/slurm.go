@@ -30,6 +30,13 @@ func (j Job) HeldBySlurm() bool {
 	return j.State == "PENDING" && strings.Contains(strings.ToLower(j.Reason), "held")
 }
 
+// RefusedAllocation says the job ended FAILED without ever having had nodes: an immediate
+// allocation that Slurm refused (sunk-scheduler asks for one before it queues a batch job), which
+// slurmctld records as a FAILED job, reason BadConstraints. Nothing ran, and nothing was harmed.
+func (j Job) RefusedAllocation() bool {
+	return j.State == "FAILED" && (j.NodeList == "" || j.NodeList == "(null)")
+}
+
 var jobField = regexp.MustCompile(`(?:^|\s)(JobId|JobName|JobState|Reason|Restarts|ExitCode|NodeList|EndTime|ArrayTaskId)=(\S*)`)
 
 // ParseJobs reads `scontrol -o show job` (one job per line). The pending remainder of an array

@@ -93,6 +93,10 @@ JobId=13 ArrayJobId=13 ArrayTaskId=2-5%3 JobName=soak-array JobState=PENDING Rea
 JobId=14 ArrayJobId=13 ArrayTaskId=0 JobName=soak-array JobState=RUNNING Reason=None Restarts=1 EndTime=Unknown
 `
 	jobs := ParseJobs(out)
+	refused := ParseJobs("JobId=43 JobName=sunk-slurm-soak-sched-1 JobState=FAILED Reason=BadConstraints Restarts=0 ExitCode=0:1 EndTime=2025-01-02T03:04:05 NodeList=(null)\n")
+	if len(refused) != 1 || !refused[0].RefusedAllocation() || jobs[0].RefusedAllocation() {
+		t.Fatalf("a refused immediate allocation: %+v", refused)
+	}
 	if len(jobs) != 2 || jobs[0].ID != "12" || !jobs[0].Terminal() || jobs[0].End.IsZero() || jobs[0].NodeList != "compute-[1-2]" ||
 		jobs[1].ID != "14" || jobs[1].Restarts != 1 || jobs[1].Terminal() {
 		t.Fatalf("%+v", jobs)
