@@ -93,13 +93,6 @@ func (q *allocationQueue) freed(n int) {
 	}
 }
 
-// waitingCount is how many allocations wait.
-func (q *allocationQueue) waitingCount() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.waiting)
-}
-
 // sawEnd frees a waiting allocation's turn when a job that held resources ended, unless this
 // process cancelled it (cancel did then).
 func (p *Plugin) sawEnd(old, cur *slurm.Job) {

@@ -2,8 +2,11 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"sunk.dev/sunk/test/wait"
 )
 
 // Allocations refused for the moment ask again in the order they first asked, one per job
@@ -28,14 +31,10 @@ func TestAllocationQueue(t *testing.T) {
 	for i, name := range []string{"c", "a", "b"} { // a refused retry waits in the order of its first request
 		since := map[string]time.Time{"a": t0, "b": t0.Add(time.Second), "c": t0.Add(2 * time.Second)}[name]
 		ws = append(ws, waiter{name, returned(func() { q.turn(ctx, since, true, long) })})
-		for q.waitingCount() != i+1 {
-			time.Sleep(time.Millisecond) // polled: the goroutine above queues itself
-		}
+		waitQueued(t, q.waitingCount, i+1) // the goroutine above queues itself
 	}
 	newcomer := returned(func() { q.turn(ctx, t0.Add(3*time.Second), false, long) })
-	for q.waitingCount() != 4 {
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, q.waitingCount, 4)
 	byName := map[string]<-chan struct{}{}
 	for _, w := range ws {
 		byName[w.name] = w.done
@@ -68,4 +67,22 @@ func TestAllocationQueue(t *testing.T) {
 	if n := q.waitingCount(); n != 0 {
 		t.Fatalf("%d still waiting after their waits", n)
 	}
+}
+
+// waitQueued waits until count says n wait: goroutines started by a test queue themselves.
+func waitQueued(t *testing.T, count func() int, n int) {
+	t.Helper()
+	wait.For(t, fmt.Sprintf("%d waiting", n), 30*time.Second, time.Millisecond, func() error {
+		if got := count(); got != n {
+			return fmt.Errorf("%d waiting", got)
+		}
+		return nil
+	})
+}
+
+// waitingCount is how many allocations wait.
+func (q *allocationQueue) waitingCount() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiting)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"k8s.io/klog/v2"
 
@@ -89,13 +88,7 @@ func TestCancelsBatchABurst(t *testing.T) {
 	for _, id := range ids[maxCancels:] {
 		go func() { errs <- q.cancel(id) }()
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for q.waitingCount() < len(ids)-maxCancels {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d cancellations waiting, want %d", q.waitingCount(), len(ids)-maxCancels)
-		}
-		time.Sleep(time.Millisecond) // polled: the goroutines above have not all queued yet
-	}
+	waitQueued(t, q.waitingCount, len(ids)-maxCancels) // the goroutines above queue themselves
 	close(sc.release)
 	var failed []error
 	for range ids {

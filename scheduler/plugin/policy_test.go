@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/wait"
 )
 
 // testPolicy lets the test beds' namespace ask for anything.
@@ -106,16 +108,16 @@ func TestPolicyRefusedPod(t *testing.T) {
 	// PreEnqueue showed the same refusal from a goroutine: whichever of it and the calls above
 	// came first writes the condition, and the write may still be under way.
 	var conds []v1.PodCondition
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	wait.For(t, "the refusal's condition", 30*time.Second, 10*time.Millisecond, func() error {
 		got, err := b.h.cs.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if conds = got.Status.Conditions; len(conds) > 0 || time.Now().After(deadline) {
-			break
+		if conds = got.Status.Conditions; len(conds) == 0 {
+			return fmt.Errorf("no condition yet")
 		}
-		time.Sleep(10 * time.Millisecond) // polled: the write is the goroutine's
-	}
+		return nil
+	})
 	if c := conds; len(c) != 1 || c[0].Reason != ReasonPolicyDenied || c[0].Status != v1.ConditionFalse || c[0].Message != st.Message() {
 		t.Fatalf("conditions %+v", c)
 	}
