@@ -101,7 +101,7 @@ func NotNow(err error) bool {
 // priority waits for them, so the request may start as soon as resources are freed.
 func Busy(err error) bool {
 	var se *SlurmError
-	return NotNow(err) && errors.As(err, &se) && hasCode(se.Errors, errnoNodesBusy) && !hasCode(se.Errors, errnoNotTopPriority)
+	return errors.As(err, &se) && se.Kind == nil && hasCode(se.Errors, errnoNodesBusy) && !hasCode(se.Errors, errnoNotTopPriority)
 }
 
 // Unsatisfiable reports a refusal of a job request itself, which no wait changes: no node
