@@ -175,16 +175,9 @@ func (l *jobLister) list(ctx context.Context, since time.Time) ([]Job, time.Time
 	case l.now().Sub(l.lastFull) >= l.fullListEvery():
 		// update_time: when no record changed since the last full list, Slurm says so in a few
 		// bytes, and the states' changes alone are fetched.
-		start := l.now()
-		jl, err := l.c.ListJobs(ctx, l.since)
-		if err != nil {
-			return nil, time.Time{}, false, err
+		if jobs, since, notModified, err := l.full(ctx, next, l.since); err != nil || !notModified {
+			return jobs, since, notModified, err
 		}
-		if !jl.NotModified {
-			l.timeFull(start, len(jl.Jobs))
-			return l.apply(next, jl)
-		}
-		l.lastFull = l.now()
 	}
 	if len(changes) == 0 {
 		changes = late
@@ -264,21 +257,22 @@ const (
 	fullListShare = 10
 )
 
-// full replaces every record with a full list made after states were read.
+// full replaces every record with a full list made after states were read. With since set,
+// Slurm may answer that no job changed since then: nothing is replaced, and the third result
+// (not modified) is true.
 func (l *jobLister) full(ctx context.Context, states map[string]string, since time.Time) ([]Job, time.Time, bool, error) {
 	start := l.now()
 	jl, err := l.c.ListJobs(ctx, since)
 	if err != nil {
 		return nil, time.Time{}, false, err
 	}
-	l.timeFull(start, len(jl.Jobs))
-	return l.apply(states, jl)
-}
-
-// timeFull records what a full list of jobs jobs, started at start, took.
-func (l *jobLister) timeFull(start time.Time, jobs int) {
+	if jl.NotModified {
+		l.lastFull = l.now()
+		return nil, l.since, true, nil
+	}
 	l.lastFullTook = l.now().Sub(start)
-	l.fullCostPerJob = ewma(l.fullCostPerJob, l.lastFullTook.Seconds()/float64(max(jobs, 1)))
+	l.fullCostPerJob = ewma(l.fullCostPerJob, l.lastFullTook.Seconds()/float64(max(len(jl.Jobs), 1)))
+	return l.apply(states, jl)
 }
 
 func (l *jobLister) apply(states map[string]string, jl *JobList) ([]Job, time.Time, bool, error) {
