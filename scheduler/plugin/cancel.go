@@ -37,6 +37,9 @@ func (l *lifecycle) markCancelling(id uint32) bool {
 // cancel cancels a job off the loop (a Slurm round trip per job must not delay the others); a
 // failure is retried by a later pass.
 func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []*v1.Pod) {
+	p.lc.mu.Lock()
+	decided := p.lc.cancelled[id]
+	p.lc.mu.Unlock()
 	err := p.cancels.cancel(id)
 	if err != nil && !slurmGone(err) {
 		logger.Error(err, "cancelling Slurm job", "job", id)
@@ -46,6 +49,7 @@ func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []
 		return
 	}
 	jobsCancelled.WithLabelValues(reason).Inc()
+	p.releases.cancelled(id, decided, time.Now())
 	p.allocationQueue.freed(1)
 	logger.Info("cancelled Slurm job", "job", id, "reason", reason)
 	var waiting []*v1.Pod

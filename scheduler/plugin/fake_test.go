@@ -108,8 +108,10 @@ func (b *testBed) newPlugin(client slurm.Client, args Args) *Plugin {
 		submitSlots:     make(chan struct{}, maxSubmits),
 		cancels:         newCancelQueue(client.CancelJobs, maxCancels),
 		allocationQueue: newAllocationQueue(),
+		releases:        newReleaseClock(),
 
 		conditionSlots: make(chan struct{}, maxConditionWrites),
+		jobsChanged:    make(chan struct{}, 1),
 	}
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
 		OnAdd:    func(j slurm.Job) { p.index(&j, true) },

@@ -29,6 +29,13 @@ var (
 			"activate (listed running until the lifecycle loop activates its pods), bind (activated until bound).",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
 	}, []string{"phase"})
+	releaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "sunk_scheduler_release_seconds",
+		Help: "Where the time goes from a pod's deletion (or end) until its Slurm job's resources are free for another, by phase: " +
+			"notice (the pod seen gone until the job's cancellation is decided), cancel (until Slurm answers it, including the wait for a request slot), " +
+			"complete (until the job list shows the job ended and no longer COMPLETING; slurmctld places no job on a node where a job completes).",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+	}, []string{"phase"})
 	jobsSubmitted = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "sunk_scheduler_jobs_submitted_total",
 		Help: "Slurm placeholder jobs submitted.",
@@ -66,7 +73,7 @@ var (
 // registry, once per process (a test may start several schedulers).
 func registerMetrics() (*slurm.Metrics, error) {
 	registerOnce.Do(func() {
-		legacyregistry.RawMustRegister(pendingPods, bindLatency, phaseSeconds, jobsSubmitted, allocations, jobsCancelled, cancelBatchJobs, jobsEnded, jobsUntrusted)
+		legacyregistry.RawMustRegister(pendingPods, bindLatency, phaseSeconds, releaseSeconds, jobsSubmitted, allocations, jobsCancelled, cancelBatchJobs, jobsEnded, jobsUntrusted)
 		slurmMetrics, slurmMetricsE = slurm.NewMetrics(legacyregistry.Registerer())
 	})
 	return slurmMetrics, slurmMetricsE

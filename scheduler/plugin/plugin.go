@@ -102,6 +102,7 @@ type Plugin struct {
 	// again (place); allocations holds them until resources are freed.
 	allocationRetry time.Duration
 	allocationQueue *allocationQueue
+	releases        *releaseClock
 	// conditionSlots bounds the pending-reason writes in flight (see showPending).
 	conditionSlots chan struct{}
 	// jobsChanged wakes the lifecycle loop when a job list changed something, so that a job's
@@ -212,18 +213,24 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		submitSlots:     make(chan struct{}, maxSubmits),
 		allocationRetry: 500 * time.Millisecond,
 		allocationQueue: newAllocationQueue(),
+		releases:        newReleaseClock(),
 		cancels:         newCancelQueue(c.CancelJobs, maxCancels),
 
 		conditionSlots: make(chan struct{}, maxConditionWrites),
 		jobsChanged:    make(chan struct{}, 1),
 	}
-	_ = podInformer.Informer() // registered before the factory starts
+	if _, err := podInformer.Informer().AddEventHandler(p.podGoneHandler()); err != nil {
+		klog.FromContext(ctx).WithName(Name).Error(err, "watching pod deletions; they are seen at the lifecycle loop's ticks")
+	}
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
 		OnAdd: func(j slurm.Job) { p.index(&j, true); p.lc.sawJob(p, &j); p.wakeLifecycle() },
 		OnUpdate: func(old, j slurm.Job) {
 			p.index(&j, true)
 			p.lc.sawJob(p, &j)
 			p.sawEnd(&old, &j)
+			if freedResources(&old, &j) {
+				p.releases.completed(j.ID, time.Now())
+			}
 			p.wakeLifecycle()
 		},
 		OnDelete: func(j slurm.Job) {
@@ -238,6 +245,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 				return
 			}
 			p.index(&j, false)
+			p.releases.forget(j.ID)
 			p.wakeLifecycle()
 		},
 	})

@@ -58,7 +58,8 @@ func BenchmarkThousandPods(b *testing.B) {
 			sched, n, r.total.Round(time.Millisecond), r.perSec, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond))
 	}
 	sunk, def := results["sunk-scheduler"], results["default-scheduler"]
-	phases := phaseMeans(b)
+	phases := phaseMeans(b, "sunk_scheduler_phase_seconds")
+	release := phaseMeans(b, "sunk_scheduler_release_seconds")
 	rest := restProfile(b) // before the Slurm-only run, whose jobs the plugin reads too
 	asked := allocationProfile(b)
 	alone := e.slurmOnly(n)
@@ -70,6 +71,8 @@ func BenchmarkThousandPods(b *testing.B) {
 		n, sunk.perSec, def.perSec, sunk.perSec/def.perSec, sunk.p50.Seconds(), sunk.p99.Seconds(), def.p99.Seconds(),
 		alone.perSec, alone.p99.Seconds(), sunk.perSec/alone.perSec,
 		phases["queue"], phases["submit"], phases["pending"], phases["detect"], phases["activate"], phases["bind"])
+	fmt.Printf("bench: release_notice_mean_s=%.3f release_cancel_mean_s=%.3f release_complete_mean_s=%.3f\n",
+		release["notice"], release["cancel"], release["complete"])
 	fmt.Println(rest)
 	fmt.Println(asked)
 }
@@ -130,9 +133,9 @@ func restProfile(b *testing.B) string {
 
 // phaseMeans reads sunk-scheduler's sunk_scheduler_phase_seconds from the process's registry:
 // the mean seconds of each phase (submit, detect, bind).
-func phaseMeans(b *testing.B) map[string]float64 {
+func phaseMeans(b *testing.B, metric string) map[string]float64 {
 	out := map[string]float64{}
-	for _, m := range gathered(b, "sunk_scheduler_phase_seconds") {
+	for _, m := range gathered(b, metric) {
 		for _, l := range m.Label {
 			if h := m.Histogram; l.GetName() == "phase" && h.GetSampleCount() > 0 {
 				out[l.GetValue()] = h.GetSampleSum() / float64(h.GetSampleCount())
