@@ -50,7 +50,6 @@ func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []
 	}
 	jobsCancelled.WithLabelValues(reason).Inc()
 	p.releases.cancelled(id, decided, time.Now())
-	p.allocationQueue.freed(1)
 	logger.Info("cancelled Slurm job", "job", id, "reason", reason)
 	var waiting []*v1.Pod
 	for _, o := range members {

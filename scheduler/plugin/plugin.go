@@ -223,14 +223,16 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		klog.FromContext(ctx).WithName(Name).Error(err, "watching pod deletions; they are seen at the lifecycle loop's ticks")
 	}
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
-		OnAdd: func(j slurm.Job) { p.index(&j, true); p.lc.sawJob(p, &j); p.wakeLifecycle() },
+		OnAdd: func(j slurm.Job) {
+			p.index(&j, true)
+			p.lc.sawJob(p, &j)
+			p.sawFreed(nil, &j)
+			p.wakeLifecycle()
+		},
 		OnUpdate: func(old, j slurm.Job) {
 			p.index(&j, true)
 			p.lc.sawJob(p, &j)
-			p.sawEnd(&old, &j)
-			if freedResources(&old, &j) {
-				p.releases.completed(j.ID, time.Now())
-			}
+			p.sawFreed(&old, &j)
 			p.wakeLifecycle()
 		},
 		OnDelete: func(j slurm.Job) {

@@ -69,10 +69,20 @@ func (r *releaseClock) forget(id uint32) {
 }
 
 // freedResources reports whether a job update is the moment the job's resources became free
-// for another job: it had nodes, and now it has ended and no longer completes.
+// for another job: it had nodes, and now it has ended and no longer completes. old is nil for a
+// job first seen (one that lived less than a poll: allocated, bound, deleted and cancelled).
 func freedResources(old, cur *slurm.Job) bool {
 	done := func(j *slurm.Job) bool { return !isLive(j) && !j.HasState("COMPLETING") }
-	return cur.Nodes != "" && done(cur) && !done(old)
+	return cur.Nodes != "" && done(cur) && (old == nil || !done(old))
+}
+
+// sawFreed lets a waiting allocation ask again when a job's resources became free (old is nil
+// for a job first seen).
+func (p *Plugin) sawFreed(old, cur *slurm.Job) {
+	if freedResources(old, cur) {
+		p.releases.completed(cur.ID, time.Now())
+		p.allocationQueue.freed(1)
+	}
 }
 
 // podGoneHandler wakes the lifecycle loop as soon as one of this scheduler's pods with a live

@@ -30,6 +30,9 @@ func TestFreedResources(t *testing.T) {
 		{"done, seen again", job("n1", "CANCELLED"), job("n1", "CANCELLED"), false},
 		{"pending, then cancelled: it had no nodes", job("", "PENDING"), job("", "CANCELLED"), false},
 		{"an allocation refused", job("", "PENDING"), job("", "FAILED"), false},
+		{"first seen ended: it lived less than a poll", nil, job("n1", "CANCELLED"), true},
+		{"first seen completing", nil, job("n1", "CANCELLED", "COMPLETING"), false},
+		{"first seen refused", nil, job("", "FAILED"), false},
 	} {
 		if got := freedResources(tc.old, tc.cur); got != tc.want {
 			t.Errorf("%s: freedResources = %v, want %v", tc.name, got, tc.want)
