@@ -125,6 +125,7 @@ var (
 	_ framework.ReservePlugin     = &Plugin{}
 	_ framework.PermitPlugin      = &Plugin{}
 	_ framework.PreBindPlugin     = &Plugin{}
+	_ framework.BindPlugin        = &Plugin{}
 	_ framework.PostBindPlugin    = &Plugin{}
 	_ framework.EnqueueExtensions = &Plugin{}
 )

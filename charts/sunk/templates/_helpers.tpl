@@ -244,6 +244,7 @@ profiles:
       permit: {enabled: [{name: SunkSlurm}]}
       preBind: {enabled: [{name: SunkSlurm}]}
       postBind: {enabled: [{name: SunkSlurm}]}
+      bind: {enabled: [{name: SunkSlurm}], disabled: [{name: DefaultBinder}]}
     pluginConfig:
       - name: SunkSlurm
         args:

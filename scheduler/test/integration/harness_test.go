@@ -352,6 +352,7 @@ profiles:
     permit: {enabled: [{name: SunkSlurm}]}
     preBind: {enabled: [{name: SunkSlurm}]}
     postBind: {enabled: [{name: SunkSlurm}]}
+    bind: {enabled: [{name: SunkSlurm}], disabled: [{name: DefaultBinder}]}
   pluginConfig:
   - name: SunkSlurm
     args: {slurmURL: %q, slurmUser: %q, jwtKeyFile: %q, markKeyFile: %q, cluster: %q, namespace: %q, pollInterval: %s, nodeWatcherURL: %q, gangTimeout: %s}
