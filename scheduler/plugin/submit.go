@@ -70,16 +70,15 @@ func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod, asks 
 		// The list had lost the job: take it back, and let the pods see it.
 		logger.Info("kept the live Slurm job of a pod instead of submitting another", "job", res.JobID)
 	case err == nil:
-		// The lifecycle loop activates the pods when the job list shows the job.
+		// A job Slurm started at once is told by PostBind's event (SlurmAllocated) alone: an
+		// event is an API write, and the pod's next event follows within a second.
 		jobsSubmitted.Inc()
-		how := "submitted Slurm job %d (%s) to Slurm's queue"
-		if res.Allocated {
-			how = "allocated Slurm job %d (%s): Slurm started it at once"
+		if !res.Allocated {
+			for _, m := range members {
+				p.lc.event(p, m, v1.EventTypeNormal, "SlurmJobSubmitted", "submitted Slurm job %d (%s) to Slurm's queue", res.JobID, js.Name)
+			}
 		}
-		for _, m := range members {
-			p.lc.event(p, m, v1.EventTypeNormal, "SlurmJobSubmitted", how, res.JobID, js.Name)
-		}
-		return
+		return // the lifecycle loop activates the pods when the job list shows the job
 	case errors.Is(err, slurm.ErrUnavailable):
 		// Slurm did not answer: try again in a while.
 		logger.Error(err, "submitting a Slurm job", "name", js.Name)

@@ -96,7 +96,6 @@ func TestBindsWhereSlurmRunsTheJob(t *testing.T) {
 		t.Fatalf("node lock on %s = %q, want %q", pod.Spec.NodeName, got, want)
 	}
 	e.waitEvent(pod, "SlurmAllocated", "Slurm node "+j.Nodes, 10*time.Second)
-	e.waitEvent(pod, "SlurmJobSubmitted", fmt.Sprintf("allocated Slurm job %d", j.ID), 10*time.Second)
 
 	// The node lock keeps an ordinary pod (default scheduler) off the node while the job runs.
 	e.createPod("ordinary", onNode(pod.Spec.NodeName), func(p *v1.Pod) { p.Spec.SchedulerName = "default-scheduler" })
