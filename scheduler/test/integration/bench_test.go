@@ -62,6 +62,7 @@ func BenchmarkThousandPods(b *testing.B) {
 	release := phaseMeans(b, "sunk_scheduler_release_seconds")
 	rest := restProfile(b) // before the Slurm-only run, whose jobs the plugin reads too
 	asked := allocationProfile(b)
+	attempts := attemptProfile(b)
 	alone := e.slurmOnly(n)
 	b.Logf("slurm alone: %d jobs started and cancelled in %v: %.1f jobs/s, submission-to-seen-running p50 %v p99 %v",
 		n, alone.total.Round(time.Millisecond), alone.perSec, alone.p50.Round(time.Millisecond), alone.p99.Round(time.Millisecond))
@@ -75,6 +76,31 @@ func BenchmarkThousandPods(b *testing.B) {
 		release["notice"], release["cancel"], release["complete"])
 	fmt.Println(rest)
 	fmt.Println(asked)
+	fmt.Println(attempts)
+}
+
+// attemptProfile reads kube-scheduler's scheduler_schedule_attempts_total as one bench line:
+// the scheduling cycles of each profile by result (scheduled, unschedulable, error), for
+// cycles per bound pod.
+func attemptProfile(b *testing.B) string {
+	counts := map[string]float64{}
+	for _, m := range gathered(b, "scheduler_schedule_attempts_total") {
+		var profile, result string
+		for _, l := range m.Label {
+			switch l.GetName() {
+			case "profile":
+				profile = l.GetValue()
+			case "result":
+				result = l.GetValue()
+			}
+		}
+		counts[profile+"_"+result] += m.Counter.GetValue()
+	}
+	line := "bench: attempts"
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		line += fmt.Sprintf(" %s=%.0f", k, counts[k])
+	}
+	return line
 }
 
 // allocationProfile reads sunk_scheduler_allocations_total as one bench line: how the immediate
