@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -154,9 +155,43 @@ func MarkedComment(markKeyFile, comment string) (string, error) {
 // placeholderKeys returns the job-book keys of one of this scheduler's placeholder jobs, nil
 // for any other job (reported once when it claims to be one).
 func (p *Plugin) placeholderKeys(j *slurm.Job) []string {
-	keys, why := p.mark.judge(j, p.args.SlurmUser)
+	keys, why := p.verdicts.judge(p.mark, j, p.args.SlurmUser)
 	if why != "" {
 		p.untrusted.report(j, why)
 	}
 	return keys
+}
+
+// verdicts remembers marker.judge's verdict per owner and comment: every lifecycle pass judges
+// every job, and an HMAC per job and pass was a tenth of the plugin's CPU in
+// BenchmarkThousandPods. The zero value is ready; it forgets all at maxVerdicts.
+type verdicts struct {
+	mu sync.Mutex
+	m  map[string]verdict
+}
+
+type verdict struct {
+	keys []string
+	why  string
+}
+
+const maxVerdicts = 20000
+
+func (v *verdicts) judge(m marker, j *slurm.Job, user string) ([]string, string) {
+	id := j.UserName + "\x00" + j.Comment
+	v.mu.Lock()
+	got, ok := v.m[id]
+	v.mu.Unlock()
+	if ok {
+		return got.keys, got.why
+	}
+	keys, why := m.judge(j, user)
+	keys = slices.Clip(keys) // callers that append get a copy
+	v.mu.Lock()
+	if v.m == nil || len(v.m) >= maxVerdicts {
+		v.m = map[string]verdict{}
+	}
+	v.m[id] = verdict{keys: keys, why: why}
+	v.mu.Unlock()
+	return keys, why
 }

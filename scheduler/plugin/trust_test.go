@@ -24,7 +24,7 @@ func TestJudge(t *testing.T) {
 	gang := testMarker.comment(gk)
 	otherKey := marker{key: []byte("another key of thirty-two bytes!")}
 	body, _, _ := strings.Cut(pod, markSep)
-	for _, c := range []struct {
+	cases := []struct {
 		name, user, comment string
 		keys                []string
 		why                 string
@@ -41,13 +41,25 @@ func TestJudge(t *testing.T) {
 		{"its user, an empty mark", "slurm", body + markSep, nil, untrustedMark},
 		{"a batch job", "slurm", "nightly build", nil, ""},
 		{"another user's batch job", "mallory", "", nil, ""},
-	} {
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			keys, why := testMarker.judge(&slurm.Job{UserName: c.user, Comment: c.comment}, "slurm")
 			if !slices.Equal(keys, c.keys) || why != c.why {
 				t.Fatalf("comment %q of %s: keys %v, untrusted %q; want %v, %q", c.comment, c.user, keys, why, c.keys, c.why)
 			}
 		})
+	}
+	// The remembered verdicts are the same, first and second time, for every case at once (the
+	// cases share comments between owners: the owner is part of what is remembered).
+	var v verdicts
+	for round := range 2 {
+		for _, c := range cases {
+			keys, why := v.judge(testMarker, &slurm.Job{UserName: c.user, Comment: c.comment}, "slurm")
+			if !slices.Equal(keys, c.keys) || why != c.why {
+				t.Fatalf("round %d, %s: remembered keys %v, untrusted %q; want %v, %q", round, c.name, keys, why, c.keys, c.why)
+			}
+		}
 	}
 	// Without a key nothing is trusted (a zero marker must not verify empty MACs).
 	if keys, why := (marker{}).judge(&slurm.Job{UserName: "slurm", Comment: pod}, "slurm"); keys != nil || why != untrustedMark {
