@@ -162,36 +162,37 @@ func (p *Plugin) placeholderKeys(j *slurm.Job) []string {
 	return keys
 }
 
-// verdicts remembers marker.judge's verdict per owner and comment: every lifecycle pass judges
-// every job, and an HMAC per job and pass was a tenth of the plugin's CPU in
-// BenchmarkThousandPods. The zero value is ready; it forgets all at maxVerdicts.
+// verdicts remembers marker.judge's verdict per job, with the owner and comment it was made
+// on: every lifecycle pass judges every job, and an HMAC per job and pass was a tenth of the
+// plugin's CPU in BenchmarkThousandPods. The zero value is ready; it forgets all at
+// maxVerdicts.
 type verdicts struct {
 	mu sync.Mutex
-	m  map[string]verdict
+	m  map[uint32]verdict
 }
 
 type verdict struct {
-	keys []string
-	why  string
+	user, comment string
+	keys          []string
+	why           string
 }
 
 const maxVerdicts = 20000
 
 func (v *verdicts) judge(m marker, j *slurm.Job, user string) ([]string, string) {
-	id := j.UserName + "\x00" + j.Comment
 	v.mu.Lock()
-	got, ok := v.m[id]
+	got, ok := v.m[j.ID]
 	v.mu.Unlock()
-	if ok {
+	if ok && got.user == j.UserName && got.comment == j.Comment {
 		return got.keys, got.why
 	}
 	keys, why := m.judge(j, user)
 	keys = slices.Clip(keys) // callers that append get a copy
 	v.mu.Lock()
 	if v.m == nil || len(v.m) >= maxVerdicts {
-		v.m = map[string]verdict{}
+		v.m = map[uint32]verdict{}
 	}
-	v.m[id] = verdict{keys: keys, why: why}
+	v.m[j.ID] = verdict{user: j.UserName, comment: j.Comment, keys: keys, why: why}
 	v.mu.Unlock()
 	return keys, why
 }

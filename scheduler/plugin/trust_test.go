@@ -50,14 +50,16 @@ func TestJudge(t *testing.T) {
 			}
 		})
 	}
-	// The remembered verdicts are the same, first and second time, for every case at once (the
-	// cases share comments between owners: the owner is part of what is remembered).
+	// The remembered verdicts are the same, first and second time, for every case at once, and
+	// for one job whose owner or comment changes from case to case.
 	var v verdicts
 	for round := range 2 {
-		for _, c := range cases {
-			keys, why := v.judge(testMarker, &slurm.Job{UserName: c.user, Comment: c.comment}, "slurm")
-			if !slices.Equal(keys, c.keys) || why != c.why {
-				t.Fatalf("round %d, %s: remembered keys %v, untrusted %q; want %v, %q", round, c.name, keys, why, c.keys, c.why)
+		for i, c := range cases {
+			for _, id := range []uint32{uint32(i + 1), 1000} {
+				keys, why := v.judge(testMarker, &slurm.Job{ID: id, UserName: c.user, Comment: c.comment}, "slurm")
+				if !slices.Equal(keys, c.keys) || why != c.why {
+					t.Fatalf("round %d, %s, job %d: remembered keys %v, untrusted %q; want %v, %q", round, c.name, id, keys, why, c.keys, c.why)
+				}
 			}
 		}
 	}
