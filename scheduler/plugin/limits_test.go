@@ -108,8 +108,10 @@ func TestCancelsBatchABurst(t *testing.T) {
 			seen[id]++
 		}
 	}
-	if !slices.Equal(sizes, []int{maxCancelBatch, len(ids) - maxCancels - maxCancelBatch}) {
-		t.Fatalf("the burst went out as requests of %v jobs, want %d then %d", sizes, maxCancelBatch, len(ids)-maxCancels-maxCancelBatch)
+	// Two requests take the burst at once: which of them reaches slurmctld first is up to them.
+	slices.Sort(sizes)
+	if rest := len(ids) - maxCancels - maxCancelBatch; !slices.Equal(sizes, []int{rest, maxCancelBatch}) {
+		t.Fatalf("the burst went out as requests of %v jobs, want one of %d and one of %d", sizes, maxCancelBatch, rest)
 	}
 	for _, id := range ids[maxCancels:] {
 		if seen[id] != 1 {
