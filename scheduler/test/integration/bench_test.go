@@ -61,8 +61,10 @@ func BenchmarkThousandPods(b *testing.B) {
 	phases := phaseMeans(b, "sunk_scheduler_phase_seconds")
 	release := phaseMeans(b, "sunk_scheduler_release_seconds")
 	rest := restProfile(b) // before the Slurm-only run, whose jobs the plugin reads too
-	asked := allocationProfile(b)
-	attempts := attemptProfile(b)
+	// How the immediate allocations were answered (refusals by Slurm's error number), and the
+	// scheduling cycles of each profile by result (cycles per bound pod).
+	asked := counterLine(b, "allocations", "sunk_scheduler_allocations_total")
+	attempts := counterLine(b, "attempts", "scheduler_schedule_attempts_total")
 	alone := e.slurmOnly(n)
 	b.Logf("slurm alone: %d jobs started and cancelled in %v: %.1f jobs/s, submission-to-seen-running p50 %v p99 %v",
 		n, alone.total.Round(time.Millisecond), alone.perSec, alone.p50.Round(time.Millisecond), alone.p99.Round(time.Millisecond))
@@ -79,35 +81,12 @@ func BenchmarkThousandPods(b *testing.B) {
 	fmt.Println(attempts)
 }
 
-// attemptProfile reads kube-scheduler's scheduler_schedule_attempts_total as one bench line:
-// the scheduling cycles of each profile by result (scheduled, unschedulable, error), for
-// cycles per bound pod.
-func attemptProfile(b *testing.B) string {
+// counterLine reads a counter from the process's registry as one bench line: a name=value per
+// series, the name its non-empty label values in label-name order (allocations:
+// 2016_refused=…, started=…; kube-scheduler's attempts: default-scheduler_scheduled=…).
+func counterLine(b *testing.B, title, metric string) string {
 	counts := map[string]float64{}
-	for _, m := range gathered(b, "scheduler_schedule_attempts_total") {
-		var profile, result string
-		for _, l := range m.Label {
-			switch l.GetName() {
-			case "profile":
-				profile = l.GetValue()
-			case "result":
-				result = l.GetValue()
-			}
-		}
-		counts[profile+"_"+result] += m.Counter.GetValue()
-	}
-	line := "bench: attempts"
-	for _, k := range slices.Sorted(maps.Keys(counts)) {
-		line += fmt.Sprintf(" %s=%.0f", k, counts[k])
-	}
-	return line
-}
-
-// allocationProfile reads sunk_scheduler_allocations_total as one bench line: how the immediate
-// allocations were answered, refusals by Slurm's error number.
-func allocationProfile(b *testing.B) string {
-	counts := map[string]float64{}
-	for _, m := range gathered(b, "sunk_scheduler_allocations_total") {
+	for _, m := range gathered(b, metric) {
 		name := ""
 		for _, l := range m.Label {
 			if l.GetValue() != "" {
@@ -116,7 +95,7 @@ func allocationProfile(b *testing.B) string {
 		}
 		counts[strings.TrimPrefix(name, "_")] += m.Counter.GetValue()
 	}
-	line := "bench: allocations"
+	line := "bench: " + title
 	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		line += fmt.Sprintf(" %s=%.0f", k, counts[k])
 	}
