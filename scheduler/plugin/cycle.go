@@ -44,6 +44,19 @@ func cycleOf(state *framework.CycleState) (*cycle, *framework.Status) {
 	return d.(*cycle), nil
 }
 
+// cycleJob is the cycle's state for a step that needs the pod's job (PreBind, Bind): a pod
+// gets there only after PreFilter found its job running.
+func cycleJob(state *framework.CycleState, pod *v1.Pod, step string) (*cycle, *framework.Status) {
+	c, st := cycleOf(state)
+	if st != nil {
+		return nil, st
+	}
+	if c.job == nil {
+		return nil, framework.AsStatus(fmt.Errorf("pod %s/%s reached %s without a Slurm job", pod.Namespace, pod.Name, step))
+	}
+	return c, nil
+}
+
 func unresolvable(format string, a ...any) *framework.Status {
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf(format, a...))
 }
@@ -281,12 +294,9 @@ func (p *Plugin) Permit(ctx context.Context, state *framework.CycleState, pod *v
 // given a toleration of its own job's lock first: if its binding fails after another member
 // of its gang locked the node, the lock must not keep it out on the next attempt.
 func (p *Plugin) PreBind(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
-	c, st := cycleOf(state)
+	c, st := cycleJob(state, pod, "PreBind")
 	if st != nil {
 		return st
-	}
-	if c.job == nil {
-		return framework.AsStatus(fmt.Errorf("pod %s/%s reached PreBind without a Slurm job", pod.Namespace, pod.Name))
 	}
 	if !c.spec.Job.Exclusive {
 		return nil // Bind records the job with the binding
@@ -305,18 +315,15 @@ func (p *Plugin) PreBind(ctx context.Context, state *framework.CycleState, pod *
 // binding subresource copies a Binding's annotations onto the pod): a bound pod always names
 // its job, and a pod costs the API server one write to bind, not two.
 func (p *Plugin) Bind(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) *framework.Status {
-	binding := &v1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
-		Target:     v1.ObjectReference{Kind: "Node", Name: nodeName},
-	}
-	c, st := cycleOf(state)
+	c, st := cycleJob(state, pod, "Bind")
 	if st != nil {
 		return st
 	}
-	if c.job == nil {
-		return framework.AsStatus(fmt.Errorf("pod %s/%s reached Bind without a Slurm job", pod.Namespace, pod.Name))
+	binding := &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			Annotations: map[string]string{wellknown.AnnotationJob: strconv.FormatUint(uint64(c.job.ID), 10)}},
+		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
-	binding.Annotations = map[string]string{wellknown.AnnotationJob: strconv.FormatUint(uint64(c.job.ID), 10)}
 	if err := p.h.ClientSet().CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
 		return framework.AsStatus(err)
 	}

@@ -111,7 +111,7 @@ type Plugin struct {
 	// nodeLocks serialise this process's writes of each node's lock taints.
 	nodeLocks map[string]*sync.Mutex
 	lc        lifecycle
-	verdicts  verdicts // placeholderKeys's, per job owner and comment
+	verdicts  verdicts // placeholderKeys's, per job
 }
 
 type submission struct {
