@@ -98,9 +98,14 @@ func (h *helmEnv) badSpecsChangeNothing(t *testing.T, login string) {
 		}
 		return nil
 	})
-	if c := meta.FindStatusCondition(h.cluster(t, h.slurmRelease).Status.Conditions, sunkv1.ConditionConfigApplied); c == nil || c.Status != "True" {
-		t.Errorf("ConfigApplied after a good change: %+v", c)
-	}
+	// The operator writes the condition after the reconfigure that slurmctld already shows,
+	// at the end of the same pass: wait for that write, not only for slurmctld.
+	poll(t, time.Minute, "ConfigApplied=True after a good change", func() error {
+		if c := meta.FindStatusCondition(h.cluster(t, h.slurmRelease).Status.Conditions, sunkv1.ConditionConfigApplied); c == nil || c.Status != "True" {
+			return fmt.Errorf("ConfigApplied = %+v", c)
+		}
+		return nil
+	})
 	if err := h.jobIs(t, login, job, "RUNNING"); err != nil {
 		t.Errorf("after the good change: %v", err)
 	}
