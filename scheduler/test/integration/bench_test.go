@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,8 +50,11 @@ func BenchmarkThousandPods(b *testing.B) {
 	e.setTenants(testsTenant, bench)
 	e.startScheduler(defaultProfile)
 	results := map[string]benchResult{}
+	var writes []string
 	for _, sched := range []string{"default-scheduler", "sunk-scheduler"} {
+		before := e.apiserverRequests()
 		r := e.bindMany(sched, n)
+		writes = append(writes, requestLine("apiserver_"+sched, before, e.apiserverRequests()))
 		results[sched] = r
 		b.ReportMetric(r.perSec, sched+"-pods/s")
 		b.ReportMetric(r.p50.Seconds()*1000, sched+"-p50-ms")
@@ -77,6 +82,9 @@ func BenchmarkThousandPods(b *testing.B) {
 	fmt.Printf("bench: release_notice_mean_s=%.3f release_cancel_mean_s=%.3f release_complete_mean_s=%.3f\n",
 		release["notice"], release["cancel"], release["complete"])
 	fmt.Println(rest)
+	for _, l := range writes {
+		fmt.Println(l)
+	}
 	fmt.Println(asked)
 	fmt.Println(attempts)
 }
@@ -132,6 +140,46 @@ func restProfile(b *testing.B) string {
 			return (r < 'a' || r > 'z') && (r < '0' || r > '9')
 		}), "_")
 		line += fmt.Sprintf(" %s_n=%d %s_mean_ms=%.1f", name, by[ep].n, name, 1000*by[ep].sum/float64(max(by[ep].n, 1)))
+	}
+	return line
+}
+
+// apiserverRequests is the apiserver's apiserver_request_total summed over response codes, by
+// verb and resource ("POST pods/binding"): what each scheduler's phase costs the apiserver.
+func (e *env) apiserverRequests() map[string]float64 {
+	e.t.Helper()
+	raw, err := e.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(e.ctx)
+	if err != nil {
+		e.t.Fatalf("apiserver metrics: %v", err)
+	}
+	mfs, err := new(expfmt.TextParser).TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		e.t.Fatalf("apiserver metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for _, m := range mfs["apiserver_request_total"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.Label {
+			l[p.GetName()] = p.GetValue()
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		out[key] += m.Counter.GetValue()
+	}
+	return out
+}
+
+// requestLine is the requests between two apiserverRequests readings per verb+resource, as one
+// bench line (watches left out: they are open connections, not work per pod).
+func requestLine(title string, before, after map[string]float64) string {
+	line := "bench: " + title
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		verb, _, _ := strings.Cut(k, " ")
+		if d := after[k] - before[k]; d > 0 && verb != "WATCH" {
+			line += fmt.Sprintf(" %s=%.0f", strings.NewReplacer(" ", "_", "/", "_").Replace(strings.ToLower(k)), d)
+		}
 	}
 	return line
 }
