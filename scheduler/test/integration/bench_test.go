@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,9 +53,10 @@ func BenchmarkThousandPods(b *testing.B) {
 	results := map[string]benchResult{}
 	var writes []string
 	for _, sched := range []string{"default-scheduler", "sunk-scheduler"} {
-		before := e.apiserverRequests()
+		before, cpuBefore := e.apiserverRequests(), cpuTicks(b)
 		r := e.bindMany(sched, n)
-		writes = append(writes, requestLine("apiserver_"+sched, before, e.apiserverRequests()))
+		writes = append(writes, requestLine("apiserver_"+sched, before, e.apiserverRequests()),
+			cpuLine("cpu_ms_per_pod_"+sched, cpuBefore, cpuTicks(b), n))
 		results[sched] = r
 		b.ReportMetric(r.perSec, sched+"-pods/s")
 		b.ReportMetric(r.p50.Seconds()*1000, sched+"-p50-ms")
@@ -182,6 +184,59 @@ func requestLine(title string, before, after map[string]float64) string {
 		}
 	}
 	return line
+}
+
+// benchProcesses are the processes whose CPU time a phase's cpu line shows, by command name;
+// "test" is this process (both schedulers, the plugin, the informers).
+var benchProcesses = []string{"slurmctld", "slurmrestd", "slurmd", "kube-apiserver", "etcd"}
+
+// cpuTicks is the CPU time (user+system, in clock ticks) used so far by each of benchProcesses
+// (summed over processes of the same name) and by this process, from /proc.
+func cpuTicks(b *testing.B) map[string]uint64 {
+	out := map[string]uint64{}
+	self := fmt.Sprintf("/proc/%d/stat", os.Getpid())
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited since the glob
+		}
+		// pid (comm) state ppid ...: utime and stime are fields 14 and 15, counted from the pid.
+		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		name, rest := string(raw[open+1:end]), strings.Fields(string(raw[end+1:]))
+		if f == self {
+			name = "test"
+		} else if !slices.Contains(benchProcesses, name) {
+			continue
+		}
+		if len(rest) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseUint(rest[11], 10, 64)
+		s, _ := strconv.ParseUint(rest[12], 10, 64)
+		out[name] += u + s
+	}
+	if out["test"] == 0 {
+		b.Fatal("no CPU time read for this process from /proc")
+	}
+	return out
+}
+
+// cpuLine is the CPU milliseconds per pod each process used between two cpuTicks readings, as
+// one bench line, with their total: on this machine both cores are busy during a phase, so the
+// total per pod is what bounds the rate.
+func cpuLine(title string, before, after map[string]uint64, pods int) string {
+	const msPerTick = 10 // USER_HZ is 100 on Linux
+	line, total := "bench: "+title, 0.0
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		ms := float64(after[k]-before[k]) * msPerTick / float64(pods)
+		total += ms
+		line += fmt.Sprintf(" %s=%.2f", strings.ReplaceAll(k, "-", "_"), ms)
+	}
+	return line + fmt.Sprintf(" total=%.2f", total)
 }
 
 // phaseMeans reads sunk-scheduler's sunk_scheduler_phase_seconds from the process's registry:
