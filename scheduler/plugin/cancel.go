@@ -7,6 +7,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -79,13 +80,17 @@ type cancelQueue struct {
 
 	mu      sync.Mutex
 	waiting []*cancelOrder
+	// idleTurns counts the slots taken with nothing left to send: each caller's at most once.
+	idleTurns atomic.Int64
 }
 
-// cancelOrder is one job to cancel and, once done is closed, how that went.
+// cancelOrder is one job to cancel and, once done is closed, how that went. taken (under the
+// queue's mu) says a request carries it.
 type cancelOrder struct {
-	id   uint32
-	err  error
-	done chan struct{}
+	id    uint32
+	err   error
+	taken bool
+	done  chan struct{}
 }
 
 func newCancelQueue(send func(ctx context.Context, ids []uint32) (map[uint32]error, error), inFlight int) *cancelQueue {
@@ -103,14 +108,19 @@ func (q *cancelQueue) cancel(id uint32) error {
 		select {
 		case <-o.done:
 			return o.err
-		default:
-		}
-		select {
-		case <-o.done:
-			return o.err
 		case q.slots <- struct{}{}:
 			q.sendWaiting()
 			<-q.slots
+			// Once a request carries the order, its answer is all there is to wait for: taking
+			// free slots again until then spun (BenchmarkThousandPods: 0.9 s of the scheduler's
+			// CPU a run in select).
+			q.mu.Lock()
+			taken := o.taken
+			q.mu.Unlock()
+			if taken {
+				<-o.done
+				return o.err
+			}
 		}
 	}
 }
@@ -122,8 +132,12 @@ func (q *cancelQueue) sendWaiting() {
 	n := min(len(q.waiting), maxCancelBatch)
 	batch := q.waiting[:n:n]
 	q.waiting = q.waiting[n:]
+	for _, o := range batch {
+		o.taken = true
+	}
 	q.mu.Unlock()
 	if n == 0 {
+		q.idleTurns.Add(1)
 		return
 	}
 	ids := make([]uint32, n)

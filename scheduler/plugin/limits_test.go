@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 
 	"k8s.io/klog/v2"
@@ -128,4 +129,59 @@ func (q *cancelQueue) waitingCount() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.waiting)
+}
+
+// A caller whose job a request of another caller carries waits for that request's answer: it
+// takes no free slot again meanwhile. Before, it took every free slot in turn, found nothing to
+// send and tried again, spinning until the answer came.
+func TestCancelWaitsForTheRequestCarryingIt(t *testing.T) {
+	started := make(chan []uint32, 10)
+	var mu sync.Mutex
+	releases := map[uint32]chan struct{}{} // a request's first job → what ends the request
+	send := func(_ context.Context, ids []uint32) (map[uint32]error, error) {
+		release := make(chan struct{})
+		mu.Lock()
+		releases[ids[0]] = release
+		mu.Unlock()
+		started <- slices.Clone(ids)
+		<-release
+		return nil, nil
+	}
+	answer := func(first uint32) {
+		mu.Lock()
+		defer mu.Unlock()
+		close(releases[first])
+	}
+	q := newCancelQueue(send, 2)
+	errs := make(chan error, 5)
+	cancel := func(id uint32) { go func() { errs <- q.cancel(id) }() }
+	cancel(1)
+	receive(t, started, "request [1]")
+	cancel(2)
+	receive(t, started, "request [2]")
+	cancel(3)
+	cancel(4)
+	waitQueued(t, q.waitingCount, 2)
+	answer(1) // a slot frees: one of 3 and 4 sends both
+	both := receive(t, started, "request [3 4]")
+	first := both[0]
+	slices.Sort(both)
+	if !slices.Equal(both, []uint32{3, 4}) {
+		t.Fatalf("request %v, want [3 4]", both)
+	}
+	answer(2) // another slot frees while [3 4] hangs: the other of 3 and 4 must not spin on it
+	cancel(5)
+	if got := receive(t, started, "request [5]"); !slices.Equal(got, []uint32{5}) {
+		t.Fatalf("request %v, want [5]", got)
+	}
+	answer(first)
+	answer(5)
+	for range 5 {
+		if err := receive(t, errs, "an answer"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := q.idleTurns.Load(); n > 1 {
+		t.Fatalf("%d turns taken with nothing to send, want at most 1 (the caller whose job [3 4] carries)", n)
+	}
 }
