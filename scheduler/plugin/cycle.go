@@ -345,7 +345,11 @@ func (p *Plugin) markPod(ctx context.Context, pod *v1.Pod, id string, tolerate b
 	return err
 }
 
-// PostBind records the bind latency and says where Slurm put the pod.
+// PostBind records the bind latency and, for a job that waited in Slurm's queue, says where
+// Slurm put the pod. A job Slurm started at once gets no event: the pod's binding named the job
+// (sunk.dev/slurm-job) and kube-scheduler's Scheduled event names the node, and an event is one
+// more API write per pod than kube-scheduler makes (BenchmarkThousandPods: 2,034 events for
+// 1,000 pods, against 1,131 for default-scheduler).
 func (p *Plugin) PostBind(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) {
 	bindLatency.Observe(time.Since(pod.CreationTimestamp.Time).Seconds())
 	if c, st := cycleOf(state); st == nil && c.job != nil {
@@ -355,6 +359,11 @@ func (p *Plugin) PostBind(ctx context.Context, state *framework.CycleState, pod 
 		if ok {
 			phaseSeconds.WithLabelValues("bind").Observe(time.Since(since).Seconds())
 		}
-		p.lc.event(p, pod, v1.EventTypeNormal, "SlurmAllocated", "Slurm job %d runs on Slurm node %s, hosted by node %s", c.job.ID, c.slurmNode, nodeName)
+		p.mu.Lock()
+		quiet := p.immediate[c.job.ID]
+		p.mu.Unlock()
+		if !quiet {
+			p.lc.event(p, pod, v1.EventTypeNormal, "SlurmAllocated", "Slurm job %d runs on Slurm node %s, hosted by node %s", c.job.ID, c.slurmNode, nodeName)
+		}
 	}
 }

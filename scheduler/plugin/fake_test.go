@@ -86,33 +86,11 @@ func newTestBed(t *testing.T, nodes int, client slurm.Client, fk *slurmfake.Fake
 // scheduler, when called again.
 func (b *testBed) newPlugin(client slurm.Client, args Args) *Plugin {
 	b.t.Helper()
-	p := &Plugin{
-		h: b.h, args: args, scheduler: "sunk-scheduler", slurm: client,
-		// A full list at every poll: the tests change fields other than the state too.
-		jobs:            slurm.NewJobInformer(client, slurm.InformerOptions{Interval: args.PollInterval.Duration, JobFullListEvery: time.Nanosecond}),
-		nodes:           slurm.NewNodeInformer(client, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
-		pods:            b.h.inf.Core().V1().Pods().Lister(),
-		computes:        computeSelector(args),
-		mark:            testMarker,
-		untrusted:       untrustedJobs{seen: map[uint32]time.Time{}},
-		policy:          staticPolicy{&testPolicy},
-		denied:          denials{last: map[types.UID]string{}},
-		byKey:           map[string]map[uint32]bool{},
-		gangs:           map[uint32][]types.UID{},
-		submitted:       map[uint32]submission{},
-		inflight:        map[types.UID]bool{},
-		lastJob:         map[string]uint32{},
-		refused:         map[types.UID]refusal{},
-		lc:              newLifecycle(),
-		nodeLocks:       map[string]*sync.Mutex{},
-		submitSlots:     make(chan struct{}, maxSubmits),
-		cancels:         newCancelQueue(client.CancelJobs, maxCancels),
-		allocationQueue: newAllocationQueue(),
-		releases:        newReleaseClock(),
-
-		conditionSlots: make(chan struct{}, maxConditionWrites),
-		jobsChanged:    make(chan struct{}, 1),
-	}
+	// A full list at every poll: the tests change fields other than the state too.
+	jobs := slurm.NewJobInformer(client, slurm.InformerOptions{Interval: args.PollInterval.Duration, JobFullListEvery: time.Nanosecond})
+	nodes := slurm.NewNodeInformer(client, slurm.InformerOptions{Interval: args.PollInterval.Duration})
+	p := pluginOn(b.h, args, "sunk-scheduler", client, jobs, nodes, b.h.inf.Core().V1().Pods().Lister(), testMarker, staticPolicy{&testPolicy})
+	p.allocationRetry = 0 // a refused allocation asks again at once unless a test sets a wait
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
 		OnAdd:    func(j slurm.Job) { p.index(&j, true) },
 		OnUpdate: func(_, j slurm.Job) { p.index(&j, true) },

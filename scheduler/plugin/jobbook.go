@@ -20,6 +20,7 @@ func (p *Plugin) index(j *slurm.Job, present bool) {
 	delete(p.submitted, j.ID)
 	if !present {
 		delete(p.gangs, j.ID)
+		delete(p.immediate, j.ID)
 	}
 	for _, key := range p.placeholderKeys(j) {
 		if present {

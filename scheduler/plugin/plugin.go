@@ -88,6 +88,9 @@ type Plugin struct {
 	// submitted holds jobs this process submitted that the job list has not shown yet, so that a
 	// pod never gets a second job in that window.
 	submitted map[uint32]submission
+	// immediate are the jobs Slurm started at once, while the job list shows them: their pods'
+	// binding names the job, and no SlurmAllocated event says it again (see PostBind).
+	immediate map[uint32]bool
 	// inflight pods have a submission under way; refused pods had their job refused by Slurm
 	// (refusal.go: shown while it stands; the pod asks again once something it depends on changed).
 	inflight map[types.UID]bool
@@ -194,33 +197,8 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}); err != nil {
 		klog.FromContext(ctx).WithName(Name).V(2).Info("pod informer keeps its indexers", "reason", err.Error())
 	}
-	p := &Plugin{
-		h: h, args: args, scheduler: scheduler, slurm: c, mark: mark,
-		untrusted: untrustedJobs{seen: map[uint32]time.Time{}},
-		policy:    policy,
-		denied:    denials{last: map[types.UID]string{}},
-		jobs:      slurm.NewJobInformer(c, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
-		nodes:     nodes,
-		pods:      podInformer.Lister(),
-		computes:  computeSelector(args),
-		byKey:     map[string]map[uint32]bool{},
-		gangs:     map[uint32][]types.UID{},
-		submitted: map[uint32]submission{},
-		inflight:  map[types.UID]bool{},
-		lastJob:   map[string]uint32{},
-		refused:   map[types.UID]refusal{},
-		lc:        newLifecycle(),
-		nodeLocks: map[string]*sync.Mutex{},
-
-		submitSlots:     make(chan struct{}, maxSubmits),
-		allocationRetry: 500 * time.Millisecond,
-		allocationQueue: newAllocationQueue(),
-		releases:        newReleaseClock(),
-		cancels:         newCancelQueue(c.CancelJobs, maxCancels),
-
-		conditionSlots: make(chan struct{}, maxConditionWrites),
-		jobsChanged:    make(chan struct{}, 1),
-	}
+	p := pluginOn(h, args, scheduler, c, slurm.NewJobInformer(c, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
+		nodes, podInformer.Lister(), mark, policy)
 	if _, err := podInformer.Informer().AddEventHandler(p.podGoneHandler()); err != nil {
 		klog.FromContext(ctx).WithName(Name).Error(err, "watching pod deletions; they are seen at the lifecycle loop's ticks")
 	}
@@ -255,6 +233,40 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 	})
 	go p.run(ctx, podInformer.Informer().HasSynced)
 	return p
+}
+
+// pluginOn is a plugin on these clients and caches with its bookkeeping empty, before its
+// handlers and its loop: production's and the tests' alike.
+func pluginOn(h framework.Handle, args Args, scheduler string, c slurm.Client, jobs *slurm.Informer[uint32, slurm.Job],
+	nodes *slurm.Informer[string, slurm.Node], pods corelisters.PodLister, mark marker, policy policySource) *Plugin {
+	return &Plugin{
+		h: h, args: args, scheduler: scheduler, slurm: c, mark: mark,
+		untrusted: untrustedJobs{seen: map[uint32]time.Time{}},
+		policy:    policy,
+		denied:    denials{last: map[types.UID]string{}},
+		jobs:      jobs,
+		nodes:     nodes,
+		pods:      pods,
+		computes:  computeSelector(args),
+		byKey:     map[string]map[uint32]bool{},
+		gangs:     map[uint32][]types.UID{},
+		submitted: map[uint32]submission{},
+		immediate: map[uint32]bool{},
+		inflight:  map[types.UID]bool{},
+		lastJob:   map[string]uint32{},
+		refused:   map[types.UID]refusal{},
+		lc:        newLifecycle(),
+		nodeLocks: map[string]*sync.Mutex{},
+
+		submitSlots:     make(chan struct{}, maxSubmits),
+		allocationRetry: 500 * time.Millisecond,
+		allocationQueue: newAllocationQueue(),
+		releases:        newReleaseClock(),
+		cancels:         newCancelQueue(c.CancelJobs, maxCancels),
+
+		conditionSlots: make(chan struct{}, maxConditionWrites),
+		jobsChanged:    make(chan struct{}, 1),
+	}
 }
 
 // Name implements framework.Plugin.

@@ -51,6 +51,9 @@ func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod, asks 
 			rec = *existing
 		}
 		p.submitted[res.JobID] = submission{at: time.Now(), job: rec}
+		if existing == nil && res.Allocated {
+			p.immediate[res.JobID] = true
+		}
 		if p.byKey[key] == nil {
 			p.byKey[key] = map[uint32]bool{}
 		}
@@ -70,8 +73,7 @@ func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod, asks 
 		// The list had lost the job: take it back, and let the pods see it.
 		logger.Info("kept the live Slurm job of a pod instead of submitting another", "job", res.JobID)
 	case err == nil:
-		// A job Slurm started at once is told by PostBind's event (SlurmAllocated) alone: an
-		// event is an API write, and the pod's next event follows within a second.
+		// A job Slurm started at once is told by the binding alone (see PostBind).
 		jobsSubmitted.Inc()
 		if !res.Allocated {
 			for _, m := range members {

@@ -95,7 +95,9 @@ func TestBindsWhereSlurmRunsTheJob(t *testing.T) {
 	if got, want := e.nodeTaint(pod.Spec.NodeName), fmt.Sprintf("%d:NoSchedule", j.ID); got != want {
 		t.Fatalf("node lock on %s = %q, want %q", pod.Spec.NodeName, got, want)
 	}
-	e.waitEvent(pod, "SlurmAllocated", "Slurm node "+j.Nodes, 10*time.Second)
+	// Slurm started the job at once: the binding named it (jobOfPod read the annotation), and
+	// no SlurmAllocated event repeats it (TestOneCyclePerWaitingPod has the event of a job that
+	// waited).
 
 	// The node lock keeps an ordinary pod (default scheduler) off the node while the job runs.
 	e.createPod("ordinary", onNode(pod.Spec.NodeName), func(p *v1.Pod) { p.Spec.SchedulerName = "default-scheduler" })
@@ -255,9 +257,12 @@ func TestOneCyclePerWaitingPod(t *testing.T) {
 	if err := e.sc.CancelJob(e.ctx, batch); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.waitBound("waits", 90*time.Second); got.Spec.NodeName != host {
+	got := e.waitBound("waits", 90*time.Second)
+	if got.Spec.NodeName != host {
 		t.Fatalf("bound to %s, want %s", got.Spec.NodeName, host)
 	}
+	// The job waited in Slurm's queue: an event says where it started.
+	e.waitEvent(got, "SlurmAllocated", "Slurm node "+sn, 10*time.Second)
 	failed, bound := attempts("unschedulable")-failed0, attempts("scheduled")-bound0
 	preempt := counter(t, "scheduler_preemption_attempts_total", nil) - preempt0
 	t.Logf("scheduling attempts: %v failed, %v bound; preemption attempts %v", failed, bound, preempt)
