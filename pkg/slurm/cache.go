@@ -318,6 +318,20 @@ func (i *Informer[K, T]) List() []T {
 	return out
 }
 
+// ListWhere is List of the objects keep accepts, copying no other: keep runs under the cache's
+// read lock, so it must not call the informer.
+func (i *Informer[K, T]) ListWhere(keep func(*T) bool) []T {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	var out []T
+	for _, v := range i.items {
+		if keep(&v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // Len is the number of stored objects.
 func (i *Informer[K, T]) Len() int {
 	i.mu.RLock()

@@ -169,9 +169,10 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 	}
 	handled := map[types.UID]bool{}
 	locked := p.lockedJobs()
-	for _, j := range p.jobs.List() {
+	for _, j := range p.jobs.ListWhere(func(j *slurm.Job) bool { return !p.settled.has(j.ID) }) {
 		keys := p.placeholderKeys(&j)
 		if keys == nil {
+			p.settled.settle(j.ID) // not a placeholder: a pass has nothing to do with it
 			continue
 		}
 		known[j.ID] = true
@@ -189,6 +190,7 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 			p.reconcileLive(ctx, logger, &j, members)
 		} else {
 			p.reconcileEnded(ctx, logger, &j, members, keys)
+			p.settled.settleIfDone(&j, keys, byUID)
 		}
 	}
 	p.mu.Lock()
@@ -208,7 +210,7 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 		if err != nil || pod.Spec.NodeName == "" || !alive(pod) {
 			continue
 		}
-		if known[uint32(id)] {
+		if known[uint32(id)] || p.settled.has(uint32(id)) {
 			if j, ok := p.jobs.Get(uint32(id)); ok && !isLive(&j) && !handled[pod.UID] {
 				p.reconcileEnded(ctx, logger, &j, []*v1.Pod{pod}, nil)
 			}

@@ -114,6 +114,7 @@ type Plugin struct {
 	// nodeLocks serialise this process's writes of each node's lock taints.
 	nodeLocks map[string]*sync.Mutex
 	lc        lifecycle
+	settled   *settledJobs
 	verdicts  verdicts // placeholderKeys's, per job
 }
 
@@ -210,6 +211,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 			p.wakeLifecycle()
 		},
 		OnUpdate: func(old, j slurm.Job) {
+			p.settled.changed(j.ID)
 			p.index(&j, true)
 			p.lc.sawJob(p, &j)
 			p.sawFreed(&old, &j)
@@ -227,6 +229,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 				return
 			}
 			p.index(&j, false)
+			p.settled.changed(j.ID)
 			p.releases.forget(j.ID)
 			p.wakeLifecycle()
 		},
@@ -256,6 +259,7 @@ func pluginOn(h framework.Handle, args Args, scheduler string, c slurm.Client, j
 		lastJob:   map[string]uint32{},
 		refused:   map[types.UID]refusal{},
 		lc:        newLifecycle(),
+		settled:   newSettledJobs(),
 		nodeLocks: map[string]*sync.Mutex{},
 
 		submitSlots:     make(chan struct{}, maxSubmits),
