@@ -318,14 +318,14 @@ func (i *Informer[K, T]) List() []T {
 	return out
 }
 
-// ListWhere is List of the objects keep accepts, copying no other: keep runs under the cache's
-// read lock, so it must not call the informer.
-func (i *Informer[K, T]) ListWhere(keep func(*T) bool) []T {
+// ListWhere is List of the objects whose keys keep accepts, copying no other: keep runs under
+// the cache's read lock, so it must not call the informer.
+func (i *Informer[K, T]) ListWhere(keep func(K) bool) []T {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	var out []T
-	for _, v := range i.items {
-		if keep(&v) {
+	for k, v := range i.items {
+		if keep(k) {
 			out = append(out, v)
 		}
 	}

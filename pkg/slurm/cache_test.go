@@ -30,8 +30,8 @@ func TestInformerEventsAndFailClosed(t *testing.T) {
 	if res, err := inf.Poll(ctx); err != nil || !res.Full || res.Added != 2 || !inf.HasSynced() {
 		t.Fatalf("first poll %+v %v", res, err)
 	}
-	if got := inf.ListWhere(func(n *slurm.Node) bool { return n.Name == "b" }); len(got) != 1 || got[0].Name != "b" {
-		t.Fatalf("ListWhere(name b) = %+v", got)
+	if got := inf.ListWhere(func(name string) bool { return name == "b" }); len(got) != 1 || got[0].Name != "b" {
+		t.Fatalf("ListWhere(b) = %+v", got)
 	}
 	time.Sleep(time.Millisecond)
 	if res, err := inf.Poll(ctx); err != nil || !res.NotModified {

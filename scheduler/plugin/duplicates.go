@@ -42,11 +42,17 @@ func (p *Plugin) claimForBinding(id uint32) bool {
 // scheduling cycle is binding a pod to (claimForBinding), else the newest: the one the next
 // scheduling cycle uses (jobFor).
 func (p *Plugin) cancelDuplicates(logger klog.Logger, byUID map[types.UID]*v1.Pod) {
-	bound := map[uint32]bool{}
-	for _, pod := range byUID {
-		if id, err := strconv.ParseUint(pod.Annotations[wellknown.AnnotationJob], 10, 32); err == nil {
-			bound[uint32(id)] = true
+	var bound map[uint32]bool // the jobs pods are bound to: read only when a key has two live jobs
+	boundJobs := func() map[uint32]bool {
+		if bound == nil {
+			bound = map[uint32]bool{}
+			for _, pod := range byUID {
+				if id, err := strconv.ParseUint(pod.Annotations[wellknown.AnnotationJob], 10, 32); err == nil {
+					bound[uint32(id)] = true
+				}
+			}
 		}
+		return bound
 	}
 	p.mu.Lock()
 	var groups [][]uint32
@@ -71,7 +77,7 @@ func (p *Plugin) cancelDuplicates(logger klog.Logger, byUID map[types.UID]*v1.Po
 			continue
 		}
 		slices.Sort(live)
-		keep, cancel := p.markDuplicates(live, bound)
+		keep, cancel := p.markDuplicates(live, boundJobs())
 		for _, id := range cancel {
 			logger.Info("cancelling a second live Slurm job of one pod or gang", "job", id, "kept", keep)
 			go p.cancel(logger, id, "duplicate", nil)

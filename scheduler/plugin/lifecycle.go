@@ -169,7 +169,7 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 	}
 	handled := map[types.UID]bool{}
 	locked := p.lockedJobs()
-	for _, j := range p.jobs.ListWhere(func(j *slurm.Job) bool { return !p.settled.has(j.ID) }) {
+	for _, j := range p.jobs.ListWhere(func(id uint32) bool { return !p.settled.has(id) }) {
 		keys := p.placeholderKeys(&j)
 		if keys == nil {
 			p.settled.settle(j.ID) // not a placeholder: a pass has nothing to do with it

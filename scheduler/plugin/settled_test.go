@@ -49,7 +49,7 @@ func TestSettledJobs(t *testing.T) {
 	if b.p.settled.has(1) {
 		t.Error("job 1 still settled after a change")
 	}
-	if got := b.p.jobs.ListWhere(func(j *slurm.Job) bool { return !b.p.settled.has(j.ID) }); len(got) != 4 {
+	if got := b.p.jobs.ListWhere(func(id uint32) bool { return !b.p.settled.has(id) }); len(got) != 4 {
 		t.Errorf("a pass would read %d jobs, want 4 (all but job 2)", len(got))
 	}
 }
