@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,7 +55,9 @@ func BenchmarkThousandPods(b *testing.B) {
 	var writes []string
 	for _, sched := range []string{"default-scheduler", "sunk-scheduler"} {
 		before, cpuBefore := e.apiserverRequests(), cpuTicks(b)
+		stopProfile := profilePhase(b, sched)
 		r := e.bindMany(sched, n)
+		stopProfile()
 		writes = append(writes, requestLine("apiserver_"+sched, before, e.apiserverRequests()),
 			cpuLine("cpu_ms_per_pod_"+sched, cpuBefore, cpuTicks(b), n))
 		results[sched] = r
@@ -184,6 +187,29 @@ func requestLine(title string, before, after map[string]float64) string {
 		}
 	}
 	return line
+}
+
+// profilePhase writes a CPU profile of this process during sunk-scheduler's phase alone to
+// $SUNK_BENCH_CPUPROFILE, when set (go test's -cpuprofile covers the whole run: setup, the
+// default scheduler's phase and Slurm alone). It returns what stops it.
+func profilePhase(b *testing.B, sched string) func() {
+	path := os.Getenv("SUNK_BENCH_CPUPROFILE")
+	if path == "" || sched != "sunk-scheduler" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // benchProcesses are the processes whose CPU time a phase's cpu line shows, by command name;
