@@ -29,6 +29,9 @@ type allocationQueue struct {
 	waiting []allocationWaiter // by since
 	// refusedAt is the last refusal for the moment; zero once resources were freed after it.
 	refusedAt time.Time
+	// freedJobs counts the jobs ever freed: a wait that saw it grow saw resources freed, if
+	// for others.
+	freedJobs uint64
 	now       func() time.Time
 }
 
@@ -43,15 +46,17 @@ func newAllocationQueue() *allocationQueue { return &allocationQueue{now: time.N
 // turn waits until the caller may ask: at once when nobody waits and nothing was refused within
 // wait; otherwise until resources are freed for it (freed), wait passes or ctx ends. since is
 // when the caller first asked (the longest waiting go first); refused says its last request was
-// refused for the moment. It reports whether resources were freed for the caller.
-func (q *allocationQueue) turn(ctx context.Context, since time.Time, refused bool, wait time.Duration) bool {
+// refused for the moment. It reports whether resources were freed for the caller (admitted), and
+// whether any were freed while it waited (progressed: for the allocations ahead of it).
+func (q *allocationQueue) turn(ctx context.Context, since time.Time, refused bool, wait time.Duration) (admitted, progressed bool) {
 	q.mu.Lock()
 	if refused {
 		q.refusedAt = q.now()
 	} else if len(q.waiting) == 0 && (q.refusedAt.IsZero() || q.now().Sub(q.refusedAt) >= wait) {
 		q.mu.Unlock()
-		return false
+		return false, false
 	}
+	freedBefore := q.freedJobs
 	w := allocationWaiter{since: since, admit: make(chan struct{})}
 	at, _ := slices.BinarySearchFunc(q.waiting, since, func(e allocationWaiter, t time.Time) int {
 		if e.since.After(t) {
@@ -65,7 +70,7 @@ func (q *allocationQueue) turn(ctx context.Context, since time.Time, refused boo
 	defer timer.Stop()
 	select {
 	case <-w.admit:
-		return true
+		return true, true
 	case <-timer.C:
 	case <-ctx.Done():
 	}
@@ -73,10 +78,10 @@ func (q *allocationQueue) turn(ctx context.Context, since time.Time, refused boo
 	defer q.mu.Unlock()
 	i := slices.IndexFunc(q.waiting, func(e allocationWaiter) bool { return e.admit == w.admit })
 	if i < 0 {
-		return true // admitted as the wait ended
+		return true, true // admitted as the wait ended
 	}
 	q.waiting = slices.Delete(q.waiting, i, i+1)
-	return false
+	return false, q.freedJobs != freedBefore
 }
 
 // freed lets up to n waiting allocations ask again, the longest waiting first: n jobs ended or
@@ -84,6 +89,7 @@ func (q *allocationQueue) turn(ctx context.Context, since time.Time, refused boo
 func (q *allocationQueue) freed(n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.freedJobs += uint64(n)
 	k := min(n, len(q.waiting))
 	for _, w := range q.waiting[:k] {
 		close(w.admit)

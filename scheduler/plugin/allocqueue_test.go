@@ -61,6 +61,21 @@ func TestAllocationQueue(t *testing.T) {
 	// More freed than waited: the refusal no longer holds a newcomer back.
 	receive(t, returned(func() { q.turn(ctx, time.Now(), false, long) }), "a newcomer's turn once resources were freed")
 
+	// A wait that ends while resources were freed for the allocation ahead says so.
+	head := returned(func() { q.turn(ctx, t0, true, long) })
+	waitQueued(t, q.waitingCount, 1)
+	ctx2, cancel := context.WithCancel(ctx)
+	var admitted, progressed bool
+	behind := returned(func() { admitted, progressed = q.turn(ctx2, t0.Add(time.Second), true, long) })
+	waitQueued(t, q.waitingCount, 2)
+	q.freed(1)
+	receive(t, head, "the head's turn")
+	cancel()
+	receive(t, behind, "the end of the wait behind it")
+	if admitted || !progressed {
+		t.Fatalf("the wait behind: admitted %v, progressed %v; want false, true", admitted, progressed)
+	}
+
 	// A newcomer just after a refusal waits at most its wait, then asks.
 	q.turn(ctx, time.Now(), true, time.Millisecond)
 	receive(t, returned(func() { q.turn(ctx, time.Now(), false, time.Millisecond) }), "a newcomer's turn after its wait")
