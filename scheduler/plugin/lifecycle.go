@@ -102,9 +102,11 @@ func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 			p.activate(logger, p.ourPods(func(pod *v1.Pod) bool { return pod.Spec.NodeName == "" && alive(pod) }))
 			firstPasses--
 		}
+		start := time.Now()
 		if err := p.reconcile(ctx, logger); err != nil {
 			logger.Error(err, "lifecycle pass")
 		}
+		lifecyclePassSeconds.Observe(time.Since(start).Seconds())
 	}
 }
 

@@ -36,6 +36,12 @@ var (
 			"complete (until the job list shows the job ended and no longer COMPLETING; slurmctld places no job on a node where a job completes).",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
 	}, []string{"phase"})
+	lifecyclePassSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "sunk_scheduler_lifecycle_pass_seconds",
+		Help: "How long each pass of the lifecycle loop took (pods and jobs matched, cancellations and evictions decided); " +
+			"the count is the number of passes: one per job list change or pod deletion, at most one at a time.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+	})
 	jobsSubmitted = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "sunk_scheduler_jobs_submitted_total",
 		Help: "Slurm placeholder jobs submitted.",
@@ -73,7 +79,7 @@ var (
 // registry, once per process (a test may start several schedulers).
 func registerMetrics() (*slurm.Metrics, error) {
 	registerOnce.Do(func() {
-		legacyregistry.RawMustRegister(pendingPods, bindLatency, phaseSeconds, releaseSeconds, jobsSubmitted, allocations, jobsCancelled, cancelBatchJobs, jobsEnded, jobsUntrusted)
+		legacyregistry.RawMustRegister(pendingPods, bindLatency, phaseSeconds, releaseSeconds, lifecyclePassSeconds, jobsSubmitted, allocations, jobsCancelled, cancelBatchJobs, jobsEnded, jobsUntrusted)
 		slurmMetrics, slurmMetricsE = slurm.NewMetrics(legacyregistry.Registerer())
 	})
 	return slurmMetrics, slurmMetricsE
