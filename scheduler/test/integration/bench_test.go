@@ -70,8 +70,10 @@ func BenchmarkThousandPods(b *testing.B) {
 	sunk, def := results["sunk-scheduler"], results["default-scheduler"]
 	phases := phaseMeans(b, "sunk_scheduler_phase_seconds")
 	release := phaseMeans(b, "sunk_scheduler_release_seconds")
-	passes, passSeconds := histogramTotals(b, "sunk_scheduler_lifecycle_pass_seconds") // both phases: the loop runs throughout
-	rest := restProfile(b)                                                             // before the Slurm-only run, whose jobs the plugin reads too
+	// The passes of both phases (the loop runs throughout); the REST profile before the
+	// Slurm-only run, whose jobs the plugin reads too.
+	passes, passSeconds := histogramTotals(b, "sunk_scheduler_lifecycle_pass_seconds")
+	rest := restProfile(b)
 	// How the immediate allocations were answered (refusals by Slurm's error number), and the
 	// scheduling cycles of each profile by result (cycles per bound pod).
 	asked := counterLine(b, "allocations", "sunk_scheduler_allocations_total")
