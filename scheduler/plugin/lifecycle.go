@@ -192,7 +192,7 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 			p.reconcileLive(ctx, logger, &j, members)
 		} else {
 			p.reconcileEnded(ctx, logger, &j, members, keys)
-			p.settled.settleIfDone(&j, keys, byUID)
+			p.settled.settleIfDone(&j, keys, members)
 		}
 	}
 	p.mu.Lock()

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"sunk.dev/sunk/pkg/slurm"
 )
@@ -32,13 +31,10 @@ func (s *settledJobs) has(id uint32) bool {
 	return s.ids[id]
 }
 
-// settleIfDone settles job j, ended, when it is a single pod's job and that pod is gone from
-// byUID (the pod cache at the pass).
-func (s *settledJobs) settleIfDone(j *slurm.Job, keys []string, byUID map[types.UID]*v1.Pod) {
-	if isLive(j) || len(keys) != 1 || !strings.HasPrefix(keys[0], podKey) {
-		return
-	}
-	if _, ok := byUID[types.UID(strings.TrimPrefix(keys[0], podKey))]; ok {
+// settleIfDone settles job j, ended, when it is a single pod's job and that pod is gone:
+// members are the job's pods as membersOf found them in the pass's pod cache (nil if gone).
+func (s *settledJobs) settleIfDone(j *slurm.Job, keys []string, members []*v1.Pod) {
+	if isLive(j) || len(keys) != 1 || !strings.HasPrefix(keys[0], podKey) || len(members) != 1 || members[0] != nil {
 		return
 	}
 	s.settle(j.ID)
