@@ -50,7 +50,7 @@ const environName = "environ"
 // (CreateNS). exe is this program, run again as the holder.
 func Prepare(exe string, a Args) (p Prepared, err error) {
 	dir := a.Dir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirTrusted(dir, 0o755); err != nil {
 		return Prepared{}, err
 	}
 	lock, err := lockDir(dir, lockWait)
@@ -159,10 +159,14 @@ func Remove(a Args) error { return removeLocked(a.Dir(), lockWait) }
 // then), each once no step holds it.
 func RemoveJob(stateDir string, jobID uint64) error {
 	jobDir := filepath.Join(stateDir, strconv.FormatUint(jobID, 10))
-	entries, err := os.ReadDir(jobDir)
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(jobDir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	// Nothing is read below a directory a job could have changed (trust_linux.go).
+	if err := trustedDir(jobDir); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(jobDir)
 	if err != nil {
 		return err
 	}
@@ -206,6 +210,12 @@ func Reap(dir string) error { return removeLocked(dir, 0) }
 // removeLocked deletes the container directory dir once it holds its lock (lockDir with wait);
 // a directory already gone is no error.
 func removeLocked(dir string, wait time.Duration) error {
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := trustedDir(dir); err != nil {
+		return err
+	}
 	lock, err := lockDir(dir, wait)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

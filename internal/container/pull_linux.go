@@ -43,7 +43,7 @@ type Cache struct {
 // until dir is gone the image is not evicted. Errors are one line and name the image.
 func (c Cache) Unpacked(img Image, dir string) (string, error) {
 	for _, d := range []string{"locks", "oci", "rootfs", "pulls"} {
-		if err := os.MkdirAll(filepath.Join(c.Dir, d), 0o700); err != nil {
+		if err := mkdirTrusted(filepath.Join(c.Dir, d), 0o700); err != nil {
 			return "", err
 		}
 	}

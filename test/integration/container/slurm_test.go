@@ -30,6 +30,7 @@ func TestSlurmSteps(t *testing.T) {
 	n := startNode(t)
 	const image = "127.0.0.1:5000/test/os:1"
 	n.pushImage(t, image)
+	plantedLinks(t, n, image)
 
 	// srun: the step's file system is the image's; its user is the job's.
 	out := n.user(t, "srun --container-image="+image+" cat /etc/os-release")
@@ -159,13 +160,7 @@ func TestSlurmSteps(t *testing.T) {
 	if err == nil || !strings.Contains(out, "sunk-container: --container-image: 127.0.0.1:5000/test/nothing:1: ") {
 		t.Errorf("srun with a missing image: err = %v, output %q; want a failure naming --container-image", err, out)
 	}
-	wait.For(t, "the node idle after the steps", 30*time.Second, 200*time.Millisecond, func() error {
-		state, err := n.run("sinfo", "-h", "-n", "c1", "-o", "%T")
-		if strings.TrimSpace(state) != "idle" {
-			return fmt.Errorf("state %q (%v)", state, err)
-		}
-		return nil
-	})
+	wait.For(t, "the node idle after the steps", 30*time.Second, 200*time.Millisecond, n.idle)
 	// Every container is gone once its job ended: unnamed ones when their steps end (a
 	// reaper, after srun returned), named ones in the job's epilog.
 	wait.For(t, "every job's containers removed", 30*time.Second, 200*time.Millisecond, func() error {

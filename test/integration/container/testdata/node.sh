@@ -22,6 +22,9 @@ mount --rbind /sys "$R/sys"
 mount --rbind /dev "$R/dev"
 mount -t tmpfs tmpfs "$R/tmp"
 mount -t tmpfs tmpfs "$R/run"
+# As kubelet makes an emptyDir: 0777, no sticky bit. The compute pod's entrypoint makes it root's,
+# 0755, before slurmd starts; TestSlurmSteps plays a job's attack on it before and after that.
+chmod 0777 "$dir/sunk"
 mount --bind "$dir/sunk" "$R/var/lib/sunk"
 hostname c1
 # getaddrinfo (AI_ADDRCONFIG) wants an address beyond loopback: a veth pair whose both ends
