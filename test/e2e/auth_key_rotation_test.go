@@ -31,7 +31,7 @@ import (
 func TestAuthKeyRotation(t *testing.T) {
 	parallel(t)
 	e := startOperator(t)
-	b := e.rotationBed(t, "arot", sunkv1.SlurmClusterSpec{Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}}, 150)
+	b := e.rotationBed(t, "arot", sunkv1.SlurmClusterSpec{Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}})
 	n, login, running := b.names, b.login, b.running
 
 	ctx := context.Background()
@@ -78,22 +78,21 @@ func TestAuthKeyRotation(t *testing.T) {
 	t.Logf("round 1 loaded %s after the request", time.Since(asked).Round(time.Second))
 	// The job's slurmstepd read slurm.key at its start and signs its completion with it, without
 	// a kid: k2 may become the default (what such a token is checked against) only after it ended.
-	poll(t, 4*time.Minute, "job "+running+" ends while k2 is not yet the default", func() error {
-		out, err := e.sh(t, login, "login", "squeue -h -j "+running+" -o %T")
-		if err != nil {
-			return err
-		}
-		if r, _, err := ring(); err != nil || r.Default() != "initial" {
-			if strings.TrimSpace(out) == "RUNNING" {
-				t.Fatalf("k2 became the default (%v) while job %s, whose slurmstepd signs with the old key, runs", err, running)
-			}
-		}
-		if strings.TrimSpace(out) == "RUNNING" {
-			return fmt.Errorf("job %s is running; condition %+v", running,
-				meta.FindStatusCondition(e.cluster(t, "arot").Status.Conditions, sunkv1.ConditionAuthKeyRotated))
+	// The job is held until the operator says it waits for it, past the tokens' lifetime.
+	poll(t, 4*time.Minute, "the operator waits for job "+running+" before k2 becomes the default", func() error {
+		c := meta.FindStatusCondition(e.cluster(t, "arot").Status.Conditions, sunkv1.ConditionAuthKeyRotated)
+		if c == nil || !strings.Contains(c.Message, "once the 1 job(s) that started before end") {
+			return fmt.Errorf("condition %+v", c)
 		}
 		return nil
 	})
+	if r, _, err := ring(); err != nil || r.Default() != "initial" {
+		t.Fatalf("the ring's default while job %s, whose slurmstepd signs with the old key, runs: %v %v; want initial", running, r, err)
+	}
+	if out, err := e.sh(t, login, "login", "squeue -h -j "+running+" -o %T"); err != nil || strings.TrimSpace(out) != "RUNNING" {
+		t.Fatalf("job %s while the operator waits for it: %q %v, want RUNNING", running, out, err)
+	}
+	e.release(t, login, running)
 	if state, exit, _ := e.jobEnd(t, login, running, 4*time.Minute); state != "COMPLETED" {
 		t.Fatalf("job %s that ran across the rotation: %s (exit %s)", running, state, exit)
 	}

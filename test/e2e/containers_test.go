@@ -199,6 +199,15 @@ func (e *operatorEnv) containersForJobs(t *testing.T, v string, r ctrRegistries)
 	if out, err := e.sh(t, login, "login", "cd /tmp && runuser -u nobody -- srun -p plain -N1 -D /tmp cat /etc/os-release"); err != nil || !strings.Contains(out, "Debian") {
 		t.Errorf("srun on plain without a container: %v %q", err, out)
 	}
+	// The helper's volume is root's, 0755 (the entrypoint; kubelet made it 0777): a plain user's
+	// job can neither create nor rename there, so it cannot plant a link for the helper, root,
+	// to follow (docs/containers.md; TestSlurmSteps plays the whole attack).
+	vol := render.ContainersDir
+	out, err = e.sh(t, login, "login", "cd /tmp && runuser -u nobody -- srun -p ctr -N1 -w "+ctr+"-0 -D /tmp sh -c '"+
+		"stat -c %a:%U "+vol+"; mkdir "+vol+"/x 2>/dev/null && echo made; mv "+vol+"/images "+vol+"/aside 2>/dev/null && echo moved; true'")
+	if err != nil || out != "755:root\n" {
+		t.Errorf("a plain user's job on %s's %s: %v %q, want 755:root and every change refused", ctr, vol, err, out)
+	}
 	e.moreContainers(t, login, ctr, r)
 	e.waitIdle(t, login, time.Minute, "every node idle after the steps (none drained)", nodes...)
 

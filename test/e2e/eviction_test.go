@@ -45,7 +45,7 @@ func TestKubectlDrainWaitsForTheJob(t *testing.T) {
 	// kubectl sunk (the real binary) first: the nodes and the job as it shows them, and its
 	// drain and resume.
 	k := e.kubectlSunk(t)
-	e.checkKubectlSunk(t, k, login, e.sbatch(t, login, "-w cpu-1 -J short --wrap 'sleep 45'"))
+	e.checkKubectlSunk(t, k, login, e.sbatchHeld(t, login, "-w cpu-1 -J short"))
 
 	job := e.sbatchHeld(t, login, "-w cpu-1 -J busy")
 	idleBefore := e.memberPods(t, "cpu")["cpu-0"]

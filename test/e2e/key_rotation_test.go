@@ -32,7 +32,7 @@ import (
 func TestJWTKeyRotation(t *testing.T) {
 	parallel(t)
 	e := startOperator(t)
-	b := e.rotationBed(t, "rot", sunkv1.SlurmClusterSpec{}, 120)
+	b := e.rotationBed(t, "rot", sunkv1.SlurmClusterSpec{})
 	n, login, running := b.names, b.login, b.running
 
 	ctx := context.Background()
@@ -74,6 +74,7 @@ func TestJWTKeyRotation(t *testing.T) {
 	if out, err := e.sh(t, login, "login", "squeue -h -j "+running+" -o %T"); err != nil || strings.TrimSpace(out) != "RUNNING" {
 		t.Fatalf("job %s after the rotation: %q %v, want RUNNING (the job must span the rotation)", running, out, err)
 	}
+	e.release(t, login, running)
 
 	if state, exit, _ := e.jobEnd(t, login, running, 3*time.Minute); state != "COMPLETED" {
 		t.Fatalf("job %s that ran across the rotation: %s (exit %s)", running, state, exit)
@@ -91,8 +92,8 @@ type rotationBed struct {
 }
 
 // rotationBed makes a cluster of the spec (image set here), a NodeSet of one compute pod, and
-// a job that sleeps that many seconds on it, seen busy by the syncer.
-func (e *operatorEnv) rotationBed(t *testing.T, name string, spec sunkv1.SlurmClusterSpec, sleep int) *rotationBed {
+// a held job on it (heldScript: it runs until the test releases it), seen busy by the syncer.
+func (e *operatorEnv) rotationBed(t *testing.T, name string, spec sunkv1.SlurmClusterSpec) *rotationBed {
 	t.Helper()
 	spec.SlurmVersion, spec.Image, spec.ImagePullPolicy = testSlurmVersion, slurmImage, corev1.PullNever
 	e.createReady(t, &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, Spec: spec})
@@ -103,7 +104,7 @@ func (e *operatorEnv) rotationBed(t *testing.T, name string, spec sunkv1.SlurmCl
 	for _, c := range []string{wellknown.ComponentController, wellknown.ComponentCompute} {
 		b.before[c] = e.podOf(t, name, c)
 	}
-	b.running = e.sbatch(t, b.login, fmt.Sprintf("--chdir=/tmp --output=/dev/null --wrap 'sleep %d'", sleep))
+	b.running = e.sbatchHeld(t, b.login, "--chdir=/tmp --output=/dev/null")
 	e.waitSlurmState(t, "cpu-0", "the syncer sees cpu-0 busy before the rotation", func(s string) bool { return s != "" && !strings.EqualFold(s, "idle") })
 	return b
 }

@@ -150,6 +150,7 @@ func (e *operatorEnv) checkKubectlSunk(t *testing.T, k *kubectlSunk, login, job 
 	poll(t, time.Minute, "kubectl sunk drain drains cpu-0 and cpu-1 with the reason", func() error {
 		return drained(map[string]string{"cpu-0": "idle+drain", "cpu-1": "allocated+drain"})
 	})
+	e.release(t, login, job)
 	if state, exit, _ := e.jobEnd(t, login, job, 2*time.Minute); state != "COMPLETED" || exit != "0:0" {
 		t.Fatalf("the job on the drained node ended %s (exit %s)", state, exit)
 	}

@@ -88,8 +88,9 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 3}]
 	t.Logf("Prometheus scrapes every target of %v", jobs)
 
 	cluster := fmt.Sprintf(`cluster="%s/%s"`, h.ns, release)
-	job := h.sbatch(t, login, "-N3 --exclusive -J mon --wrap 'sleep 25'")
+	job := h.sbatchHeld(t, login, "-N3 --exclusive -J mon")
 	h.promHas(t, p, fmt.Sprintf(`slurm_nodes{%s,state="allocated"}`, cluster), 3, "sbatch -N3 runs on three nodes")
+	h.release(t, login, job)
 	if state, exit, _ := h.jobEnd(t, login, job, 2*time.Minute); state != "COMPLETED" || exit != "0:0" {
 		t.Fatalf("job %s: %s %s", job, state, exit)
 	}
