@@ -5,17 +5,58 @@
 source "$(dirname "$0")/lib.sh"
 cd "$SUNK_ROOT"
 
-"$SUNK_ROOT/hack/provision.sh" all
-SUNK_SLURM_VERSION=26.05 "$SUNK_ROOT/hack/provision.sh" rootfs
+# Every run ends with a table of its stages and their wall times, and its ten slowest tests
+# (from go test -v's "--- PASS: TestX (12.34s)" lines), whether it passed or not: where the time
+# went is the first thing a slow or failed run is asked. Each stage's output is also kept in
+# report_dir for that.
+report_dir=$(mktemp -d "${TMPDIR:-/tmp}/sunk-test.XXXXXX")
+stage_rows=()
+# stage NAME CMD...: runs CMD (its output shown and kept), and records its wall time. The copy
+# goes through a process substitution, not a pipe: a daemon that CMD leaves running (the test
+# beds) keeps its output open, and the script would wait on a pipe's tee for ever.
+stage() {
+  local name=$1 start=$SECONDS rc=0; shift
+  log "stage: $name"
+  # In the background and waited for: a subshell in an `||` list would run with set -e off.
+  (set -e; "$@") > >(tee "$report_dir/$name.log") 2>&1 &
+  wait $! || rc=$?
+  stage_rows+=("$name $((SECONDS - start)) $rc")
+  return "$rc"
+}
+# report prints the table and the slowest tests.
+report() {
+  local row name secs rc total=0
+  printf '\n[sunk] stages (wall time):\n'
+  for row in "${stage_rows[@]}"; do
+    read -r name secs rc <<<"$row"
+    total=$((total + secs))
+    printf '  %-34s %5d s  %2d:%02d  %s\n' "$name" "$secs" $((secs / 60)) $((secs % 60)) "$([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)")"
+  done
+  printf '  %-34s %5d s  %2d:%02d\n' total "$total" $((total / 60)) $((total % 60))
+  printf '[sunk] slowest tests:\n'
+  grep -HE '^--- (PASS|FAIL): Test[^ ]+ \([0-9.]+s\)' "$report_dir"/*.log 2>/dev/null |
+    sed -E 's#^.*/([^/]+)\.log:--- (PASS|FAIL): (Test[^ ]+) \(([0-9.]+)s\)#\4 \2 \3 \1#' |
+    sort -rn | head -10 | while read -r secs result test from; do
+      printf '  %8.1f s  %-4s  %s (%s)\n' "$secs" "$result" "$test" "$from"
+    done || true
+  rm -rf "$report_dir"
+}
 
-log "lint: gofmt, go vet, helm lint"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
-[ -z "$unformatted" ] || die "gofmt needed on: $unformatted"
-go vet -tags integration,e2e ./...
-helm lint --strict charts/sunk charts/slurm
-# sunk-scheduler imports k8s.io/kubernetes and is its own module (scheduler/go.mod), which the
-# root module's ./... does not enter.
-(cd scheduler && go build ./... && go vet -tags integration ./...)
+trap report EXIT # until cleanup (below) takes over, which reports too
+stage provision hack/provision.sh all
+stage provision-rootfs-26.05 env SUNK_SLURM_VERSION=26.05 hack/provision.sh rootfs
+
+lint() {
+  local unformatted
+  unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+  [ -z "$unformatted" ] || die "gofmt needed on: $unformatted"
+  go vet -tags integration,e2e ./...
+  helm lint --strict charts/sunk charts/slurm
+  # sunk-scheduler imports k8s.io/kubernetes and is its own module (scheduler/go.mod), which
+  # the root module's ./... does not enter.
+  (cd scheduler && go build ./... && go vet -tags integration ./...)
+}
+stage lint lint
 
 # The environments: the 24.11 Slurm test bed, the cluster, and the 26.05 Slurm test bed (for
 # the fast layer on the newer release, below).
@@ -31,6 +72,7 @@ for e in "${envs[@]}"; do env_cmd "$e" status >/dev/null 2>&1 || started+=("$e")
 e2e_pid=
 cleanup() {
   local rc=$? e
+  report
   # The run was stopped while the end-to-end tests ran: stop them (their whole process group)
   # before their cluster goes.
   if [ -n "$e2e_pid" ] && kill -0 "$e2e_pid" 2>/dev/null; then
@@ -43,9 +85,12 @@ cleanup() {
   exit $rc
 }
 trap cleanup EXIT
-hack/env-slurm.sh up
-hack/env-kube.sh up cluster
-SUNK_SLURM_VERSION=26.05 hack/env-slurm.sh up
+environments() {
+  hack/env-slurm.sh up
+  hack/env-kube.sh up cluster
+  SUNK_SLURM_VERSION=26.05 hack/env-slurm.sh up
+}
+stage environments environments
 
 # The end-to-end tests first, alone: on a 2-core machine every other suite beside them starved
 # their clusters' pods (slurmctld, mariadb) past their deadlines: eight e2e failures and the
@@ -56,30 +101,30 @@ SUNK_SLURM_VERSION=26.05 hack/env-slurm.sh up
 # three at a time once the ones that change the shared node (cordon, drain, node lock) are done.
 # They run in a process group of their own, waited for, so that a stopped run stops them (cleanup).
 # -v: each test's duration and progress lines, which the log of a failed run needs.
-log "tests: end-to-end"
-e2e_rc=0
-setsid go test -tags e2e -count=1 -v -parallel 3 -timeout 50m ${SUNK_TEST_ARGS:-} ./test/e2e/ &
+log "stage: e2e"
+e2e_rc=0 e2e_start=$SECONDS
+setsid go test -tags e2e -count=1 -v -parallel 3 -timeout 50m ${SUNK_TEST_ARGS:-} ./test/e2e/ > >(tee "$report_dir/e2e.log") 2>&1 &
 e2e_pid=$!
 wait "$e2e_pid" || e2e_rc=$?
 e2e_pid=
+stage_rows+=("e2e $((SECONDS - e2e_start)) $e2e_rc")
 [ "$e2e_rc" = 0 ] || die "end-to-end tests failed (exit $e2e_rc)"
-log "tests: unit and integration"
 # -p 1: integration packages share one Slurm test bed; running them one at a time keeps
 # a test's view of "unchanged" or "idle" from being disturbed by another package's jobs.
-go test -tags integration -count=1 -p 1 -timeout 30m ${SUNK_TEST_ARGS:-} ./...
+# -v here and below: each test's duration, for the report.
+stage unit-and-integration go test -tags integration -count=1 -v -p 1 -timeout 30m ${SUNK_TEST_ARGS:-} ./...
 # The fast layer on Slurm 26.05 (docs/testbed.md): pkg/slurm against the 26.05 test bed, every
 # REST version it serves, about 100 s warm. The e2e clusters run 26.05, the default of new
 # clusters; TestUpgrade2411To2605 starts one on 24.11.
-log "tests: integration on Slurm 26.05"
-SUNK_SLURM_VERSION=26.05 go test -tags integration -count=1 -timeout 10m ${SUNK_TEST_ARGS:-} ./test/integration/slurm/
-log "tests: sunk-scheduler integration"
-(cd scheduler && go test -tags integration -count=1 -p 1 -timeout 20m ${SUNK_TEST_ARGS:-} ./...)
+stage integration-slurm-26.05 env SUNK_SLURM_VERSION=26.05 go test -tags integration -count=1 -v -timeout 10m ${SUNK_TEST_ARGS:-} ./test/integration/slurm/
+scheduler_tests() { cd scheduler && go test -tags integration -count=1 -v -p 1 -timeout 20m ${SUNK_TEST_ARGS:-} ./...; }
+stage scheduler-integration scheduler_tests
 # A short soak (docs/soak.md) on the demo's cluster: churn, scale 3→40→3 and a SIGKILL of every
 # component, judged by the same bounds as the full run. It installs the demo's releases and
 # removes them again unless they were there before. SUNK_SOAK_DURATION=0 skips it.
-if [ "${SUNK_SOAK_DURATION:-5m}" != 0 ]; then
-  log "soak: DURATION=${SUNK_SOAK_DURATION:-5m}"
+soak() {
   go vet -tags soak ./test/soak
   DURATION=${SUNK_SOAK_DURATION:-5m} SUNK_SOAK_CLEANUP=1 test/soak/run.sh
-fi
+}
+if [ "${SUNK_SOAK_DURATION:-5m}" != 0 ]; then stage "soak-${SUNK_SOAK_DURATION:-5m}" soak; fi
 log "all tests passed"
