@@ -80,6 +80,7 @@ func TestJWTKeyRotation(t *testing.T) {
 		t.Fatalf("job %s that ran across the rotation: %s (exit %s)", running, state, exit)
 	}
 	b.afterRotation(t)
+	e.loginHoldsNoKey(t, b.cluster)
 }
 
 // rotationBed is a cluster for a key rotation: one compute pod, cpu-0, running a job.

@@ -7,10 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -18,17 +14,14 @@ import (
 // (a process's environment is checked on its own).
 const keyFiles = `find / \( -path /proc -o -path /sys \) -prune -o \( -name slurm.key -o -name slurm.jwks -o -name 'jwt*.key' \) -type f -readable -print 2>/dev/null; true`
 
-// TestLoginPodHoldsNoKey: the container users log into holds no slurm.key, no JWT key and no
+// loginHoldsNoKey: the container users log into holds no slurm.key, no JWT key and no
 // ServiceAccount token, not even for its root; sackd, in a container of its own, still signs a
-// normal user's job; and sshd refuses root by default (issue 21, docs/security.md).
-func TestLoginPodHoldsNoKey(t *testing.T) {
-	parallel(t)
-	e := startOperator(t)
-	e.createReady(t, &sunkv1.SlurmCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "sec"},
-		Spec:       sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever},
-	})
-	login := e.podOf(t, "sec", wellknown.ComponentLogin).Name
+// normal user's job; and sshd refuses root by default (issue 21, docs/security.md). Any
+// cluster shows it: TestJWTKeyRotation checks it on its cluster, with node cpu-0, after its
+// rotation (a cluster of its own cost a whole cluster's start for these checks alone).
+func (e *operatorEnv) loginHoldsNoKey(t *testing.T, cluster string) {
+	t.Helper()
+	login := e.podOf(t, cluster, wellknown.ComponentLogin).Name
 	must := func(container, script string) string {
 		t.Helper()
 		out, err := e.sh(t, login, container, script)
@@ -64,7 +57,6 @@ func TestLoginPodHoldsNoKey(t *testing.T) {
 	}
 
 	// A normal user's job still runs: sackd signs for the uid the kernel reports.
-	e.createReplicas(t, "sec", "cpu", 1)
 	e.waitIdle(t, login, 4*time.Minute, "cpu-0 idle", "cpu-0")
 	id := must("login", `cd /tmp && runuser -u nobody -- sbatch --parsable --chdir=/tmp --output=/dev/null --wrap 'test "$(id -un)" = nobody'`)
 	if state, exit, _ := e.jobEnd(t, login, id, 3*time.Minute); state != "COMPLETED" {
