@@ -20,6 +20,7 @@ install: build ## install the kubectl plugin (kubectl sunk) into $(PREFIX)/bin, 
 	install -D -m 0755 bin/kubectl-sunk $(or $(PREFIX),/usr/local)/bin/kubectl-sunk
 
 generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST clients and their adapters)
+	hack/provision.sh codegen
 	@if [ -d api ]; then $(BIN)/controller-gen object paths=./api/... && \
 	  $(BIN)/controller-gen crd webhook paths=./... output:crd:artifacts:config=config/crd/bases && \
 	  $(BIN)/controller-gen rbac:roleName=sunk-operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac && \

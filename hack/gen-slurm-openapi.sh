@@ -38,7 +38,7 @@ fetch() {
 
 generate() {
   local oc=$SUNK_BIN/oapi-codegen rv pkg dir
-  [ -x "$oc" ] || "$SUNK_ROOT/hack/provision.sh" tools || die "oapi-codegen missing; run hack/provision.sh"
+  [ -x "$oc" ] || "$SUNK_ROOT/hack/provision.sh" codegen || die "oapi-codegen missing; run hack/provision.sh"
   for rv in $VERSIONS; do
     pkg=$(echo "${rv#*:}" | tr -d .)
     dir=$OUT/$pkg

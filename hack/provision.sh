@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# provision.sh [host|tools|rootfs|containers|image_containers|images|all]...: install everything the tests and the demo need.
+# provision.sh [host|tools|codegen|rootfs|containers|image_containers|images|all]...: install everything the tests and the demo need.
 # `rootfs` builds the root filesystem of SUNK_SLURM_VERSION; `images` (and `all`) first builds
 # both releases' root filesystems, because there is a Slurm image of each.
 # Idempotent and cached in SUNK_CACHE: a step whose inputs did not change does nothing.
@@ -38,7 +38,9 @@ go_tools() {
   stamp_ok "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" <(echo "$what") && return 0
   log "building $(basename "$dir") tools (cold: minutes; cached afterwards)"
   mkdir -p "$SUNK_BIN"
-  (cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$SUNK_BIN/" "$@")
+  # No -trimpath: the tools then compile k8s.io/kubernetes with the flags of go vet and go test
+  # (sunk-scheduler's module imports it), and a cold machine compiles it once, not twice.
+  (cd "$dir" && go build -ldflags "$ldflags" -o "$SUNK_BIN/" "$@")
   stamp_set "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" <(echo "$what")
 }
 
@@ -53,7 +55,6 @@ tools() {
   go_tools helm "-s -w -X helm.sh/helm/v3/internal/version.version=v3.16.4 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" \
     helm.sh/helm/v3/cmd/helm
   go_tools kwok "-s -w" sigs.k8s.io/kwok/cmd/kwok
-  go_tools codegen "-s -w" sigs.k8s.io/controller-tools/cmd/controller-gen github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
   # The cluster DNS of env-kube.sh (hack/manifests/coredns.yaml), packed by images.sh.
   CGO_ENABLED=0 go_tools coredns "-s -w" github.com/coredns/coredns
   # envtest wants etcd, kube-apiserver and kubectl in one folder (KUBEBUILDER_ASSETS).
@@ -61,6 +62,12 @@ tools() {
   ln -sf "$(command -v etcd)" "$SUNK_CACHE/envtest/etcd"
   ln -sf "$SUNK_BIN/kube-apiserver" "$SUNK_CACHE/envtest/kube-apiserver"
   ln -sf "$SUNK_BIN/kubectl" "$SUNK_CACHE/envtest/kubectl"
+}
+
+# codegen: controller-gen and oapi-codegen, which only `make generate` and
+# hack/gen-slurm-openapi.sh need (not the tests): built on their first use, not by `all`.
+codegen() {
+  go_tools codegen "-s -w" sigs.k8s.io/controller-tools/cmd/controller-gen github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
 }
 
 # The Slurm root filesystem of $SUNK_SLURM_VERSION (hack/lib.sh): Debian trixie for 24.11, sid
@@ -185,7 +192,7 @@ tools_beside_rootfs() {
 for step in "$@"; do
   case $step in
     all) host; tools_beside_rootfs; images ;;
-    host|tools|rootfs|containers|image_containers|images) $step ;;
-    *) die "unknown step $step (host|tools|rootfs|containers|image_containers|images|all)" ;;
+    host|tools|codegen|rootfs|containers|image_containers|images) $step ;;
+    *) die "unknown step $step (host|tools|codegen|rootfs|containers|image_containers|images|all)" ;;
   esac
 done
