@@ -34,6 +34,7 @@ func sinfoSays2605(out string) bool {
 // starts on it, the operator and the syncer speak its REST API, the login pod's clients and the
 // compute node report 26.05, and a job runs and shows in sacct.
 func TestSlurm2605Cluster(t *testing.T) {
+	parallel(t) // its own namespace and cluster: nothing of the shared node
 	e := startOperator(t)
 	ctx := context.Background()
 	sc := &sunkv1.SlurmCluster{

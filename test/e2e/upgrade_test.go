@@ -26,6 +26,7 @@ import (
 // Slurm's order (slurmdbd, slurmctld, then the compute node, replaced only once idle), the node
 // comes back on 26.05, and sacct still lists the jobs from before.
 func TestUpgrade2411To2605(t *testing.T) {
+	parallel(t) // its own namespace and cluster: nothing of the shared node
 	e := startOperator(t)
 	ctx := context.Background()
 	sc := &sunkv1.SlurmCluster{
