@@ -89,6 +89,13 @@ const (
 	// every daemon should sign with. A new id starts a rotation of the auth key ring in the
 	// cluster's auth Secret (docs/security.md, "Rotating keys").
 	AnnotationAuthKeyID = "sunk.dev/auth-key-id"
+	// AnnotationAuthKeyDeadline on a SlurmCluster bounds how long a rotation waits for the jobs
+	// that started under the old ring (a Go duration, "24h"): once the rotation has waited that
+	// long past the tokens' lifetime, the operator requeues them (`scontrol requeue`; a job
+	// Slurm will not requeue, --no-requeue, is cancelled) so that the old key can leave the
+	// ring. Without it the rotation waits for them however long they run: one job of
+	// --time=UNLIMITED would keep a leaked key valid for ever.
+	AnnotationAuthKeyDeadline = "sunk.dev/auth-key-deadline"
 	// AnnotationAuthRingWritten and AnnotationAuthRingLoaded on the auth Secret are the
 	// operator's record of a rotation: when it last wrote slurm.jwks (RFC 3339), and which
 	// ring (ID@RFC 3339, a hash prefix of the file) every daemon had loaded, and when.

@@ -23,9 +23,10 @@ import (
 
 // TestAuthKeyRotation rotates the auth key of a cluster with accounting the documented way
 // (docs/security.md, "Rotating keys": the admin names the new key id on the SlurmCluster) under
-// a running job. The operator turns slurm.key into a ring and drives the three rounds; the job
-// runs across rounds 0 and 1, the new key becomes the default only after it ended (its
-// slurmstepd signs with slurm.key), and it completes; a new job runs from the login pod
+// two running jobs. The operator turns slurm.key into a ring and drives the three rounds; the
+// jobs run across rounds 0 and 1, the new key becomes the default only after they ended (their
+// slurmstepds sign with slurm.key): the first completes; the second, which would run for ever,
+// is requeued once the admin sets a deadline (sunk.dev/auth-key-deadline); a new job runs from the login pod
 // afterwards (sackd signs with the new key, then the only one), the syncer still reads Slurm,
 // no pod was restarted but slurmdbd's, and no Slurm daemon refused a credential for its key on the way.
 func TestAuthKeyRotation(t *testing.T) {
@@ -42,6 +43,10 @@ func TestAuthKeyRotation(t *testing.T) {
 		}
 		return s
 	}
+	// A second job from before the rotation, which never ends by itself (--time=UNLIMITED in
+	// effect): only the deadline lets the rotation go on past it.
+	forever := e.sbatchHeld(t, login, "--chdir=/tmp --output=/dev/null -J forever")
+	t.Cleanup(func() { _, _ = e.sh(t, login, "login", "scancel "+forever) })
 	if _, ok := secret().Data[render.AuthRingName]; ok {
 		t.Fatalf("a new cluster's Secret already has %s: the upgrade path (round 0) would go untested", render.AuthRingName)
 	}
@@ -79,23 +84,41 @@ func TestAuthKeyRotation(t *testing.T) {
 	// The job's slurmstepd read slurm.key at its start and signs its completion with it, without
 	// a kid: k2 may become the default (what such a token is checked against) only after it ended.
 	// The job is held until the operator says it waits for it, past the tokens' lifetime.
-	poll(t, 4*time.Minute, "the operator waits for job "+running+" before k2 becomes the default", func() error {
-		c := meta.FindStatusCondition(e.cluster(t, "arot").Status.Conditions, sunkv1.ConditionAuthKeyRotated)
-		if c == nil || !strings.Contains(c.Message, "once the 1 job(s) that started before end") {
-			return fmt.Errorf("condition %+v", c)
+	waitsFor := func(jobs int) {
+		t.Helper()
+		want := fmt.Sprintf("once the %d job(s) that started before end", jobs)
+		poll(t, 4*time.Minute, "the operator waits for "+want+" before k2 becomes the default", func() error {
+			c := meta.FindStatusCondition(e.cluster(t, "arot").Status.Conditions, sunkv1.ConditionAuthKeyRotated)
+			if c == nil || !strings.Contains(c.Message, want) {
+				return fmt.Errorf("condition %+v", c)
+			}
+			return nil
+		})
+		if r, _, err := ring(); err != nil || r.Default() != "initial" {
+			t.Fatalf("the ring's default while %d job(s), whose slurmstepds sign with the old key, run: %v %v; want initial", jobs, r, err)
 		}
-		return nil
-	})
-	if r, _, err := ring(); err != nil || r.Default() != "initial" {
-		t.Fatalf("the ring's default while job %s, whose slurmstepd signs with the old key, runs: %v %v; want initial", running, r, err)
 	}
-	if out, err := e.sh(t, login, "login", "squeue -h -j "+running+" -o %T"); err != nil || strings.TrimSpace(out) != "RUNNING" {
-		t.Fatalf("job %s while the operator waits for it: %q %v, want RUNNING", running, out, err)
+	waitsFor(2)
+	if out, err := e.sh(t, login, "login", "squeue -h -j "+running+","+forever+" -o %T"); err != nil || out != "RUNNING\nRUNNING\n" {
+		t.Fatalf("jobs %s and %s while the operator waits for them: %q %v, want both RUNNING", running, forever, out, err)
 	}
 	e.release(t, login, running)
 	if state, exit, _ := e.jobEnd(t, login, running, 4*time.Minute); state != "COMPLETED" {
 		t.Fatalf("job %s that ran across the rotation: %s (exit %s)", running, state, exit)
 	}
+	// The job that would run for ever holds the rotation until the admin sets a deadline; then
+	// the operator requeues it (Slurm counts the restart) and the rotation goes on.
+	waitsFor(1)
+	sc = e.cluster(t, "arot")
+	e.update(t, sc, func() { metav1.SetMetaDataAnnotation(&sc.ObjectMeta, wellknown.AnnotationAuthKeyDeadline, "1s") })
+	poll(t, 2*time.Minute, "job "+forever+" requeued past the deadline", func() error {
+		out, err := e.sh(t, login, "login", "scontrol show job "+forever)
+		if err != nil || !strings.Contains(out, "Restarts=1") {
+			return fmt.Errorf("scontrol show job: %v\n%s", err, out)
+		}
+		return nil
+	})
+	e.mustSh(t, login, "login", "scancel "+forever) // a restarted held job would keep cpu-0 busy
 	poll(t, 8*time.Minute, "rounds 2 and 3: k2 alone, loaded, AuthKeyRotated", func() error {
 		r, loaded, err := ring()
 		if err != nil {

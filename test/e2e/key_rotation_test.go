@@ -92,15 +92,16 @@ type rotationBed struct {
 	before         map[string]corev1.Pod
 }
 
-// rotationBed makes a cluster of the spec (image set here), a NodeSet of one compute pod, and
-// a held job on it (heldScript: it runs until the test releases it), seen busy by the syncer.
+// rotationBed makes a cluster of the spec (image set here), a NodeSet of one compute pod of two
+// CPUs (the machine's: two held jobs fit), and a held job on it (heldScript: it runs until the
+// test releases it), seen busy by the syncer.
 func (e *operatorEnv) rotationBed(t *testing.T, name string, spec sunkv1.SlurmClusterSpec) *rotationBed {
 	t.Helper()
 	spec.SlurmVersion, spec.Image, spec.ImagePullPolicy = testSlurmVersion, slurmImage, corev1.PullNever
 	e.createReady(t, &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, Spec: spec})
 	b := &rotationBed{e: e, cluster: name, names: render.NamesFor(e.cluster(t, name), ""),
 		login: e.podOf(t, name, wellknown.ComponentLogin).Name, before: map[string]corev1.Pod{}}
-	e.createReplicas(t, name, "cpu", 1)
+	e.createReplicasWith(t, name, "cpu", 1, func(s *sunkv1.NodeSetSpec) { s.ExtraConf = "CPUs=2" })
 	e.waitIdle(t, b.login, 4*time.Minute, "cpu-0 idle", "cpu-0")
 	for _, c := range []string{wellknown.ComponentController, wellknown.ComponentCompute} {
 		b.before[c] = e.podOf(t, name, c)

@@ -39,6 +39,12 @@ func (e *operatorEnv) memberPods(t *testing.T, nodeSet string) map[string]corev1
 // createReplicas creates a Replicas NodeSet of n small slurmd pods (100m CPU, 400Mi) in cluster.
 func (e *operatorEnv) createReplicas(t *testing.T, cluster, name string, n int32) *sunkv1.NodeSet {
 	t.Helper()
+	return e.createReplicasWith(t, cluster, name, n, func(*sunkv1.NodeSetSpec) {})
+}
+
+// createReplicasWith is createReplicas with the spec changed by with before it is created.
+func (e *operatorEnv) createReplicasWith(t *testing.T, cluster, name string, n int32, with func(*sunkv1.NodeSetSpec)) *sunkv1.NodeSet {
+	t.Helper()
 	ns := &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
 		Spec: sunkv1.NodeSetSpec{
@@ -47,6 +53,7 @@ func (e *operatorEnv) createReplicas(t *testing.T, cluster, name string, n int32
 				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")}},
 		},
 	}
+	with(&ns.Spec)
 	if err := e.c.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}

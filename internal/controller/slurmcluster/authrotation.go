@@ -26,12 +26,13 @@ import (
 
 // Reasons of the AuthKeyRotated condition and of the events of an auth key rotation.
 const (
-	ReasonAuthKeyCurrent     = "AuthKeyCurrent"
-	ReasonAuthRingWritten    = "AuthKeyRingWritten"
-	ReasonAuthRingLoading    = "AuthKeyRingLoading"
-	ReasonAuthRingLoaded     = "AuthKeyRingLoaded"
-	ReasonAuthWaitingForJobs = "AuthKeyWaitingForCredentials"
-	ReasonAuthKeyRefused     = "AuthKeyRotationRefused"
+	ReasonAuthKeyCurrent      = "AuthKeyCurrent"
+	ReasonAuthRingWritten     = "AuthKeyRingWritten"
+	ReasonAuthRingLoading     = "AuthKeyRingLoading"
+	ReasonAuthRingLoaded      = "AuthKeyRingLoaded"
+	ReasonAuthWaitingForJobs  = "AuthKeyWaitingForCredentials"
+	ReasonAuthOldJobsRequeued = "AuthKeyOldJobsRequeued"
+	ReasonAuthKeyRefused      = "AuthKeyRotationRefused"
 )
 
 // authInitialKid names slurm.key once it becomes the first key of a ring.
@@ -49,6 +50,7 @@ type authFacts struct {
 	loaded      bool             // every daemon has loaded the Secret's current ring
 	sinceLoaded time.Duration    // since they had
 	oldJobs     int              // jobs still running that started before they had (counted once the wanted key is in the ring)
+	deadline    time.Duration    // AnnotationAuthKeyDeadline: how long past authTokenLifetime to wait for oldJobs; 0 for ever
 }
 
 // authStep is what to do next about the auth key.
@@ -64,9 +66,10 @@ const (
 	authWaitTokens                  // tokens signed under the previous ring may still be alive
 	authWaitJobs                    // slurmstepds started under the previous ring still run
 	authDropOld                     // round 3: the ring keeps the wanted key alone
+	authRequeueOld                  // the deadline passed: requeue the jobs that started under the previous ring
 )
 
-var authStepNames = [...]string{"steady", "refused", "convert", "wait-load", "add-key", "make-default", "wait-tokens", "wait-jobs", "drop-old"}
+var authStepNames = [...]string{"steady", "refused", "convert", "wait-load", "add-key", "make-default", "wait-tokens", "wait-jobs", "drop-old", "requeue-old"}
 
 func (s authStep) String() string { return authStepNames[s] }
 
@@ -92,6 +95,8 @@ func nextAuthStep(f authFacts) authStep {
 		return authAddKey
 	case f.sinceLoaded < authTokenLifetime:
 		return authWaitTokens
+	case f.oldJobs > 0 && f.deadline > 0 && f.sinceLoaded >= authTokenLifetime+f.deadline:
+		return authRequeueOld
 	case f.oldJobs > 0:
 		return authWaitJobs
 	case f.ring.Default() != f.wanted:

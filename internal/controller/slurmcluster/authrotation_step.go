@@ -18,6 +18,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
+	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -56,11 +57,16 @@ func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster,
 	if err := render.CheckAuthRingKid(wanted); err != nil {
 		return refuse(fmt.Sprintf("annotation %s: %v", wellknown.AnnotationAuthKeyID, err))
 	}
+	deadline, err := authDeadline(sc.Annotations[wellknown.AnnotationAuthKeyDeadline])
+	if err != nil {
+		return refuse(fmt.Sprintf("annotation %s: %v", wellknown.AnnotationAuthKeyDeadline, err))
+	}
 	secret := &corev1.Secret{}
 	if err := r.notOnlyOwned().Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.AuthSecret}, secret); err != nil {
 		return ctrl.Result{}, err
 	}
-	f := authFacts{wanted: wanted, ownSecret: secret.Labels[wellknown.LabelCluster] == sc.Name}
+	f := authFacts{wanted: wanted, ownSecret: secret.Labels[wellknown.LabelCluster] == sc.Name, deadline: deadline}
+	var oldJobs []slurm.Job
 	var ringID string
 	if b := secret.Data[render.AuthRingName]; b != nil {
 		ring, err := render.ParseAuthRing(b)
@@ -72,9 +78,10 @@ func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster,
 		if loadedAt, err := time.Parse(time.RFC3339, at); err == nil && loadedID == ringID {
 			f.loaded, f.sinceLoaded = true, time.Since(loadedAt)
 			if ring.Has(wanted) && len(ring.Keys) > 1 && f.sinceLoaded >= authTokenLifetime {
-				if f.oldJobs, err = r.jobsStartedBefore(ctx, sc, n, jwtKeys, loadedAt); err != nil {
+				if oldJobs, err = r.jobsStartedBefore(ctx, sc, n, jwtKeys, loadedAt); err != nil {
 					return ctrl.Result{}, err
 				}
+				f.oldJobs = len(oldJobs)
 			}
 		}
 	}
@@ -95,11 +102,18 @@ func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster,
 		if step == authWaitJobs {
 			msg = fmt.Sprintf("every daemon has loaded %s %s; %s once the %d job(s) that started before end: their slurmstepds sign with the keys they read at their start",
 				render.AuthRingName, ringID, next, f.oldJobs)
+			if f.deadline > 0 {
+				msg += fmt.Sprintf("; they are requeued %s after the ring was loaded (%s)", authTokenLifetime+f.deadline, wellknown.AnnotationAuthKeyDeadline)
+			} else {
+				msg += fmt.Sprintf(" (%s bounds the wait)", wellknown.AnnotationAuthKeyDeadline)
+			}
 		}
 		st.set(sunkv1.ConditionAuthKeyRotated, false, ReasonAuthWaitingForJobs, msg)
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	case authWaitLoad:
 		return r.loadAuthRing(ctx, sc, n, jwtKeys, secret, ringID, st)
+	case authRequeueOld:
+		return r.requeueOldJobs(ctx, sc, n, jwtKeys, oldJobs, st)
 	}
 
 	// A round: write the next ring.
@@ -254,23 +268,23 @@ func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, 
 
 // jobsStartedBefore counts the jobs still running (or suspended, or completing) that started
 // before t: their slurmstepds read the ring at their start and sign with its default key.
-func (r *Reconciler) jobsStartedBefore(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, jwtKeys slurmconn.Keys, t time.Time) (int, error) {
+func (r *Reconciler) jobsStartedBefore(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, jwtKeys slurmconn.Keys, t time.Time) ([]slurm.Job, error) {
 	sl, err := r.slurmFor(ctx, sc, n, jwtKeys)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	jobs, err := sl.ListJobs(ctx, time.Time{})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	count := 0
+	var old []slurm.Job
 	for _, j := range jobs.Jobs {
 		if (j.HasState("RUNNING") || j.HasState("SUSPENDED") || j.HasState("COMPLETING")) &&
 			!j.StartTime.IsZero() && j.StartTime.Before(t) {
-			count++
+			old = append(old, j)
 		}
 	}
-	return count, nil
+	return old, nil
 }
 
 // containerStarted is when the named container last started running (zero when it is not).

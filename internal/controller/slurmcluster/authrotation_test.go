@@ -38,9 +38,37 @@ func TestNextAuthStep(t *testing.T) {
 		{"done", authFacts{wanted: "k2", ring: only, ownSecret: true, loaded: true}, authSteady},
 		{"first ring is the wish", authFacts{wanted: "initial", ring: one, ownSecret: true, loaded: true}, authSteady},
 		{"back to an old key still in the ring", authFacts{wanted: "initial", ring: swapped, ownSecret: true, loaded: true, sinceLoaded: long}, authMakeDefault},
+		// A job of --time=UNLIMITED must not keep the old key valid for ever when the admin
+		// set a deadline; without one the rotation waits, as before.
+		{"added, old jobs, deadline not reached", authFacts{wanted: "k2", ring: added, ownSecret: true, loaded: true, sinceLoaded: authTokenLifetime + time.Hour - time.Second, oldJobs: 1, deadline: time.Hour}, authWaitJobs},
+		{"added, old jobs, deadline passed", authFacts{wanted: "k2", ring: added, ownSecret: true, loaded: true, sinceLoaded: authTokenLifetime + time.Hour, oldJobs: 1, deadline: time.Hour}, authRequeueOld},
+		{"default, old jobs, deadline passed", authFacts{wanted: "k2", ring: swapped, ownSecret: true, loaded: true, sinceLoaded: 48 * time.Hour, oldJobs: 2, deadline: time.Hour}, authRequeueOld},
+		{"default, old jobs, no deadline", authFacts{wanted: "k2", ring: swapped, ownSecret: true, loaded: true, sinceLoaded: 48 * time.Hour, oldJobs: 2}, authWaitJobs},
+		{"deadline passed, no old job", authFacts{wanted: "k2", ring: swapped, ownSecret: true, loaded: true, sinceLoaded: 48 * time.Hour, deadline: time.Hour}, authDropOld},
 	} {
 		if got := nextAuthStep(tc.f); got != tc.want {
 			t.Errorf("%s: nextAuthStep = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAuthDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"", 0, false},
+		{"24h", 24 * time.Hour, false},
+		{"90m", 90 * time.Minute, false},
+		{"0s", 0, true},
+		{"-1h", 0, true},
+		{"tomorrow", 0, true},
+		{"24", 0, true},
+	} {
+		got, err := authDeadline(tc.in)
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("authDeadline(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}
 }
