@@ -142,6 +142,11 @@ func TestNodeWritePolicy(t *testing.T) {
 				return append(ts, corev1.Taint{Key: "evil", Effect: corev1.TaintEffectNoExecute})
 			})
 		}, denied},
+		{"scheduler puts a NoExecute taint under sunk's key", func() error {
+			return taint(scheduler, func(ts []corev1.Taint) []corev1.Taint {
+				return append(ts, corev1.Taint{Key: wellknown.TaintJob, Value: "43", Effect: corev1.TaintEffectNoExecute})
+			})
+		}, denied},
 		{"scheduler removes another taint", func() error {
 			return taint(scheduler, func(ts []corev1.Taint) []corev1.Taint {
 				return slices.DeleteFunc(ts, func(t corev1.Taint) bool { return t.Key == "team" })
