@@ -75,6 +75,14 @@ type SchedulerTenant struct {
 	// +optional
 	MaxPriority *int64 `json:"maxPriority,omitempty"`
 
+	// MaxGangSize is the most members a gang of the pods may have (sunk.dev/gang-size): a gang
+	// is one Slurm job, and a gang of exclusive members holds that many whole nodes. Unset: any
+	// size the scheduler takes (10,000).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	MaxGangSize *int32 `json:"maxGangSize,omitempty"`
+
 	// Preempt lets the pods use what preempts other Slurm jobs: with spec.preemption.type
 	// partition_prio, a partition whose priority tier is above the cluster's lowest; with qos,
 	// any QOS (a QOS's Preempt list, which lives in accounting, decides). Without it such pods

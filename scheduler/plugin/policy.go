@@ -29,15 +29,16 @@ import (
 // its namespace's policy does not allow.
 const ReasonPolicyDenied = "SlurmPolicyDenied"
 
-// policyRefusal says why the job of a pod in namespace is outside the SlurmCluster's scheduler
-// policy ("" when it is inside). cluster names the SlurmCluster (namespace/name) in the message.
+// policyRefusal says why the job of a pod in namespace, of a gang of members (1 for a pod
+// alone), is outside the SlurmCluster's scheduler policy ("" when it is inside). cluster names
+// the SlurmCluster (namespace/name) in the message.
 //
 // A namespace no tenant lists gets the zero tenant: the default partition only, no account,
 // QOS, reservation or priority of its own, and no preemption. Preempting is judged from the
 // spec: with partition_prio a partition above the cluster's lowest tier preempts (whether the
 // partitions share nodes is not considered: the policy errs on the side of refusing); with qos
 // any QOS may (its Preempt list lives in accounting, out of sight).
-func policyRefusal(cluster string, spec *sunkv1.SlurmClusterSpec, namespace string, job *slurm.JobSubmit) string {
+func policyRefusal(cluster string, spec *sunkv1.SlurmClusterSpec, namespace string, job *slurm.JobSubmit, members int) string {
 	tenant := spec.SchedulerPolicy.TenantOf(namespace)
 	who := fmt.Sprintf("namespace %s (in no tenant)", namespace)
 	if tenant != nil {
@@ -71,6 +72,9 @@ func policyRefusal(cluster string, spec *sunkv1.SlurmClusterSpec, namespace stri
 			limit = fmt.Sprintf("at most %d", *tenant.MaxPriority)
 		}
 		return refuse("may not set priority %d (allowed: %s)", *job.Priority, limit)
+	}
+	if tenant.MaxGangSize != nil && members > int(*tenant.MaxGangSize) {
+		return refuse("may not run a gang of %d members (allowed: at most %d)", members, *tenant.MaxGangSize)
 	}
 	if !tenant.Preempt {
 		if why := preempts(spec, partitions, job.QOS); why != "" {
@@ -249,7 +253,7 @@ func (p *Plugin) refusal(pod *v1.Pod) string {
 	if err != nil {
 		return err.Error()
 	}
-	return policyRefusal(p.args.Namespace+"/"+p.args.Cluster, spec, pod.Namespace, &s.Job)
+	return policyRefusal(p.args.Namespace+"/"+p.args.Cluster, spec, pod.Namespace, &s.Job, max(s.Gang.Size, 1))
 }
 
 // showRefusal writes the refusal into the pod's PodScheduled condition (reason

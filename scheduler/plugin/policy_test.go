@@ -37,7 +37,7 @@ func TestPolicyRefusal(t *testing.T) {
 		SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
 			{Name: "serving", Namespaces: []string{"web"}, Partitions: []string{"urgent"}, Preempt: true},
 			{Name: "research", Namespaces: []string{"ml"}, Partitions: []string{"gpu", "urgent"}, Accounts: []string{"ml"}, QOS: []string{"*"},
-				Reservations: []string{"maint"}, MaxPriority: ptr.To[int64](100)},
+				Reservations: []string{"maint"}, MaxPriority: ptr.To[int64](100), MaxGangSize: ptr.To[int32](64)},
 		}},
 	}
 	qosSpec := &sunkv1.SlurmClusterSpec{Preemption: sunkv1.PreemptionSpec{Type: sunkv1.PreemptionQOS},
@@ -71,7 +71,7 @@ func TestPolicyRefusal(t *testing.T) {
 		{"tiers do not matter without preemption", &sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "hi", Default: true, PriorityTier: tier(5)}, {Name: "lo"}}}, "other", slurm.JobSubmit{}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := policyRefusal("slurm/c1", c.spec, c.namespace, &c.job)
+			got := policyRefusal("slurm/c1", c.spec, c.namespace, &c.job, 1)
 			switch {
 			case c.want == "" && got != "":
 				t.Fatalf("refused: %s", got)
@@ -87,6 +87,32 @@ func TestPolicyRefusal(t *testing.T) {
 // A pod its policy refuses is kept out of the queue with a condition and an event that name the
 // policy, and PreFilter (for a profile without PreEnqueue) finds it unresolvable: no job, no
 // preemption.
+
+// TestPolicyGangSize: a tenant's maxGangSize bounds its gangs (a gang of exclusive members
+// holds that many whole nodes); without it any size the scheduler takes passes.
+func TestPolicyGangSize(t *testing.T) {
+	spec := &sunkv1.SlurmClusterSpec{SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
+		{Name: "research", Namespaces: []string{"ml"}, MaxGangSize: ptr.To[int32](64)},
+		{Name: "serving", Namespaces: []string{"web"}},
+	}}}
+	for _, c := range []struct {
+		namespace string
+		members   int
+		want      string
+	}{
+		{"ml", 1, ""},
+		{"ml", 64, ""},
+		{"ml", 65, "namespace ml (tenant research) may not run a gang of 65 members (allowed: at most 64)"},
+		{"web", 10000, ""},
+		{"other", 10000, ""},
+	} {
+		got := policyRefusal("slurm/c1", spec, c.namespace, &slurm.JobSubmit{}, c.members)
+		if (c.want == "" && got != "") || (c.want != "" && !strings.Contains(got, c.want)) {
+			t.Errorf("%s, gang of %d: refusal %q, want %q", c.namespace, c.members, got, c.want)
+		}
+	}
+}
+
 func TestPolicyRefusedPod(t *testing.T) {
 	b := newTestBed(t, 1, nil, nil)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "elsewhere", UID: "u-refused",
