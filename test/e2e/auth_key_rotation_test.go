@@ -45,7 +45,7 @@ func TestAuthKeyRotation(t *testing.T) {
 	}
 	// A second job from before the rotation, which never ends by itself (--time=UNLIMITED in
 	// effect): only the deadline lets the rotation go on past it.
-	forever := e.sbatchHeld(t, login, "--chdir=/tmp --output=/dev/null -J forever")
+	forever := e.sbatchHeld(t, login, rotationJobArgs+" -J forever")
 	t.Cleanup(func() { _, _ = e.sh(t, login, "login", "scancel "+forever) })
 	if _, ok := secret().Data[render.AuthRingName]; ok {
 		t.Fatalf("a new cluster's Secret already has %s: the upgrade path (round 0) would go untested", render.AuthRingName)

@@ -92,6 +92,10 @@ type rotationBed struct {
 	before         map[string]corev1.Pod
 }
 
+// rotationJobArgs are a rotation bed's jobs' sbatch arguments: a little memory each, so that two
+// fit on cpu-0 (without --mem a job holds the whole node's: CR_Core_Memory, no DefMemPerCPU).
+const rotationJobArgs = "--chdir=/tmp --output=/dev/null --mem=32M"
+
 // rotationBed makes a cluster of the spec (image set here), a NodeSet of one compute pod of two
 // CPUs (the machine's: two held jobs fit), and a held job on it (heldScript: it runs until the
 // test releases it), seen busy by the syncer.
@@ -106,7 +110,7 @@ func (e *operatorEnv) rotationBed(t *testing.T, name string, spec sunkv1.SlurmCl
 	for _, c := range []string{wellknown.ComponentController, wellknown.ComponentCompute} {
 		b.before[c] = e.podOf(t, name, c)
 	}
-	b.running = e.sbatchHeld(t, b.login, "--chdir=/tmp --output=/dev/null")
+	b.running = e.sbatchHeld(t, b.login, rotationJobArgs)
 	e.waitSlurmState(t, "cpu-0", "the syncer sees cpu-0 busy before the rotation", func(s string) bool { return s != "" && !strings.EqualFold(s, "idle") })
 	return b
 }
