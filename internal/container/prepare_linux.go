@@ -159,11 +159,10 @@ func Remove(a Args) error { return removeLocked(a.Dir(), lockWait) }
 // then), each once no step holds it.
 func RemoveJob(stateDir string, jobID uint64) error {
 	jobDir := filepath.Join(stateDir, strconv.FormatUint(jobID, 10))
-	if _, err := os.Lstat(jobDir); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
 	// Nothing is read below a directory a job could have changed (trust_linux.go).
-	if err := trustedDir(jobDir); err != nil {
+	if err := trustedDir(jobDir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	entries, err := os.ReadDir(jobDir)
@@ -210,10 +209,9 @@ func Reap(dir string) error { return removeLocked(dir, 0) }
 // removeLocked deletes the container directory dir once it holds its lock (lockDir with wait);
 // a directory already gone is no error.
 func removeLocked(dir string, wait time.Duration) error {
-	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+	if err := trustedDir(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
-	}
-	if err := trustedDir(dir); err != nil {
+	} else if err != nil {
 		return err
 	}
 	lock, err := lockDir(dir, wait)

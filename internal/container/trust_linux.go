@@ -28,11 +28,14 @@ import (
 var errUntrusted = errors.New("someone other than root could change it")
 
 // trustedDir returns nil when dir exists and it and every directory above it can be changed by
-// root alone (see above); otherwise an error naming the first directory that fails, and why.
+// root alone (see above); otherwise an error naming the first directory that fails, and why
+// (one that errors.Is os.ErrNotExist when a directory of the path does not exist).
 func trustedDir(dir string) error { return checkPath(dir, true) }
 
-// checkPath is trustedDir; with strict false, dir itself may be sticky, as an ancestor may.
-func checkPath(dir string, strict bool) error {
+// checkPath is trustedDir with whole true. With whole false it checks only the part of the path
+// that exists, stopping at the first directory missing, and the deepest may be sticky as an
+// ancestor may: what mkdirTrusted must know before it creates the rest.
+func checkPath(dir string, whole bool) error {
 	dir = filepath.Clean(dir)
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("%s: not an absolute path", dir)
@@ -48,9 +51,12 @@ func checkPath(dir string, strict bool) error {
 		}
 		var st unix.Stat_t
 		if err := unix.Lstat(p, &st); err != nil {
+			if !whole && errors.Is(err, unix.ENOENT) {
+				return nil
+			}
 			return &os.PathError{Op: "lstat", Path: p, Err: err}
 		}
-		last := strict && i == len(parts)-1
+		last := whole && i == len(parts)-1
 		if err := trustedMode(st, last); err != nil {
 			return fmt.Errorf("%s: %s: %w (the compute pod's entrypoint makes %s root's, 0755)", p, err.Error(), errUntrusted, filepath.Dir(DefaultStateDir))
 		}
@@ -78,14 +84,7 @@ func trustedMode(st unix.Stat_t, last bool) error {
 // before (MkdirAll follows links, so a planted one would have root make directories elsewhere),
 // and the whole path after: what it made, and what it found already there, root alone can change.
 func mkdirTrusted(dir string, mode os.FileMode) error {
-	existing := filepath.Clean(dir)
-	for {
-		if _, err := os.Lstat(existing); err == nil || existing == "/" {
-			break
-		}
-		existing = filepath.Dir(existing)
-	}
-	if err := checkPath(existing, false); err != nil {
+	if err := checkPath(dir, false); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, mode); err != nil {

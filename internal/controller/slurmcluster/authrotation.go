@@ -95,7 +95,7 @@ func nextAuthStep(f authFacts) authStep {
 		return authAddKey
 	case f.sinceLoaded < authTokenLifetime:
 		return authWaitTokens
-	case f.oldJobs > 0 && f.deadline > 0 && f.sinceLoaded >= authTokenLifetime+f.deadline:
+	case f.oldJobs > 0 && f.deadline > 0 && f.sinceLoaded >= f.requeueAfter():
 		return authRequeueOld
 	case f.oldJobs > 0:
 		return authWaitJobs
@@ -104,3 +104,7 @@ func nextAuthStep(f authFacts) authStep {
 	}
 	return authDropOld
 }
+
+// requeueAfter is how long after every daemon loaded the ring the jobs that started before it
+// are requeued, with a deadline: the tokens' lifetime, then the admin's deadline.
+func (f authFacts) requeueAfter() time.Duration { return authTokenLifetime + f.deadline }

@@ -103,7 +103,7 @@ func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster,
 			msg = fmt.Sprintf("every daemon has loaded %s %s; %s once the %d job(s) that started before end: their slurmstepds sign with the keys they read at their start",
 				render.AuthRingName, ringID, next, f.oldJobs)
 			if f.deadline > 0 {
-				msg += fmt.Sprintf("; they are requeued %s after the ring was loaded (%s)", authTokenLifetime+f.deadline, wellknown.AnnotationAuthKeyDeadline)
+				msg += fmt.Sprintf("; they are requeued %s after the ring was loaded (%s)", f.requeueAfter(), wellknown.AnnotationAuthKeyDeadline)
 			} else {
 				msg += fmt.Sprintf(" (%s bounds the wait)", wellknown.AnnotationAuthKeyDeadline)
 			}
@@ -266,7 +266,7 @@ func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	return ctrl.Result{RequeueAfter: authPoll}, nil
 }
 
-// jobsStartedBefore counts the jobs still running (or suspended, or completing) that started
+// jobsStartedBefore lists the jobs still running (or suspended, or completing) that started
 // before t: their slurmstepds read the ring at their start and sign with its default key.
 func (r *Reconciler) jobsStartedBefore(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, jwtKeys slurmconn.Keys, t time.Time) ([]slurm.Job, error) {
 	sl, err := r.slurmFor(ctx, sc, n, jwtKeys)
