@@ -81,10 +81,11 @@ func TestBadValueCorpus(t *testing.T) {
 }
 
 // TestDeniedKeys: each key sunk keeps is refused in controller.extraConf, in any case and
-// spacing, and passes only when listed in unsafeConfKeys and allowed by the operator.
+// spacing, and passes only when listed in unsafeConfKeys and allowed by the operator. (Behind
+// another key on its own line it is refused either way: Slurm reads one key a line.)
 func TestDeniedKeys(t *testing.T) {
 	for k := range deniedSlurmConfKeys {
-		for _, line := range []string{k + "=x", strings.ToUpper(k) + " = x", "MaxJobCount=5 " + k + "=x"} {
+		for _, line := range []string{k + "=x", strings.ToUpper(k) + " = x", "MaxJobCount=5\n" + k + "=x"} {
 			spec := &sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: line}}
 			if errs, _ := ValidateSpec(spec, field.NewPath("spec")); !namesField(errs, "spec.controller.extraConf") {
 				t.Errorf("%q accepted", line)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/slurmconf"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -45,11 +46,9 @@ func nodeSetWarnings(spec *sunkv1.NodeSetSpec) admission.Warnings {
 	_, lim := res.Limits[wellknown.ResourceGPU]
 	_, req := res.Requests[wellknown.ResourceGPU]
 	if lim || req {
-		tokens, _ := confTokens(spec.ExtraConf) // admitted: ValidateNodeSetSpec read it already
-		for _, t := range tokens {
-			if strings.EqualFold(t.key, "gres") {
-				w = append(w, "spec.extraConf sets Gres: sunk renders no GPU device lines (File=) for it, and slurmd drops GPUs without a device file")
-			}
+		params, _ := slurmconf.Parse(spec.ExtraConf) // admitted: ValidateNodeSetSpec read it already
+		if _, ok := params.Value("Gres"); ok {
+			w = append(w, "spec.extraConf sets Gres: sunk renders no GPU device lines (File=) for it, and slurmd drops GPUs without a device file")
 		}
 	}
 	return w

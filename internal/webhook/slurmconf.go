@@ -3,27 +3,22 @@ package webhook
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"strings"
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"sunk.dev/sunk/pkg/slurmconf"
 )
 
-// Slurm config text from a custom resource is read here the way Slurm's parser reads it: a
-// line is whitespace-separated Key=Value tokens (Slurm allows spaces around '='), '#' starts a
-// comment, and a key is a word. Every token is checked, not only a line's first key, because
-// slurm.conf takes several keys on one line.
+// Slurm config text from a custom resource is read with pkg/slurmconf, the reader the renderer
+// uses too. Every key of a line is checked, not only its first: Slurm refuses a second key
+// outside a record (checked too), but a check that stopped at the first would let a denied
+// key ride behind an allowed one.
 
 // maxConfLine bounds one line: Slurm's own parser stops at 1024 bytes a line, and a longer
 // one would be cut silently.
 const maxConfLine = 1024
-
-var (
-	confKeyPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
-	// spacedEquals lets "Key = Value" be read as Slurm reads it: "Key=Value".
-	spacedEquals = regexp.MustCompile(`\s*=\s*`)
-)
 
 // deniedSlurmConfKeys are the slurm.conf keys sunk sets for its own invariants; a line that
 // sets one would open or break the cluster. The reason is quoted in the error.
@@ -102,10 +97,6 @@ var deniedPartitionParams = map[string]string{
 	"state":         "sunk keeps the partition UP",
 }
 
-// entityKeys start a slurm.conf line that describes one thing (a node, a partition...); the
-// rest of such a line is that thing's parameters, not top-level keys.
-var entityKeys = set("nodename", "partitionname", "nodeset", "downnodes", "frontendname")
-
 // confFile is what one Slurm config file accepts from a custom resource.
 type confFile struct {
 	name   string
@@ -129,23 +120,24 @@ func (f confFile) validate(text string, p *field.Path, unsafe map[string]bool) (
 			errs = append(errs, field.Invalid(p, lp, err))
 			continue
 		}
-		tokens, err := confTokens(line)
-		if err != "" {
-			errs = append(errs, field.Invalid(p, lp, err))
+		parsed, err := slurmconf.Parse(line)
+		if err != nil {
+			errs = append(errs, field.Invalid(p, lp, err.Error()))
 			continue
 		}
-		if len(tokens) > 0 && entityKeys[strings.ToLower(tokens[0].key)] {
-			tokens = tokens[:1] // the rest are the entity's own parameters: Slurm checks them per entity
+		if err := parsed.Check(); err != nil {
+			errs = append(errs, field.Invalid(p, lp, err.Error()))
 		}
-		for _, t := range tokens {
-			k := strings.ToLower(t.key)
+		// A record's parameters are not top-level keys: Slurm checks them per record.
+		for _, t := range parsed.Settings() {
+			k := strings.ToLower(t.Key)
 			switch {
 			case !f.known[k]:
-				errs = append(errs, field.Invalid(p, lp, fmt.Sprintf("%s is not a %s key Slurm 24.11 knows: slurmctld would not start", t.key, f.name)))
+				errs = append(errs, field.Invalid(p, lp, fmt.Sprintf("%s is not a %s key Slurm 24.11 knows: slurmctld would not start", t.Key, f.name)))
 			case f.denied[k] != "" && !unsafe[k]:
-				errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s: %s sets %s, which sunk keeps: %s (an admin who must override it lists it in spec.controller.unsafeConfKeys)", lp, f.name, t.key, f.denied[k])))
+				errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s: %s sets %s, which sunk keeps: %s (an admin who must override it lists it in spec.controller.unsafeConfKeys)", lp, f.name, t.Key, f.denied[k])))
 			case f.denied[k] != "":
-				warnings = append(warnings, fmt.Sprintf("%s %s: %s overrides sunk's own setting (%s), allowed by spec.controller.unsafeConfKeys", p, lp, t.key, f.denied[k]))
+				warnings = append(warnings, fmt.Sprintf("%s %s: %s overrides sunk's own setting (%s), allowed by spec.controller.unsafeConfKeys", p, lp, t.Key, f.denied[k]))
 			}
 		}
 	}
@@ -160,18 +152,18 @@ func validateParams(text string, p *field.Path, known map[string]bool, denied ma
 	if err := lineProblem(text); err != "" {
 		return field.ErrorList{field.Invalid(p, text, err)}
 	}
-	tokens, err := confTokens(text)
-	if err != "" {
-		return field.ErrorList{field.Invalid(p, text, err)}
+	params, err := slurmconf.Parse(text)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, text, err.Error())}
 	}
 	var errs field.ErrorList
-	for _, t := range tokens {
-		k := strings.ToLower(t.key)
+	for _, t := range params {
+		k := strings.ToLower(t.Key)
 		switch {
 		case !known[k]:
-			errs = append(errs, field.Invalid(p, text, fmt.Sprintf("%s is not a parameter of a %s line in Slurm 24.11", t.key, kind)))
+			errs = append(errs, field.Invalid(p, text, fmt.Sprintf("%s is not a parameter of a %s line in Slurm 24.11", t.Key, kind)))
 		case denied[k] != "":
-			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s: %s", t.key, denied[k])))
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s: %s", t.Key, denied[k])))
 		}
 	}
 	return errs
@@ -199,28 +191,6 @@ func lineProblem(line string) string {
 		}
 	}
 	return ""
-}
-
-type confToken struct{ key, value string }
-
-// confTokens splits a line as Slurm does; "" error for a comment or blank line.
-func confTokens(line string) ([]confToken, string) {
-	if i := strings.Index(line, "#"); i >= 0 {
-		line = line[:i]
-	}
-	line = strings.TrimSpace(spacedEquals.ReplaceAllString(line, "="))
-	if line == "" {
-		return nil, ""
-	}
-	var out []confToken
-	for _, f := range strings.Fields(line) {
-		k, v, ok := strings.Cut(f, "=")
-		if !ok || !confKeyPattern.MatchString(k) {
-			return nil, fmt.Sprintf("%q is not Key=Value", f)
-		}
-		out = append(out, confToken{key: k, value: v})
-	}
-	return out, ""
 }
 
 func set(keys ...string) map[string]bool {

@@ -13,6 +13,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/slurmversion"
+	"sunk.dev/sunk/pkg/slurmconf"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -70,7 +71,7 @@ func validateTopology(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.Er
 		errs = append(errs, validateBlockSizes(bl.BlockSizes, p.Child("blockSizes"))...)
 	}
 	for _, l := range strings.Split(spec.Controller.ExtraConf, "\n") {
-		if k, _, ok := strings.Cut(strings.TrimSpace(l), "="); ok && strings.EqualFold(strings.TrimSpace(k), "TopologyPlugin") {
+		if line, _ := slurmconf.Parse(l); line.Sets("TopologyPlugin") {
 			warnings = append(warnings, fmt.Sprintf("%s: its TopologyPlugin replaces the plugin of spec.topology, whose topology.conf may not suit it", path.Root().Child("controller", "extraConf")))
 		}
 	}

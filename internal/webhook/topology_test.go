@@ -48,6 +48,8 @@ func TestValidateTopology(t *testing.T) {
 		{name: "block sizes too far apart", topo: block(sunkv1.BlockTopology{LabelKey: "r", BlockSizes: []int32{1, 1 << 16}}), wantErr: "2^15"},
 		{name: "block size zero", topo: block(sunkv1.BlockTopology{LabelKey: "r", BlockSizes: []int32{0}}), wantErr: "blockSizes[0]"},
 		{name: "extraConf plugin", topo: tree(sunkv1.TreeTopology{Preset: sunkv1.PresetAWS}), extra: "TopologyPlugin=topology/block", warn: true},
+		{name: "extraConf plugin with spaces around =", topo: tree(sunkv1.TreeTopology{Preset: sunkv1.PresetAWS}), extra: "topologyplugin = topology/block", warn: true},
+		{name: "extraConf plugin behind another key", topo: tree(sunkv1.TreeTopology{Preset: sunkv1.PresetAWS}), extra: "MinJobAge=5 TopologyPlugin=topology/block", warn: true, wantErr: "Slurm reads one key a line"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			spec := sunkv1.SlurmClusterSpec{Image: "x", Topology: c.topo, Controller: sunkv1.ControllerSpec{ExtraConf: c.extra}, SlurmVersion: c.version, Partitions: c.parts}
