@@ -1,8 +1,11 @@
 package render
 
 import (
+	"slices"
 	"sort"
 	"strings"
+
+	"sunk.dev/sunk/pkg/slurmconf"
 )
 
 // restartKeys are slurm.conf keys that slurmctld only reads at start (listening sockets,
@@ -17,7 +20,9 @@ var restartKeys = map[string]bool{
 }
 
 // mergeConf appends extra lines to defaults; a default whose key an extra line sets is
-// dropped, so that the admin's line wins instead of Slurm seeing the key twice.
+// dropped, so that the admin's line wins instead of Slurm seeing the key twice. Every key of
+// an extra line counts, not only its first: admission refuses a second key outside a record,
+// but text that reached the renderer without admission must not leave a default beside it.
 func mergeConf(defaults, extra string) string {
 	extraKeys := map[string]bool{}
 	var extraLines []string
@@ -27,13 +32,13 @@ func mergeConf(defaults, extra string) string {
 			continue
 		}
 		extraLines = append(extraLines, l)
-		if k := confKey(l); k != "" {
+		for _, k := range confKeys(l) {
 			extraKeys[k] = true
 		}
 	}
 	var out []string
 	for _, l := range strings.Split(strings.TrimRight(defaults, "\n"), "\n") {
-		if k := confKey(l); k != "" && extraKeys[k] && !multiValued[k] {
+		if slices.ContainsFunc(confKeys(l), func(k string) bool { return extraKeys[k] && !multiValued[k] }) {
 			continue
 		}
 		out = append(out, l)
@@ -48,23 +53,26 @@ func mergeConf(defaults, extra string) string {
 // multiValued keys may appear several times; an extra line adds to them.
 var multiValued = map[string]bool{"slurmctldhost": true, "nodename": true, "partitionname": true, "nodeset": true, "include": true}
 
-func confKey(line string) string {
-	if strings.HasPrefix(line, "#") {
-		return ""
+// confKeys are the keys, lower case, that a line sets in the file (a record line: its first);
+// none for a line slurmconf cannot read, which admission refuses and sunk does not write.
+func confKeys(line string) []string {
+	parsed, _ := slurmconf.Parse(line)
+	var keys []string
+	for _, s := range parsed.Settings() {
+		keys = append(keys, strings.ToLower(s.Key))
 	}
-	k, _, ok := strings.Cut(line, "=")
-	if !ok {
-		return ""
-	}
-	return strings.ToLower(strings.TrimSpace(k))
+	return keys
 }
 
-// restartSettings is the canonical form of the restart-only settings of a slurm.conf.
+// restartSettings is the canonical form of the restart-only settings of a slurm.conf: each
+// line that sets a restart key, as written, so that the hash of a cluster's settings stays
+// what earlier versions computed and an upgrade of the operator restarts no slurmctld.
 func restartSettings(conf string) string {
 	var kv []string
 	for _, l := range strings.Split(conf, "\n") {
-		if k := confKey(strings.TrimSpace(l)); restartKeys[k] {
-			kv = append(kv, strings.TrimSpace(l))
+		l = strings.TrimSpace(l)
+		if slices.ContainsFunc(confKeys(l), func(k string) bool { return restartKeys[k] }) {
+			kv = append(kv, l)
 		}
 	}
 	sort.Strings(kv)

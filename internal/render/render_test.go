@@ -199,7 +199,7 @@ func TestProductionDefaults(t *testing.T) {
 	count := func(key string) int {
 		c := 0
 		for _, l := range lines {
-			if confKey(l) == strings.ToLower(key) {
+			if slices.Contains(confKeys(l), strings.ToLower(key)) {
 				c++
 			}
 		}
