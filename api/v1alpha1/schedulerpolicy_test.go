@@ -29,6 +29,8 @@ func TestPartitionsAsSlurmSeesThem(t *testing.T) {
 		{"no default: the first", []PartitionSpec{{Name: "a"}, {Name: "b"}}, "a", []int32{1, 1}},
 		{"tiers from the field and from extraConf", []PartitionSpec{{Name: "a", PriorityTier: &ten}, {Name: "b", ExtraConf: "OverSubscribe=NO prioritytier=7"}}, "a", []int32{10, 7}},
 		{"a tier from extraConf with spaces around =", []PartitionSpec{{Name: "a", ExtraConf: "PriorityTier = 3 OverSubscribe=NO"}}, "a", []int32{3}},
+		{"a tier in a comment is none", []PartitionSpec{{Name: "a", ExtraConf: "OverSubscribe=NO # PriorityTier=3"}}, "a", []int32{1}},
+		{"a tier set twice: the last, as Slurm keeps it", []PartitionSpec{{Name: "a", ExtraConf: "PriorityTier=3 PriorityTier=4"}}, "a", []int32{4}},
 	} {
 		s := SlurmClusterSpec{Partitions: c.parts}
 		if got := s.DefaultPartition(); got != c.def {

@@ -4,9 +4,9 @@
 package v1alpha1
 
 import (
-	"regexp"
 	"strconv"
-	"strings"
+
+	"sunk.dev/sunk/pkg/slurmconf"
 )
 
 // SchedulerPolicy is the namespace → Slurm policy of sunk-scheduler (docs/scheduler.md,
@@ -127,20 +127,16 @@ func (s *SlurmClusterSpec) DefaultPartition() string {
 	return parts[0].Name
 }
 
-var spacedEquals = regexp.MustCompile(`\s*=\s*`)
-
 // Tier is the partition's PriorityTier as slurmctld sees it: priorityTier, else a
 // PriorityTier= in extraConf, else Slurm's default 1.
 func (p *PartitionSpec) Tier() int32 {
 	if p.PriorityTier != nil {
 		return *p.PriorityTier
 	}
-	// Slurm allows spaces around '=' ("PriorityTier = 7").
-	for _, f := range strings.Fields(spacedEquals.ReplaceAllString(p.ExtraConf, "=")) {
-		if k, v, ok := strings.Cut(f, "="); ok && strings.EqualFold(k, "PriorityTier") {
-			if n, err := strconv.ParseInt(v, 10, 32); err == nil {
-				return int32(n)
-			}
+	params, _ := slurmconf.Parse(p.ExtraConf) // admission refuses text it cannot read
+	if v, ok := params.Value("PriorityTier"); ok {
+		if n, err := strconv.ParseInt(v, 10, 32); err == nil {
+			return int32(n)
 		}
 	}
 	return 1
