@@ -15,9 +15,6 @@ import (
 // Slurm's own message otherwise. The pod talks to no daemon and mounts no key: scontrol needs
 // a slurm.key next to slurm.conf to load its auth plugin, so the script makes a throwaway one.
 
-// AnnotationConfigHash on a check pod is the hash of the configuration it checks.
-const AnnotationConfigHash = "sunk.dev/config-hash"
-
 // configCheckScript checks the candidate files in /candidate; ExitStaleCandidate says that
 // they were replaced by another configuration before the pod read them.
 const configCheckScript = `set -u
@@ -46,7 +43,7 @@ func ConfigCheckConfigMap(n Names, cfg *Config) *corev1.ConfigMap {
 // Slurm accepts them, else Failed with Slurm's message as its termination message.
 func ConfigCheckPod(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *corev1.Pod {
 	m := meta(n, n.ConfigCheckName(cfg.Hash), wellknown.ComponentConfigCheck)
-	m.Annotations = map[string]string{AnnotationConfigHash: cfg.Hash}
+	m.Annotations = map[string]string{wellknown.AnnotationConfigHash: cfg.Hash}
 	small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
 	return &corev1.Pod{
 		ObjectMeta: m,

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // The check pod runs the controller's image with nothing of the cluster's secrets: no key, no
@@ -20,7 +22,7 @@ func TestConfigCheckPod(t *testing.T) {
 	p := ConfigCheckPod(sc, n, cfg)
 	c := p.Spec.Containers[0]
 	switch {
-	case p.Name != "demo-cluster-config-check-"+cfg.Hash || p.Annotations[AnnotationConfigHash] != cfg.Hash:
+	case p.Name != "demo-cluster-config-check-"+cfg.Hash || p.Annotations[wellknown.AnnotationConfigHash] != cfg.Hash:
 		t.Errorf("name %s, annotations %v", p.Name, p.Annotations)
 	case c.Image != "example.com/slurm:custom":
 		t.Errorf("image %s, want the controller's", c.Image)

@@ -79,7 +79,8 @@ const (
 	// restart applies.
 	AnnotationRestartHash = "sunk.dev/restart-hash"
 	// AnnotationConfigHash on a slurmctld pod is the config it should see; writing it also
-	// makes kubelet refresh the pod's ConfigMap volumes promptly.
+	// makes kubelet refresh the pod's ConfigMap volumes promptly. On a config check pod it is
+	// the config the pod checks.
 	AnnotationConfigHash = "sunk.dev/config-hash"
 	// AnnotationJWTKey on a slurmctld pod names (by a hash prefix, not the key) the JWT key it
 	// should load; writing it makes kubelet refresh the pod's key volume promptly.

@@ -77,8 +77,8 @@ func TestSlurmConfigCheck(t *testing.T) {
 		t.Fatal("the configuration was applied before Slurm checked it")
 	}
 	var candidate corev1.ConfigMap
-	if err := h.get(t, "cc-config-check", &candidate); err != nil || render.HashInSlurmConf(candidate.Data["slurm.conf"]) != p.Annotations[render.AnnotationConfigHash] {
-		t.Fatalf("candidate ConfigMap %v: hash %q, pod's %q", err, render.HashInSlurmConf(candidate.Data["slurm.conf"]), p.Annotations[render.AnnotationConfigHash])
+	if err := h.get(t, "cc-config-check", &candidate); err != nil || render.HashInSlurmConf(candidate.Data["slurm.conf"]) != p.Annotations[wellknown.AnnotationConfigHash] {
+		t.Fatalf("candidate ConfigMap %v: hash %q, pod's %q", err, render.HashInSlurmConf(candidate.Data["slurm.conf"]), p.Annotations[wellknown.AnnotationConfigHash])
 	}
 	h.finish(t, p, 0, "")
 	var conf corev1.ConfigMap
