@@ -312,8 +312,11 @@ func MirrorOf(n *slurm.Node) Mirror {
 		if n.HasState(bad) {
 			m.Available, m.Why = false, camel(bad)
 			if bad == "DRAIN" {
+				// Drained says the node is empty, so it takes sunk's one answer to that
+				// (Busy), which the exporter's draining and Evictable use too: a state
+				// sunk cannot tell is empty (UNKNOWN, CPUs still allocated) is Draining.
 				m.Why = "Drained"
-				if n.HasState("ALLOCATED") || n.HasState("MIXED") || n.HasState("COMPLETING") {
+				if n.Busy() {
 					m.Why = "Draining"
 				}
 			}

@@ -209,6 +209,11 @@ func TestMirrorOf(t *testing.T) {
 		{snode("", "IDLE", "FAIL"), "idle+fail", false, "Fail", false},
 		{snode("", "IDLE", "POWERED_DOWN", "DRAIN"), "idle+drain+powered_down", false, "Drained", true},
 		{snode("", "COMPLETING", "DRAIN"), "completing+drain", false, "Draining", false},
+		// Busy decides between Drained and Draining, as it decides Evictable: a base state
+		// not known to hold no job, or CPUs still allocated, is Draining (Slurm itself would
+		// print DRAINED for both).
+		{snode("", "UNKNOWN", "DRAIN"), "unknown+drain", false, "Draining", false},
+		{&slurm.Node{State: []string{"IDLE", "DRAIN"}, AllocCPUs: 2}, "idle+drain", false, "Draining", false},
 		{snode("", "DOWN", "COMPLETING"), "down+completing", false, "Down", false},
 	}
 	for _, c := range cases {
