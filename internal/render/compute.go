@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/slurmconf"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -128,10 +129,10 @@ func SlurmdGresConf(ns *sunkv1.NodeSet, gpuType string) string {
 
 func slurmdConf(ns *sunkv1.NodeSet, gpuType, topology string) (line, gresConf string) {
 	extra := strings.Fields(ns.Spec.ExtraConf)
+	params, _ := slurmconf.Parse(ns.Spec.ExtraConf) // admission refuses text it cannot read
 	set := map[string]bool{}
-	for _, kv := range extra {
-		k, _, _ := strings.Cut(kv, "=")
-		set[strings.ToLower(k)] = true
+	for _, p := range params {
+		set[strings.ToLower(p.Key)] = true
 	}
 	var parts []string
 	add := func(k, v string) {
@@ -182,12 +183,9 @@ func registeredField(pod *corev1.Pod, key string) (value string, ok bool) {
 			if e.Name != EnvSlurmdConf {
 				continue
 			}
-			// The line is key=value fields; a later key wins, as extraConf's replaces sunk's.
-			for _, kv := range strings.Fields(e.Value) {
-				if k, v, _ := strings.Cut(kv, "="); strings.EqualFold(k, key) {
-					value = v
-				}
-			}
+			// A later key wins (Value), as extraConf's replaces sunk's.
+			line, _ := slurmconf.Parse(e.Value)
+			value, _ = line.Value(key)
 			return value, true
 		}
 	}

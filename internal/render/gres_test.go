@@ -115,6 +115,7 @@ func TestRegisteredGres(t *testing.T) {
 		{"typed", "", "h100", "gpu:h100:8"},
 		{"untyped", "", "", "gpu:8"},
 		{"extraConf's", "Gres=gpu:a100:2,nic:1", "h100", "gpu:a100:2,nic:1"},
+		{"extraConf's with spaces around =", "TmpDisk=1 gres = gpu:a100:2", "h100", "gpu:a100:2"},
 	} {
 		ns := ns.DeepCopy()
 		ns.Spec.ExtraConf = c.extra
