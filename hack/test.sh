@@ -10,29 +10,37 @@ cd "$SUNK_ROOT"
 # went is the first thing a slow or failed run is asked. Each stage's output is also kept in
 # report_dir for that.
 report_dir=$(mktemp -d "${TMPDIR:-/tmp}/sunk-test.XXXXXX")
-stage_rows=()
+# Each finished stage is a line "NAME SECONDS RC" in $report_dir/stages: a file, not a variable,
+# because the stages of a chain (below) run in a subshell beside the script.
+run_start=$SECONDS
 # stage NAME CMD...: runs CMD (its output shown and kept), and records its wall time. The copy
 # goes through a process substitution, not a pipe: a daemon that CMD leaves running (the test
-# beds) keeps its output open, and the script would wait on a pipe's tee for ever.
+# beds) keeps its output open, and the script would wait on a pipe's tee for ever. In a chain
+# (stage_quiet=1) the output is only kept, and shown when the chain has ended, so that two
+# suites' lines do not interleave.
+stage_quiet=0
 stage() {
   local name=$1 start=$SECONDS rc=0; shift
   log "stage: $name"
   # In the background and waited for: a subshell in an `||` list would run with set -e off.
-  (set -e; "$@") > >(tee "$report_dir/$name.log") 2>&1 &
+  if [ "$stage_quiet" = 1 ]; then
+    (set -e; "$@") >"$report_dir/$name.log" 2>&1 &
+  else
+    (set -e; "$@") > >(tee "$report_dir/$name.log") 2>&1 &
+  fi
   wait $! || rc=$?
-  stage_rows+=("$name $((SECONDS - start)) $rc")
+  echo "$name $((SECONDS - start)) $rc" >>"$report_dir/stages"
   return "$rc"
 }
 # report prints the table and the slowest tests.
 report() {
-  local row name secs rc total=0
-  printf '\n[sunk] stages (wall time):\n'
-  for row in "${stage_rows[@]}"; do
-    read -r name secs rc <<<"$row"
-    total=$((total + secs))
+  local name secs rc
+  printf '\n[sunk] stages (wall time; stages of a chain ran beside the stages after it started):\n'
+  while read -r name secs rc; do
     printf '  %-34s %5d s  %2d:%02d  %s\n' "$name" "$secs" $((secs / 60)) $((secs % 60)) "$([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)")"
-  done
-  printf '  %-34s %5d s  %2d:%02d\n' total "$total" $((total / 60)) $((total % 60))
+  done < <(cat "$report_dir/stages" 2>/dev/null)
+  local total=$((SECONDS - run_start))
+  printf '  %-34s %5d s  %2d:%02d\n' "whole run" "$total" $((total / 60)) $((total % 60))
   printf '[sunk] slowest tests:\n'
   grep -HE '^--- (PASS|FAIL): Test[^ ]+ \([0-9.]+s\)' "$report_dir"/*.log 2>/dev/null |
     sed -E 's#^.*/([^/]+)\.log:--- (PASS|FAIL): (Test[^ ]+) \(([0-9.]+)s\)#\4 \2 \3 \1#' |
@@ -40,6 +48,14 @@ report() {
       printf '  %8.1f s  %-4s  %s (%s)\n' "$secs" "$result" "$test" "$from"
     done || true
   rm -rf "$report_dir"
+}
+# kill_tree PID...: stops PID and everything it started (a chain's go test and its children).
+kill_tree() {
+  local p c
+  for p; do
+    for c in $(pgrep -P "$p" 2>/dev/null); do kill_tree "$c"; done
+    kill "$p" 2>/dev/null || true
+  done
 }
 
 trap report EXIT # until cleanup (below) takes over, which reports too
@@ -69,9 +85,11 @@ env_cmd() {
 }
 started=()
 for e in "${envs[@]}"; do env_cmd "$e" status >/dev/null 2>&1 || started+=("$e"); done
-e2e_pid=
+e2e_pid= chain_pid=
 cleanup() {
   local rc=$? e
+  # A chain still running (the run failed or was stopped beside it) goes before its beds.
+  if [ -n "$chain_pid" ]; then kill_tree "$chain_pid"; wait "$chain_pid" 2>/dev/null || true; fi
   report
   # The run was stopped while the end-to-end tests ran: stop them (their whole process group)
   # before their cluster goes.
@@ -107,18 +125,42 @@ setsid go test -tags e2e -count=1 -v -parallel 3 -timeout 50m ${SUNK_TEST_ARGS:-
 e2e_pid=$!
 wait "$e2e_pid" || e2e_rc=$?
 e2e_pid=
-stage_rows+=("e2e $((SECONDS - e2e_start)) $e2e_rc")
+echo "e2e $((SECONDS - e2e_start)) $e2e_rc" >>"$report_dir/stages"
 [ "$e2e_rc" = 0 ] || die "end-to-end tests failed (exit $e2e_rc)"
-# -p 1: integration packages share one Slurm test bed; running them one at a time keeps
-# a test's view of "unchanged" or "idle" from being disturbed by another package's jobs.
-# -v here and below: each test's duration, for the report.
-stage unit-and-integration go test -tags integration -count=1 -v -p 1 -timeout 30m ${SUNK_TEST_ARGS:-} ./...
-# The fast layer on Slurm 26.05 (docs/testbed.md): pkg/slurm against the 26.05 test bed, every
-# REST version it serves, about 100 s warm. The e2e clusters run 26.05, the default of new
-# clusters; TestUpgrade2411To2605 starts one on 24.11.
-stage integration-slurm-26.05 env SUNK_SLURM_VERSION=26.05 go test -tags integration -count=1 -v -timeout 10m ${SUNK_TEST_ARGS:-} ./test/integration/slurm/
+# After the end-to-end tests, two chains of suites at once: their CPU is not the machine's
+# (their Slurm daemons and apiservers mostly wait), and run one after the other they took
+# 785 + 178 + 249 s; beside each other the first two took 427 and 388 s (2026-11-29).
+# - The shared chain, here: the suites on the 24.11 Slurm test bed, one package at a time (-p 1:
+#   integration packages share the bed; one at a time keeps a test's view of "unchanged" or
+#   "idle" from being disturbed by another package's jobs), then sunk-scheduler's.
+# - The private chain, beside it: test/integration/operator (its own apiservers, an in-memory
+#   Slurm and slurmctlds of its own, test/privateslurm), then pkg/slurm against the 26.05 test
+#   bed (the fast layer on Slurm 26.05, docs/testbed.md: every REST version it serves; the e2e
+#   clusters run 26.05, the default of new clusters; TestUpgrade2411To2605 starts one on 24.11).
+# -v: each test's duration, for the report.
+operator_pkg=./test/integration/operator
+private_chain() {
+  stage_quiet=1
+  local rc=0
+  stage operator-integration go test -tags integration -count=1 -v -timeout 30m ${SUNK_TEST_ARGS:-} "$operator_pkg" || rc=$?
+  stage integration-slurm-26.05 env SUNK_SLURM_VERSION=26.05 go test -tags integration -count=1 -v -timeout 10m ${SUNK_TEST_ARGS:-} ./test/integration/slurm/ || rc=$?
+  return "$rc"
+}
+private_chain &
+chain_pid=$!
+shared_rc=0
+stage unit-and-integration go test -tags integration -count=1 -v -p 1 -timeout 30m ${SUNK_TEST_ARGS:-} $(go list -tags integration ./... | grep -vx "sunk.dev/sunk/${operator_pkg#./}") || shared_rc=$?
 scheduler_tests() { cd scheduler && go test -tags integration -count=1 -v -p 1 -timeout 20m ${SUNK_TEST_ARGS:-} ./...; }
-stage scheduler-integration scheduler_tests
+[ "$shared_rc" != 0 ] || stage scheduler-integration scheduler_tests || shared_rc=$?
+log "waiting for the private chain (operator-integration, integration-slurm-26.05)"
+chain_rc=0
+wait "$chain_pid" || chain_rc=$?
+chain_pid=
+for name in operator-integration integration-slurm-26.05; do
+  [ ! -f "$report_dir/$name.log" ] || { log "output of stage $name:"; cat "$report_dir/$name.log"; }
+done
+[ "$shared_rc" = 0 ] || die "unit, integration or scheduler tests failed (exit $shared_rc)"
+[ "$chain_rc" = 0 ] || die "operator integration or Slurm 26.05 tests failed (exit $chain_rc)"
 # A short soak (docs/soak.md) on the demo's cluster: churn, scale 3→40→3 and a SIGKILL of every
 # component, judged by the same bounds as the full run. It installs the demo's releases and
 # removes them again unless they were there before. SUNK_SOAK_DURATION=0 skips it.
