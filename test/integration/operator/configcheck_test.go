@@ -70,9 +70,14 @@ func TestSlurmConfigCheck(t *testing.T) {
 
 	// The first configuration waits for its check, then is applied.
 	p := h.checkPod(t, "cc")
-	if c := condition(h.cluster(t, "cc"), sunkv1.ConditionConfigApplied); c.Reason != slurmcluster.ReasonCheckingConfig {
-		t.Errorf("ConfigApplied while checking: %+v", c)
-	}
+	// The reconciler creates the check pod before it writes the condition: a loaded machine
+	// shows the pod first.
+	eventually(t, "ConfigApplied CheckingConfig while the check pod runs", func() error {
+		if c := condition(h.cluster(t, "cc"), sunkv1.ConditionConfigApplied); c.Reason != slurmcluster.ReasonCheckingConfig {
+			return fmt.Errorf("ConfigApplied %+v", c)
+		}
+		return nil
+	})
 	if err := h.get(t, "cc-config", &corev1.ConfigMap{}); err == nil {
 		t.Fatal("the configuration was applied before Slurm checked it")
 	}
