@@ -85,11 +85,11 @@ env_cmd() {
 }
 started=()
 for e in "${envs[@]}"; do env_cmd "$e" status >/dev/null 2>&1 || started+=("$e"); done
-e2e_pid= chain_pid=
+e2e_pid= chain_pids=
 cleanup() {
-  local rc=$? e
+  local rc=$? e p
   # A chain still running (the run failed or was stopped beside it) goes before its beds.
-  if [ -n "$chain_pid" ]; then kill_tree "$chain_pid"; wait "$chain_pid" 2>/dev/null || true; fi
+  for p in $chain_pids; do kill_tree "$p"; wait "$p" 2>/dev/null || true; done
   report
   # The run was stopped while the end-to-end tests ran: stop them (their whole process group)
   # before their cluster goes.
@@ -110,26 +110,33 @@ environments() {
 }
 stage environments environments
 
-# The end-to-end tests first, alone: on a 2-core machine every other suite beside them starved
-# their clusters' pods (slurmctld, mariadb) past their deadlines: eight e2e failures and the
-# e2e timeout in a run with sunk-scheduler's integration tests beside them, and the load average
-# at 80 with the unit and integration tests alone beside them (a 26.05 slurmctld pair then hung
-# in hand-back, the probe-orphan hang of docs/slurmcluster.md).
-# -parallel 3: within test/e2e, the tests that keep to their own namespace and Slurm cluster run
-# three at a time once the ones that change the shared node (cordon, drain, node lock) are done.
-# They run in a process group of their own, waited for, so that a stopped run stops them (cleanup).
-# -v: each test's duration and progress lines, which the log of a failed run needs.
-log "stage: e2e"
+# The end-to-end tests run in two parts. Their shared part first, alone: the tests that keep to
+# their own namespace and Slurm cluster, three at a time (-parallel 3). They keep both cores
+# busy, and every other suite beside them starved their clusters' pods (slurmctld, mariadb) past
+# their deadlines: eight e2e failures and the e2e timeout in a run with sunk-scheduler's
+# integration tests beside them, three in a run with a compile beside them (2026-11-29), and the
+# load average at 80 with the unit and integration tests beside them (a 26.05 slurmctld pair then
+# hung in hand-back, the probe-orphan hang of docs/slurmcluster.md).
+# The exclusive part: the tests that change the one kubelet node (cordon, drain, node lock) or
+# install cluster-wide releases, one at a time: a test that does not call parallel(t) first.
+# They mostly wait (the machine was 60 % idle under them), so they run beside the integration
+# chains below. -skip and -run take the same list, so a test is in exactly one part.
+# Each part runs in a process group of its own, waited for, so that a stopped run stops it
+# (cleanup). -v: each test's duration and progress lines, which the log of a failed run needs.
+exclusive_e2e=$(awk '/^func Test/ { name = $2; sub(/\(.*/, "", name); getline l; if (l !~ /parallel\(t\)/) print name }' test/e2e/*_test.go | paste -sd'|')
+[ -n "$exclusive_e2e" ] || die "no exclusive e2e test found (test/e2e: a Test func whose first line is not parallel(t))"
+log "stage: e2e-shared"
 e2e_rc=0 e2e_start=$SECONDS
-setsid go test -tags e2e -count=1 -v -parallel 3 -timeout 50m ${SUNK_TEST_ARGS:-} ./test/e2e/ > >(tee "$report_dir/e2e.log") 2>&1 &
+setsid go test -tags e2e -count=1 -v -parallel 3 -timeout 50m ${SUNK_TEST_ARGS:-} -skip "^($exclusive_e2e)\$" ./test/e2e/ > >(tee "$report_dir/e2e-shared.log") 2>&1 &
 e2e_pid=$!
 wait "$e2e_pid" || e2e_rc=$?
 e2e_pid=
-echo "e2e $((SECONDS - e2e_start)) $e2e_rc" >>"$report_dir/stages"
+echo "e2e-shared $((SECONDS - e2e_start)) $e2e_rc" >>"$report_dir/stages"
 [ "$e2e_rc" = 0 ] || die "end-to-end tests failed (exit $e2e_rc)"
-# After the end-to-end tests, two chains of suites at once: their CPU is not the machine's
-# (their Slurm daemons and apiservers mostly wait), and run one after the other they took
-# 785 + 178 + 249 s; beside each other the first two took 427 and 388 s (2026-11-29).
+
+# Then three chains at once, each a list of stages; their CPU is not the machine's (their Slurm
+# daemons, apiservers and clusters mostly wait). One after the other the integration stages took
+# 785 + 178 + 249 s; the first two chains' first stages beside each other 427 and 388 s.
 # - The shared chain, here: the suites on the 24.11 Slurm test bed, one package at a time (-p 1:
 #   integration packages share the bed; one at a time keeps a test's view of "unchanged" or
 #   "idle" from being disturbed by another package's jobs), then sunk-scheduler's.
@@ -137,6 +144,7 @@ echo "e2e $((SECONDS - e2e_start)) $e2e_rc" >>"$report_dir/stages"
 #   Slurm and slurmctlds of its own, test/privateslurm), then pkg/slurm against the 26.05 test
 #   bed (the fast layer on Slurm 26.05, docs/testbed.md: every REST version it serves; the e2e
 #   clusters run 26.05, the default of new clusters; TestUpgrade2411To2605 starts one on 24.11).
+# - The exclusive e2e tests, on the local cluster, which nothing else uses meanwhile.
 # -v: each test's duration, for the report.
 operator_pkg=./test/integration/operator
 private_chain() {
@@ -146,21 +154,27 @@ private_chain() {
   stage integration-slurm-26.05 env SUNK_SLURM_VERSION=26.05 go test -tags integration -count=1 -v -timeout 10m ${SUNK_TEST_ARGS:-} ./test/integration/slurm/ || rc=$?
   return "$rc"
 }
+exclusive_chain() {
+  stage_quiet=1
+  stage e2e-exclusive go test -tags e2e -count=1 -v -timeout 30m ${SUNK_TEST_ARGS:-} -run "^($exclusive_e2e)\$" ./test/e2e/
+}
 private_chain &
-chain_pid=$!
+chain_pids=$!
+exclusive_chain &
+chain_pids+=" $!"
 shared_rc=0
 stage unit-and-integration go test -tags integration -count=1 -v -p 1 -timeout 30m ${SUNK_TEST_ARGS:-} $(go list -tags integration ./... | grep -vx "sunk.dev/sunk/${operator_pkg#./}") || shared_rc=$?
 scheduler_tests() { cd scheduler && go test -tags integration -count=1 -v -p 1 -timeout 20m ${SUNK_TEST_ARGS:-} ./...; }
 [ "$shared_rc" != 0 ] || stage scheduler-integration scheduler_tests || shared_rc=$?
-log "waiting for the private chain (operator-integration, integration-slurm-26.05)"
-chain_rc=0
-wait "$chain_pid" || chain_rc=$?
-chain_pid=
-for name in operator-integration integration-slurm-26.05; do
+log "waiting for the chains beside it (operator-integration, integration-slurm-26.05; e2e-exclusive)"
+chains_rc=0
+for pid in $chain_pids; do wait "$pid" || chains_rc=$?; done
+chain_pids=
+for name in operator-integration integration-slurm-26.05 e2e-exclusive; do
   [ ! -f "$report_dir/$name.log" ] || { log "output of stage $name:"; cat "$report_dir/$name.log"; }
 done
 [ "$shared_rc" = 0 ] || die "unit, integration or scheduler tests failed (exit $shared_rc)"
-[ "$chain_rc" = 0 ] || die "operator integration or Slurm 26.05 tests failed (exit $chain_rc)"
+[ "$chains_rc" = 0 ] || die "operator integration, Slurm 26.05 or exclusive e2e tests failed (exit $chains_rc)"
 # A short soak (docs/soak.md) on the demo's cluster: churn, scale 3→40→3 and a SIGKILL of every
 # component, judged by the same bounds as the full run. It installs the demo's releases and
 # removes them again unless they were there before. SUNK_SOAK_DURATION=0 skips it.

@@ -244,7 +244,8 @@ func (e *operatorEnv) dumpNamespaceOf(t *testing.T, ns string) {
 // namespace, its own operator and its own Slurm cluster. A test that changes the one shared
 // Kubernetes node must not call it: a cordon, a kubectl drain, sunk-scheduler's node lock (a
 // NoSchedule taint) or kwok nodes would hold other tests' pods off the node or evict them. Those
-// run first, one at a time, as go test runs every serial test before the parallel ones.
+// run one at a time, in a go test of their own after the parallel ones (hack/test.sh picks them
+// out as the tests whose first line is not parallel(t)).
 func parallel(t *testing.T) { t.Parallel() }
 
 // poll calls f until it returns nil or the timeout passes.
