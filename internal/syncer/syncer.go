@@ -272,7 +272,15 @@ func (s *Syncer) podEvent(o any) {
 		o = d.Obj
 	}
 	p, ok := o.(*corev1.Pod)
-	if !ok || !s.ours(p) {
+	if !ok {
+		return
+	}
+	if !s.ours(p) {
+		// Another cluster's compute pod came or went: a node this cluster shares with it may
+		// now be its alone, or shared (syncNode has its one pod mirror itself again).
+		if p.Labels[wellknown.LabelComponent] == wellknown.ComponentCompute && p.Spec.NodeName != "" {
+			s.queue.Add(nodeKeyPrefix + p.Spec.NodeName)
+		}
 		return
 	}
 	s.enqueue(p.Name, true)
@@ -308,6 +316,16 @@ func (s *Syncer) podsOn(ctx context.Context, node string) ([]corev1.Pod, error) 
 		return nil, err
 	}
 	return l.Items, nil
+}
+
+// computePodsOn lists the compute pods of every cluster on a node that the cache holds (all
+// of them when the syncer watches every namespace): whether a node is shared is not a
+// question of one cluster.
+func (s *Syncer) computePodsOn(ctx context.Context, node string) ([]corev1.Pod, error) {
+	l := &corev1.PodList{}
+	err := s.cache.List(ctx, l, client.MatchingLabels{wellknown.LabelComponent: wellknown.ComponentCompute},
+		client.MatchingFields{PodNodeIndex: node})
+	return l.Items, err
 }
 
 // enqueue queues a Slurm node and remembers when a change was first seen from each side,

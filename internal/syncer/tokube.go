@@ -36,14 +36,15 @@ func (s *Syncer) toKube(ctx context.Context, pod *corev1.Pod, node *corev1.Node,
 		return err
 	}
 	if node != nil {
-		pods, err := s.podsOn(ctx, node.Name)
+		pods, err := s.computePodsOn(ctx, node.Name)
 		if err != nil {
 			return err
 		}
 		var nodeChanged bool
 		if len(pods) > 1 {
-			// Several compute pods share the node (a Replicas NodeSet): no one Slurm node is
-			// the node's, and writing each in turn would rewrite the Node without end. The
+			// Several compute pods share the node (a Replicas NodeSet, or the pods of several
+			// clusters): no one Slurm node is the node's, and writing each in turn would
+			// rewrite the Node without end (two clusters' syncers did, every resync). The
 			// pods carry the mirror; the node only says which cluster it serves.
 			nodeChanged, err = s.unmirrorNode(ctx, node, true)
 		} else {
@@ -194,7 +195,7 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 
 // unmirrorNode takes one Slurm node's mirror (condition, annotations, Slurm node and NodeSet
 // labels) off a Kubernetes node; keepCluster leaves the cluster label, for a node that still
-// hosts several of the cluster's compute pods. It writes only what is there.
+// hosts several compute pods. It writes only what is there.
 func (s *Syncer) unmirrorNode(ctx context.Context, node *corev1.Node, keepCluster bool) (bool, error) {
 	changed := false
 	for _, c := range node.Status.Conditions {
@@ -215,7 +216,11 @@ func (s *Syncer) unmirrorNode(ctx context.Context, node *corev1.Node, keepCluste
 		if n.Labels == nil {
 			n.Labels = map[string]string{}
 		}
-		n.Labels[wellknown.LabelCluster] = s.cfg.Cluster
+		// A node another cluster labelled first keeps that label: two clusters setting it in
+		// turn would rewrite the Node without end.
+		if n.Labels[wellknown.LabelCluster] == "" {
+			n.Labels[wellknown.LabelCluster] = s.cfg.Cluster
+		}
 	} else {
 		keys = append(keys, wellknown.LabelCluster)
 	}

@@ -661,6 +661,57 @@ func TestSyncer(t *testing.T) {
 		}, "the node mirrors its one pod's Slurm node again")
 	})
 
+	step("a compute pod of another cluster on the node: shared too, and its cluster's label kept", func(t *testing.T) {
+		ctx := context.Background()
+		other := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other-compute-0", Labels: map[string]string{
+				wellknown.LabelCluster: "other", wellknown.LabelComponent: wellknown.ComponentCompute, wellknown.LabelNodeSet: "cpu"}},
+			Spec: corev1.PodSpec{NodeName: k8sNode(0), Containers: []corev1.Container{{Name: "slurmd", Image: "sunk.dev/slurm:24.11-local"}}},
+		}
+		if err := h.c.Create(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		labelled := func(cluster string) func(m mirror) bool {
+			return func(m mirror) bool {
+				return m.podState == "idle" && m.nodeState == "" && m.nodeCond == "" &&
+					m.nodeLabels[wellknown.LabelCluster] == cluster && m.nodeLabels[wellknown.LabelSlurmNode] == ""
+			}
+		}
+		h.waitMirror(n1, labelled(clusterName), "node unmirrored beside the other cluster's pod")
+		// Had the other cluster's syncer labelled the node first, this one leaves its label:
+		// each setting its own in turn rewrote the Node every resync.
+		eventually(t, 10*time.Second, func() error {
+			n := &corev1.Node{}
+			if err := h.c.Get(ctx, types.NamespacedName{Name: k8sNode(0)}, n); err != nil {
+				return err
+			}
+			n.Labels[wellknown.LabelCluster] = "other"
+			return h.c.Update(ctx, n)
+		})
+		deadline := time.Now().Add(6 * poll)
+		for time.Now().Before(deadline) {
+			if m, err := h.mirror(n1); err != nil || !labelled("other")(m) {
+				t.Fatalf("the node shared with another cluster was relabelled or mirrored: %+v %v", m, err)
+			}
+		}
+		// The other cluster's pod goes, and its syncer takes its label off (played here).
+		if err := h.c.Delete(ctx, other, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, func() error {
+			n := &corev1.Node{}
+			if err := h.c.Get(ctx, types.NamespacedName{Name: k8sNode(0)}, n); err != nil {
+				return err
+			}
+			delete(n.Labels, wellknown.LabelCluster)
+			return h.c.Update(ctx, n)
+		})
+		h.waitMirror(n1, func(m mirror) bool {
+			return m.nodeState == "idle" && m.nodeCond == "True/Idle" && m.nodeLabels[wellknown.LabelSlurmNode] == n1 &&
+				m.nodeLabels[wellknown.LabelCluster] == clusterName
+		}, "the node mirrors its one pod's Slurm node again")
+	})
+
 	step("pod deleted: drained, then the record is removed", func(t *testing.T) {
 		ctx := context.Background()
 		p := &corev1.Pod{}
