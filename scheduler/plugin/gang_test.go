@@ -264,6 +264,17 @@ func TestGangMemberDeletedWhilePendingIsLetGo(t *testing.T) {
 	}
 	b.p.Reserve(context.Background(), state, members[0], passed[0])
 	id := receive(t, hc.submitted, "submission")
+	// The hook fires inside the submission; the plugin files the gang's members under the job
+	// right after it returns. A pass before that reads the gang from the pods left, finds no
+	// complete gang, and lets nobody in (3 runs in 300 under load failed so).
+	wait.For(t, "the submission filed", 10*time.Second, time.Millisecond, func() error {
+		b.p.mu.Lock()
+		defer b.p.mu.Unlock()
+		if _, ok := b.p.gangs[id]; !ok {
+			return fmt.Errorf("job %d not filed", id)
+		}
+		return nil
+	})
 	b.poll(b.p)
 	b.deletePod(members[1])
 	b.h.mu.Lock()
