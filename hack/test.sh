@@ -154,6 +154,8 @@ private_chain() {
   stage integration-slurm-26.05 env SUNK_SLURM_VERSION=26.05 go test -tags integration -count=1 -v -timeout 10m ${SUNK_TEST_ARGS:-} ./test/integration/slurm/ || rc=$?
   return "$rc"
 }
+# SUNK_TEST_ARGS comes before this part's -run, which wins: a -run of SUNK_TEST_ARGS filters the
+# other suites, not this one (go test takes one -run).
 exclusive_chain() {
   stage_quiet=1
   stage e2e-exclusive go test -tags e2e -count=1 -v -timeout 30m ${SUNK_TEST_ARGS:-} -run "^($exclusive_e2e)\$" ./test/e2e/
