@@ -286,11 +286,7 @@ func setCond(cs []corev1.NodeCondition, c corev1.NodeCondition) []corev1.NodeCon
 
 func (h *harness) cordon(node string, on bool, reason string) {
 	h.t.Helper()
-	eventually(h.t, 10*time.Second, func() error {
-		n := &corev1.Node{}
-		if err := h.c.Get(context.Background(), types.NamespacedName{Name: node}, n); err != nil {
-			return err
-		}
+	h.updateNode(node, func(n *corev1.Node) {
 		n.Spec.Unschedulable = on
 		if n.Annotations == nil {
 			n.Annotations = map[string]string{}
@@ -300,6 +296,19 @@ func (h *harness) cordon(node string, on bool, reason string) {
 		} else {
 			n.Annotations[wellknown.AnnotationCordonReason] = reason
 		}
+	})
+}
+
+// updateNode reads a Kubernetes node, changes it and writes it back, again on a conflict (the
+// syncer writes the same node).
+func (h *harness) updateNode(node string, change func(*corev1.Node)) {
+	h.t.Helper()
+	eventually(h.t, 10*time.Second, func() error {
+		n := &corev1.Node{}
+		if err := h.c.Get(context.Background(), types.NamespacedName{Name: node}, n); err != nil {
+			return err
+		}
+		change(n)
 		return h.c.Update(context.Background(), n)
 	})
 }
@@ -680,14 +689,7 @@ func TestSyncer(t *testing.T) {
 		h.waitMirror(n1, labelled(clusterName), "node unmirrored beside the other cluster's pod")
 		// Had the other cluster's syncer labelled the node first, this one leaves its label:
 		// each setting its own in turn rewrote the Node every resync.
-		eventually(t, 10*time.Second, func() error {
-			n := &corev1.Node{}
-			if err := h.c.Get(ctx, types.NamespacedName{Name: k8sNode(0)}, n); err != nil {
-				return err
-			}
-			n.Labels[wellknown.LabelCluster] = "other"
-			return h.c.Update(ctx, n)
-		})
+		h.updateNode(k8sNode(0), func(n *corev1.Node) { n.Labels[wellknown.LabelCluster] = "other" })
 		deadline := time.Now().Add(6 * poll)
 		for time.Now().Before(deadline) {
 			if m, err := h.mirror(n1); err != nil || !labelled("other")(m) {
@@ -698,14 +700,7 @@ func TestSyncer(t *testing.T) {
 		if err := h.c.Delete(ctx, other, client.GracePeriodSeconds(0)); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, func() error {
-			n := &corev1.Node{}
-			if err := h.c.Get(ctx, types.NamespacedName{Name: k8sNode(0)}, n); err != nil {
-				return err
-			}
-			delete(n.Labels, wellknown.LabelCluster)
-			return h.c.Update(ctx, n)
-		})
+		h.updateNode(k8sNode(0), func(n *corev1.Node) { delete(n.Labels, wellknown.LabelCluster) })
 		h.waitMirror(n1, func(m mirror) bool {
 			return m.nodeState == "idle" && m.nodeCond == "True/Idle" && m.nodeLabels[wellknown.LabelSlurmNode] == n1 &&
 				m.nodeLabels[wellknown.LabelCluster] == clusterName
