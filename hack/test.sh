@@ -24,6 +24,7 @@ stage() {
   log "stage: $name"
   # In the background and waited for: a subshell in an `||` list would run with set -e off.
   if [ "$stage_quiet" = 1 ]; then
+    echo "$name" >>"$report_dir/quiet" # show_quiet_logs prints it
     (set -e; "$@") >"$report_dir/$name.log" 2>&1 &
   else
     (set -e; "$@") > >(tee "$report_dir/$name.log") 2>&1 &
@@ -48,6 +49,12 @@ report() {
       printf '  %8.1f s  %-4s  %s (%s)\n' "$secs" "$result" "$test" "$from"
     done || true
   rm -rf "$report_dir"
+}
+# show_quiet_logs prints the output of the stages that ran quiet, each whole, in the order they
+# started.
+show_quiet_logs() {
+  local name
+  while read -r name; do log "output of stage $name:"; cat "$report_dir/$name.log"; done < <(cat "$report_dir/quiet" 2>/dev/null)
 }
 # kill_tree PID...: stops PID and everything it started (a chain's go test and its children).
 kill_tree() {
@@ -168,13 +175,11 @@ shared_rc=0
 stage unit-and-integration go test -tags integration -count=1 -v -p 1 -timeout 30m ${SUNK_TEST_ARGS:-} $(go list -tags integration ./... | grep -vx "sunk.dev/sunk/${operator_pkg#./}") || shared_rc=$?
 scheduler_tests() { cd scheduler && go test -tags integration -count=1 -v -p 1 -timeout 20m ${SUNK_TEST_ARGS:-} ./...; }
 [ "$shared_rc" != 0 ] || stage scheduler-integration scheduler_tests || shared_rc=$?
-log "waiting for the chains beside it (operator-integration, integration-slurm-26.05; e2e-exclusive)"
+log "waiting for the chains beside it"
 chains_rc=0
 for pid in $chain_pids; do wait "$pid" || chains_rc=$?; done
 chain_pids=
-for name in operator-integration integration-slurm-26.05 e2e-exclusive; do
-  [ ! -f "$report_dir/$name.log" ] || { log "output of stage $name:"; cat "$report_dir/$name.log"; }
-done
+show_quiet_logs
 [ "$shared_rc" = 0 ] || die "unit, integration or scheduler tests failed (exit $shared_rc)"
 [ "$chains_rc" = 0 ] || die "operator integration, Slurm 26.05 or exclusive e2e tests failed (exit $chains_rc)"
 # A short soak (docs/soak.md) on the demo's cluster: churn, scale 3→40→3 and a SIGKILL of every
