@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -15,13 +16,21 @@ import (
 // every (re)load, so a script that loops there would hang the controller.
 const luaRunTimeout = time.Second
 
+// luaTooLong is the verdict on a script whose top-level code runs past luaRunTimeout.
+var luaTooLong = fmt.Sprintf("job_submit.lua's top-level code did not finish within %v: slurmctld would hang loading it", luaRunTimeout)
+
+// wallClockBudget bounds a run in the calling process by wall-clock time.
+func wallClockBudget() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), luaRunTimeout)
+}
+
 // requiredLuaFunctions are what Slurm's job_submit/lua plugin looks up at load
 // (job_submit_lua.c req_fxns): without either, slurmctld fails to start.
 var requiredLuaFunctions = []string{"slurm_job_submit", "slurm_job_modify"}
 
 // ValidateJobSubmitLua checks a job_submit.lua as slurmctld would load it: it parses with a
 // Lua 5.1 parser (Debian's Slurm links liblua5.1), its top-level code runs to the end within
-// a second against a stub of the `slurm` table, and it defines both functions Slurm requires.
+// a second against a stub of the `slurm` table (a second of CPU in the sandbox process), and it defines both functions Slurm requires.
 // The sandbox opens no io, os or package library: the script cannot reach this process's
 // files or environment, and a script that needs them at load time is refused. After
 // ServeLuaSandbox the check runs in a child process with bounded memory and CPU
@@ -32,8 +41,8 @@ func ValidateJobSubmitLua(src string) error { return validateLua(src) }
 // whatever the script asks for before any limit could look.
 const luaMaxRep = 1 << 20
 
-// validateLuaHere is ValidateJobSubmitLua in this process.
-func validateLuaHere(src string) error {
+// validateLuaHere is ValidateJobSubmitLua in this process, its run bounded by budget's context.
+func validateLuaHere(src string, budget func() (context.Context, context.CancelFunc)) error {
 	if _, err := luaparse.Parse(strings.NewReader(src), "job_submit.lua"); err != nil {
 		return fmt.Errorf("job_submit.lua does not parse: %s", strings.TrimSpace(err.Error()))
 	}
@@ -62,12 +71,12 @@ func validateLuaHere(src string) error {
 		}))
 	}
 	L.SetGlobal("slurm", slurmStub(L))
-	ctx, cancel := context.WithTimeout(context.Background(), luaRunTimeout)
+	ctx, cancel := budget()
 	defer cancel()
 	L.SetContext(ctx)
 	if err := L.DoString(src); err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("job_submit.lua's top-level code did not finish within %v: slurmctld would hang loading it", luaRunTimeout)
+			return errors.New(luaTooLong)
 		}
 		return fmt.Errorf("job_submit.lua's top-level code fails, so slurmctld would not start: %s (at admission io, os and require are not available)", firstLine(err.Error()))
 	}

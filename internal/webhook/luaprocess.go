@@ -70,7 +70,7 @@ func ServeLuaSandbox() {
 	if err != nil {
 		os.Exit(1)
 	}
-	if err := validateLuaHere(string(src)); err != nil {
+	if err := validateLuaHere(string(src), cpuTimeBudget); err != nil {
 		fmt.Print(err.Error())
 	}
 	os.Exit(0)
@@ -86,10 +86,35 @@ func watchHeap() {
 	}
 }
 
+// cpuTimeBudget bounds the sandbox's run by the CPU time the process has used, not by the
+// clock: on a loaded node a script that stays well inside its memory would otherwise be
+// refused for time, or one that outgrows its memory for the wrong reason (seen in CI).
+func cpuTimeBudget() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				var ru unix.Rusage
+				if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil &&
+					time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) > luaRunTimeout {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, cancel
+}
+
 // validateLua checks a script in a sandbox process when ServeLuaSandbox enabled it, else here.
 func validateLua(src string) error {
 	if sandboxExe == "" {
-		return validateLuaHere(src)
+		return validateLuaHere(src, wallClockBudget)
 	}
 	key := sha256.Sum256([]byte(src))
 	if msg, ok := luaResults.Load(key); ok {
@@ -154,7 +179,7 @@ func validateLuaInChild(src string) (string, error) {
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Sprintf("job_submit.lua's top-level code did not finish within %v: slurmctld would hang loading it", luaRunTimeout), nil
+		return luaTooLong, nil
 	case errors.As(err, &exit) && exit.ExitCode() == exitLuaMemory:
 		return fmt.Sprintf("job_submit.lua's top-level code used more than %d MiB at load: slurmctld would load it on every start and reconfigure", luaHeapLimit>>20), nil
 	case errors.As(err, &exit):
