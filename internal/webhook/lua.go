@@ -30,7 +30,8 @@ var requiredLuaFunctions = []string{"slurm_job_submit", "slurm_job_modify"}
 
 // ValidateJobSubmitLua checks a job_submit.lua as slurmctld would load it: it parses with a
 // Lua 5.1 parser (Debian's Slurm links liblua5.1), its top-level code runs to the end within
-// a second against a stub of the `slurm` table (a second of CPU in the sandbox process), and it defines both functions Slurm requires.
+// a second (of CPU, in the sandbox process) against a stub of the `slurm` table, and it
+// defines both functions Slurm requires.
 // The sandbox opens no io, os or package library: the script cannot reach this process's
 // files or environment, and a script that needs them at load time is refused. After
 // ServeLuaSandbox the check runs in a child process with bounded memory and CPU
