@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
@@ -64,6 +65,9 @@ func (r *Reconciler) ensureSecretKey(ctx context.Context, sc *sunkv1.SlurmCluste
 	// so not in the cache.
 	err := r.notOnlyOwned().Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: name}, s)
 	if err == nil {
+		if err := r.adopt(ctx, sc, s); err != nil {
+			return nil, err
+		}
 		return s.Data, r.release(ctx, sc, s)
 	}
 	if !apierrors.IsNotFound(err) {
@@ -83,6 +87,27 @@ func (r *Reconciler) ensureSecretKey(ctx context.Context, sc *sunkv1.SlurmCluste
 	}
 	r.event(sc, corev1.EventTypeNormal, ReasonKeyCreated, fmt.Sprintf("generated %s in Secret %s", key, name))
 	return s.Data, nil
+}
+
+// adopt labels a Secret that existed before the cluster as the cluster's, once, and says so in
+// an event: its key becomes the cluster's, and whoever made it, or may read Secrets in the
+// namespace, holds that key. A Secret sunk made, or labelled already, passes unchanged.
+func (r *Reconciler) adopt(ctx context.Context, sc *sunkv1.SlurmCluster, s *corev1.Secret) error {
+	if s.Labels[wellknown.LabelCluster] == sc.Name {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	s.Labels[wellknown.LabelCluster] = sc.Name
+	if err := r.Patch(ctx, s, patch); err != nil {
+		return fmt.Errorf("labelling the existing Secret %s as the cluster's: %w", s.Name, err)
+	}
+	r.event(sc, corev1.EventTypeNormal, ReasonKeyAdopted, fmt.Sprintf(
+		"took up Secret %s, which existed before this cluster, and labelled it %s=%s: its keys are the cluster's, and whoever may read Secrets in namespace %s holds them",
+		s.Name, wellknown.LabelCluster, sc.Name, sc.Namespace))
+	return nil
 }
 
 // ensureSlurmdbdConf renders slurmdbd.conf (with the database password) into its Secret

@@ -91,6 +91,7 @@ const (
 	ReasonUnsafeConfKeys     = "UnsafeConfKeys"
 	ReasonKeyMissing         = "KeyMissing"
 	ReasonKeyCreated         = "KeyCreated"
+	ReasonKeyAdopted         = "KeyAdopted"
 	ReasonReconfigured       = "Reconfigured"
 	ReasonReconfigureFailed  = "ReconfigureFailed"
 	ReasonWaitingForKubelet  = "WaitingForConfigVolume"

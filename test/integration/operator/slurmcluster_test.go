@@ -102,6 +102,17 @@ func TestSlurmClusterObjectsKeysAndConditions(t *testing.T) {
 	if string(jwt.Data["jwt.key"]) != string(ownJWT) {
 		t.Error("the existing JWT key was replaced")
 	}
+	// ...and taken up aloud: labelled as the cluster's, with an event naming it.
+	eventually(t, "the existing JWT key labelled", func() error {
+		if err := h.get(t, "c1-jwt-key", &jwt); err != nil {
+			return err
+		}
+		if jwt.Labels[wellknown.LabelCluster] != "c1" {
+			return fmt.Errorf("labels %v", jwt.Labels)
+		}
+		return nil
+	})
+	eventually(t, "KeyAdopted event", func() error { return h.event("c1", slurmcluster.ReasonKeyAdopted) })
 	if !strings.Contains(string(dbd.Data["slurmdbd.conf"]), "DbdHost=c1-accounting-0") || !strings.Contains(string(dbd.Data["slurmdbd.conf"]), "StoragePass=") {
 		t.Errorf("slurmdbd.conf = %s", dbd.Data["slurmdbd.conf"])
 	}
