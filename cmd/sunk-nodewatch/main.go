@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"sunk.dev/sunk/pkg/nodewatch"
+	"sunk.dev/sunk/pkg/slurm"
 )
 
 func main() {
@@ -23,9 +24,18 @@ func main() {
 	reader := flag.String("reader", "/usr/local/bin/sunk-slurm-nodes", "the program that prints the node table's changes (images/slurm/nodewatch)")
 	interval := flag.Duration("interval", 200*time.Millisecond, "how often the reader asks slurmctld for the node table (with update_time: an unchanged table costs one small RPC)")
 	staleAfter := flag.Duration("stale-after", 15*time.Second, "the table counts as unreadable when it was not read for this long (a hung slurmctld)")
+	jwtKey := flag.String("jwt-key", "", "the cluster's HS256 JWT key file (required): a request must carry a token of this key (or of FILE"+slurm.FallbackKeySuffix+" during a rotation) naming --user")
+	user := flag.String("user", "slurm", "the user a token must name: the cluster's SlurmUser, whose tokens sunk's components sign")
 	flag.Parse()
 	if *interval < 10*time.Millisecond {
 		log.Fatalf("--interval %s: at least 10ms", *interval)
+	}
+	if *jwtKey == "" {
+		log.Fatal("--jwt-key is required: the watcher answers the cluster's SlurmUser only")
+	}
+	auth, err := nodewatch.NewJWTAuth(*user, *jwtKey)
+	if err != nil {
+		log.Fatal(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -34,7 +44,7 @@ func main() {
 		cmd := []string{*reader, "-i", fmt.Sprint(interval.Milliseconds())}
 		_ = nodewatch.Run(ctx, s, cmd, time.Second)
 	}()
-	srv := &http.Server{Addr: *listen, Handler: nodewatch.Handler(s, *staleAfter), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: *listen, Handler: nodewatch.Handler(s, *staleAfter, auth), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

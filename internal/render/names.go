@@ -34,8 +34,9 @@ const (
 	ScriptsDir      = "/etc/slurm-scripts"
 	KeysMountDir    = "/etc/sunk/keys"
 	KeysRuntimeDir  = "/run/slurm-keys"
-	SlurmRunDir     = "/run/slurm"     // sackd's socket and configless cache
-	SlurmctldRunDir = "/run/slurmctld" // slurmctld's auth socket (sack.socket)
+	SlurmRunDir     = "/run/slurm"          // sackd's socket and configless cache
+	SlurmctldRunDir = "/run/slurmctld"      // slurmctld's auth socket (sack.socket)
+	NodeWatchJWTDir = "/etc/sunk/nodewatch" // the JWT keys the node watcher checks tokens with
 	SlurmdbdConfDir = "/etc/sunk/slurmdbd"
 	SSHKeysDir      = "/etc/sunk/ssh"
 	SSSDConfDir     = "/etc/sunk/sssd"

@@ -70,7 +70,8 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 		// slurmctld's own socket, /run/slurmctld/sack.socket, which the two containers share.
 		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: slurmctldRunVolume, MountPath: SlurmctldRunDir})
 		pod.Containers = append(pod.Containers, nodeWatchContainer(sc))
-		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: slurmctldRunVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: slurmctldRunVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			nodeWatchJWTVolume(n))
 	}
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: meta(n, n.Controller, wellknown.ComponentController),
@@ -112,19 +113,41 @@ const NodeWatchContainer = "nodewatch"
 // with the node watcher.
 const slurmctldRunVolume = "slurmctld-run"
 
+// nodeWatchJWTVolume is the JWT Secret's key, and during a rotation the key it replaces, for
+// the node watcher to check its readers' tokens with: not the keys volume, which holds the auth
+// key too.
+func nodeWatchJWTVolume(n Names) corev1.Volume {
+	return corev1.Volume{Name: nodeWatchJWTVolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{
+			{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: n.JWTSecret},
+				Items: []corev1.KeyToPath{{Key: JWTKeyName, Path: JWTKeyName}}}},
+			{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: n.JWTSecret},
+				Items: []corev1.KeyToPath{{Key: JWTPreviousKeyName, Path: JWTPreviousKeyName}}, Optional: ptr.To(true)}},
+		},
+		DefaultMode: ptr.To(int32(0o400))}}}
+}
+
+const nodeWatchJWTVolumeName = "nodewatch-jwt"
+
 // nodeWatchContainer runs sunk-nodewatch (sunk-entrypoint nodewatch) as slurm with slurmctld's
-// slurm.conf and, read-only, its auth socket (no key: a client gets its token from the socket,
-// which vouches for the caller's uid): its reader loads the node table through Slurm's own
-// library from whichever slurmctld is in charge, so the one beside the backup serves as well
-// as the primary's. No readiness probe: a watcher that cannot read Slurm answers 503, which the syncer
-// reports, and must not take slurmctld's pod out of its Services.
+// slurm.conf and, read-only, its auth socket (no auth key: a client gets its token from the
+// socket, which vouches for the caller's uid): its reader loads the node table through Slurm's
+// own library from whichever slurmctld is in charge, so the one beside the backup serves as
+// well as the primary's. It answers only tokens of the cluster's JWT key naming SlurmUser
+// (pkg/nodewatch, JWTAuth): the table shows every node's address, reasons and who set them.
+// No readiness probe: a watcher that cannot read Slurm answers 503, which the syncer reports,
+// and must not take slurmctld's pod out of its Services. Its memory is bounded: a watcher that
+// grew without end would share slurmctld's node.
 func nodeWatchContainer(sc *sunkv1.SlurmCluster) corev1.Container {
 	c := slurmContainer(sc, NodeWatchContainer, sc.Spec.Controller.Image, corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")}})
-	c.Args = []string{NodeWatchContainer, fmt.Sprintf("--listen=:%d", NodeWatchPort)}
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}})
+	c.Args = []string{NodeWatchContainer, fmt.Sprintf("--listen=:%d", NodeWatchPort),
+		"--jwt-key=" + NodeWatchJWTDir + "/" + JWTKeyName, "--user=" + SlurmUser}
 	c.ReadinessProbe = nil
 	c.Ports = []corev1.ContainerPort{{Name: NodeWatchContainer, ContainerPort: NodeWatchPort}}
-	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount(slurmctldRunVolume, SlurmctldRunDir)}
+	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount(slurmctldRunVolume, SlurmctldRunDir),
+		mount(nodeWatchJWTVolumeName, NodeWatchJWTDir)}
 	c.SecurityContext = daemonSecurity()
 	return c
 }

@@ -5,6 +5,7 @@ package slurmconn
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"time"
 
@@ -26,9 +27,11 @@ const (
 	nodeCacheSyncWait = 10 * time.Second
 )
 
-// nodeCache is a cluster's Slurm node cache, fed by its node watchers at url.
+// nodeCache is a cluster's Slurm node cache, fed by its node watchers at url with tokens of
+// the JWT keys whose sum is key.
 type nodeCache struct {
 	url  string
+	key  [sha256.Size]byte
 	inf  *slurm.Informer[string, slurm.Node]
 	stop context.CancelFunc
 }
@@ -49,13 +52,39 @@ func NodeWatcherURL(ctx context.Context, r client.Reader, n render.Names) (strin
 }
 
 // NodeWatcher is a client of the cluster's node watchers, a slurm.NodeChangeSource for one
-// cache (the syncer's, or the Pool's own).
-func NodeWatcher(ctx context.Context, r client.Reader, n render.Names) (*nodewatch.Client, error) {
-	url, err := NodeWatcherURL(ctx, r, n)
+// cache (the syncer's), with tokens of the cluster's JWT keys.
+func (p *Pool) NodeWatcher(ctx context.Context, n render.Names) (*nodewatch.Client, error) {
+	keys, err := p.jwtKeys(ctx, n)
 	if err != nil {
 		return nil, err
 	}
-	return nodewatch.NewClient(url, 0)
+	url, err := NodeWatcherURL(ctx, p.opts.Reader, n)
+	if err != nil {
+		return nil, err
+	}
+	return newNodeWatcher(url, keys)
+}
+
+// jwtKeys are the cluster's JWT keys: its REST client's, read from the JWT Secret when there
+// is no client yet.
+func (p *Pool) jwtKeys(ctx context.Context, n render.Names) (Keys, error) {
+	p.mu.Lock()
+	c := p.conns[Key(n)]
+	p.mu.Unlock()
+	if c != nil {
+		return c.keys, nil
+	}
+	return p.readKeys(ctx, n)
+}
+
+// newNodeWatcher is the watchers' client at url, minting SlurmUser's tokens from keys as the
+// cluster's REST client does (and falling back to the key a rotation replaces alike).
+func newNodeWatcher(url string, keys Keys) (*nodewatch.Client, error) {
+	tokens, err := slurm.NewJWTSource(render.SlurmUser, keys.Current, slurm.WithFallbackKey(keys.Previous))
+	if err != nil {
+		return nil, err
+	}
+	return nodewatch.NewClient(url, 0, tokens)
 }
 
 // Nodes is the cluster's whole Slurm node table. With watcher (the SlurmCluster's
@@ -81,7 +110,11 @@ func (p *Pool) Nodes(ctx context.Context, n render.Names, watcher bool, sl slurm
 	if err != nil {
 		return nil, err
 	}
-	inf, err := p.nodeCache(k, url)
+	keys, err := p.jwtKeys(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	inf, err := p.nodeCache(k, url, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -103,18 +136,19 @@ func (p *Pool) Nodes(ctx context.Context, n render.Names, watcher bool, sl slurm
 }
 
 // nodeCache returns the cluster's cache of the watchers at url, started on first use and
-// started afresh when the Service's address changed.
-func (p *Pool) nodeCache(k types.NamespacedName, url string) (*slurm.Informer[string, slurm.Node], error) {
+// started afresh when the Service's address or the JWT keys changed.
+func (p *Pool) nodeCache(k types.NamespacedName, url string, keys Keys) (*slurm.Informer[string, slurm.Node], error) {
+	sum := keys.sum()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c := p.nodes[k]; c != nil {
-		if c.url == url {
+		if c.url == url && c.key == sum {
 			return c.inf, nil
 		}
 		c.stop()
 		delete(p.nodes, k)
 	}
-	src, err := nodewatch.NewClient(url, 0)
+	src, err := newNodeWatcher(url, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +157,7 @@ func (p *Pool) nodeCache(k types.NamespacedName, url string) (*slurm.Informer[st
 	// turns its watchers off, or when their address changes.
 	ctx, stop := context.WithCancel(context.Background())
 	go func() { _ = inf.Run(ctx) }()
-	p.nodes[k] = &nodeCache{url: url, inf: inf, stop: stop}
+	p.nodes[k] = &nodeCache{url: url, key: sum, inf: inf, stop: stop}
 	return inf, nil
 }
 

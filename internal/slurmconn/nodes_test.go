@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,6 +25,9 @@ import (
 	"sunk.dev/sunk/pkg/slurm/slurmfake"
 	"sunk.dev/sunk/test/wait"
 )
+
+// testJWTKey is the JWT key of nodesEnv's cluster, which the watchers check tokens with.
+const testJWTKey = "the test cluster's JWT key, of 32 bytes or more"
 
 // watcher is a real node watcher (pkg/nodewatch's Store and Handler) whose reader is this test:
 // it writes the lines sunk-slurm-nodes prints. It listens on render.NodeWatchPort of a loopback
@@ -50,7 +55,15 @@ func startWatcher(t *testing.T) *watcher {
 	s := nodewatch.NewStore()
 	r, w := io.Pipe()
 	go func() { _ = nodewatch.Feed(s, r) }()
-	srv := httptest.NewUnstartedServer(nodewatch.Handler(s, time.Minute))
+	keyFile := filepath.Join(t.TempDir(), render.JWTKeyName)
+	if err := os.WriteFile(keyFile, []byte(testJWTKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auth, err := nodewatch.NewJWTAuth(render.SlurmUser, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(nodewatch.Handler(s, time.Minute, auth))
 	srv.Listener = l
 	srv.Start()
 	wt := &watcher{t: t, ip: ip, w: w, srv: srv}
@@ -80,13 +93,14 @@ func (w *watcher) stop() {
 }
 
 func nodesEnv(t *testing.T, w *watcher) (*Pool, render.Names, *slurmfake.Fake) {
-	n := render.Names{Cluster: "a", Namespace: "ns", NodeWatch: "a-nodewatch"}
+	n := render.Names{Cluster: "a", Namespace: "ns", NodeWatch: "a-nodewatch", JWTSecret: "a-jwt-key"}
 	ip := "10.0.0.9"
 	if w != nil {
 		ip = w.ip
 	}
 	c := fake.NewClientBuilder().WithObjects(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-nodewatch"},
-		Spec: corev1.ServiceSpec{ClusterIP: ip}}).Build()
+		Spec: corev1.ServiceSpec{ClusterIP: ip}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-jwt-key"}, Data: map[string][]byte{render.JWTKeyName: []byte(testJWTKey)}}).Build()
 	p := New(Options{Reader: c})
 	t.Cleanup(func() { p.Forget(types.NamespacedName{Namespace: "ns", Name: "a"}) })
 	sl := slurmfake.New()

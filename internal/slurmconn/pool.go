@@ -91,6 +91,7 @@ type Pool struct {
 type conn struct {
 	url       string
 	version   string // configured; "" discovers
+	keys      Keys   // the node watchers' clients mint their tokens with them too
 	key       [sha256.Size]byte
 	client    slurm.Client
 	transport *http.Transport
@@ -115,15 +116,20 @@ func Key(n render.Names) types.NamespacedName {
 // For returns the cluster's client, authenticated with the key of its JWT Secret, speaking
 // version (the SlurmCluster's spec.restApi.version; "" for the newest both sides know).
 func (p *Pool) For(ctx context.Context, n render.Names, version string) (slurm.Client, error) {
-	s := &corev1.Secret{}
-	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.JWTSecret}, s); err != nil {
-		return nil, fmt.Errorf("reading the JWT key: %w", err)
-	}
-	keys, err := KeysOf(s)
+	keys, err := p.readKeys(ctx, n)
 	if err != nil {
 		return nil, err
 	}
 	return p.ForKeys(ctx, n, version, keys)
+}
+
+// readKeys reads the cluster's JWT Secret.
+func (p *Pool) readKeys(ctx context.Context, n render.Names) (Keys, error) {
+	s := &corev1.Secret{}
+	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.JWTSecret}, s); err != nil {
+		return Keys{}, fmt.Errorf("reading the JWT key: %w", err)
+	}
+	return KeysOf(s)
 }
 
 // ForKeys is For with JWT keys the caller has already read. The client reaches slurmrestd
@@ -154,7 +160,7 @@ func (p *Pool) ForKeys(ctx context.Context, n render.Names, version string, keys
 	if cl, err = p.build(url, version, keys, hc, k); err != nil {
 		return nil, err
 	}
-	p.conns[k] = &conn{url: url, version: version, key: sum, client: cl, transport: t}
+	p.conns[k] = &conn{url: url, version: version, keys: keys, key: sum, client: cl, transport: t}
 	return cl, nil
 }
 

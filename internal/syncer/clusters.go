@@ -183,12 +183,12 @@ func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 
 // nodeChanges is where a cluster's Syncer reads Slurm's node state: with
 // spec.controller.nodeWatcher, the node watchers beside its slurmctld pods
-// (slurmconn.NodeWatcher); otherwise nil, which polls slurmrestd's node list (docs/syncer.md).
+// (slurmconn.Pool.NodeWatcher); otherwise nil, which polls slurmrestd's node list (docs/syncer.md).
 func (c *Clusters) nodeChanges(ctx context.Context, sc *sunkv1.SlurmCluster) (slurm.NodeChangeSource, error) {
 	if !sc.Spec.Controller.NodeWatcher {
 		return nil, nil
 	}
-	return slurmconn.NodeWatcher(ctx, c.APIReader, render.NamesFor(sc, c.ClusterDomain))
+	return c.Slurm.NodeWatcher(ctx, render.NamesFor(sc, c.ClusterDomain))
 }
 
 func (c *Clusters) stop(key types.NamespacedName) {

@@ -157,8 +157,9 @@ func TestStoreFailsClosedAndCatchesUp(t *testing.T) {
 func TestClientInformer(t *testing.T) {
 	f := newFeeder(t)
 	f.feed(nodeLine("n1", `["IDLE"]`, ""), nodeLine("n2", `["IDLE"]`, ""), syncFull)
-	srv := httptest.NewServer(Handler(f.s, time.Minute))
-	c, err := NewClient(srv.URL, 200*time.Millisecond)
+	auth, tokens := testKeys(t)
+	srv := httptest.NewServer(Handler(f.s, time.Minute, auth))
+	c, err := NewClient(srv.URL, 200*time.Millisecond, tokens)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestClientInformer(t *testing.T) {
 	// the old one was gone.
 	f2 := newFeeder(t)
 	f2.feed(nodeLine("n2", `["IDLE","DRAIN"]`, "while down"), syncFull)
-	srv2 := httptest.NewServer(Handler(f2.s, time.Minute))
+	srv2 := httptest.NewServer(Handler(f2.s, time.Minute, auth))
 	defer srv2.Close()
 	c.mu.Lock()
 	c.url = srv2.URL

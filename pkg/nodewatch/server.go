@@ -2,6 +2,7 @@ package nodewatch
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,12 +14,34 @@ const Path = "/v1/nodes"
 // MaxWait bounds a request's wait.
 const MaxWait = 30 * time.Second
 
-// Handler serves s: the changes since the request's epoch and seq, waiting up to wait for one
-// when there is none. An unreadable table answers 503 with the reason, never an empty change.
-func Handler(s *Store, staleAfter time.Duration) http.Handler {
+// MaxInFlight bounds the requests a watcher serves at once: its readers are sunk's
+// components, a few long polls per cluster, and more than this is a client gone wrong.
+const MaxInFlight = 64
+
+// An Authenticator says whether a request may read the table (JWTAuth).
+type Authenticator interface {
+	Check(r *http.Request) error
+}
+
+// Handler serves s to the requests auth lets in: the changes since the request's epoch and
+// seq, waiting up to wait for one when there is none. An unreadable table answers 503 with the
+// reason, never an empty change; a request without a valid token 401, before any work.
+func Handler(s *Store, staleAfter time.Duration, auth Authenticator) http.Handler {
+	slots := make(chan struct{}, MaxInFlight)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != Path || r.Method != http.MethodGet {
 			http.Error(w, "GET "+Path+"?epoch=&since=&wait=", http.StatusNotFound)
+			return
+		}
+		if err := auth.Check(r); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		default:
+			http.Error(w, fmt.Sprintf("more than %d requests at once", MaxInFlight), http.StatusTooManyRequests)
 			return
 		}
 		q := r.URL.Query()

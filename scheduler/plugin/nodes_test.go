@@ -17,13 +17,17 @@ import (
 	"sunk.dev/sunk/test/wait"
 )
 
-// With a node watcher the plugin's nodes come from it, and slurmrestd's node list is never
-// asked for; a malformed URL is refused naming the field.
+// With a node watcher the plugin's nodes come from it, asked with the plugin's token, and
+// slurmrestd's node list is never asked for; a malformed URL is refused naming the field.
 func TestNodesFromTheNodeWatcher(t *testing.T) {
 	var asked atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != nodewatch.Path {
 			http.NotFound(w, r)
+			return
+		}
+		if r.Header.Get(nodewatch.TokenHeader) != "the plugin's" {
+			http.Error(w, "no token", http.StatusUnauthorized)
 			return
 		}
 		asked.Add(1)
@@ -36,7 +40,8 @@ func TestNodesFromTheNodeWatcher(t *testing.T) {
 	}))
 	defer srv.Close()
 	rest := &countingClient{}
-	inf, err := nodeInformer(rest, Args{NodeWatcherURL: srv.URL, PollInterval: metav1.Duration{Duration: 10 * time.Millisecond}})
+	tokens := slurm.StaticToken{User: "slurm", Value: "the plugin's"}
+	inf, err := nodeInformer(rest, Args{NodeWatcherURL: srv.URL, PollInterval: metav1.Duration{Duration: 10 * time.Millisecond}}, tokens)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +57,7 @@ func TestNodesFromTheNodeWatcher(t *testing.T) {
 	if n := rest.lists.Load(); n != 0 {
 		t.Errorf("slurmrestd's node list asked %d times", n)
 	}
-	if _, err := nodeInformer(rest, Args{NodeWatcherURL: "demo-nodewatch:6830"}); err == nil || !strings.Contains(err.Error(), "nodeWatcherURL") {
+	if _, err := nodeInformer(rest, Args{NodeWatcherURL: "demo-nodewatch:6830"}, tokens); err == nil || !strings.Contains(err.Error(), "nodeWatcherURL") {
 		t.Errorf("a URL without a scheme: %v", err)
 	}
 }

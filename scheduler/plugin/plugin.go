@@ -176,7 +176,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := nodeInformer(c, args)
+	nodes, err := nodeInformer(c, args, tokens)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,12 +21,15 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/nodewatch"
+	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // TestNodeWatcherOnTheLocalCluster runs a cluster with spec.controller.nodeWatcher: the
 // operator puts sunk-nodewatch beside slurmctld with its Service, the syncer reads Slurm's node
-// state through it (its NodesSynced message says so), a drain made in Slurm reaches the compute
+// state through it (its NodesSynced message says so), it answers only a token of the cluster's
+// JWT key naming SlurmUser (not a request without one, nor a Slurm user's own), a drain made in
+// Slurm reaches the compute
 // pod, and when the watcher is killed, a resume made while it restarts reaches the pod once it
 // is back.
 func TestNodeWatcherOnTheLocalCluster(t *testing.T) {
@@ -58,10 +62,43 @@ func TestNodeWatcherOnTheLocalCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := fmt.Sprintf("http://%s:%d%s?wait=1s", svc.Spec.ClusterIP, render.NodeWatchPort, nodewatch.Path)
+	// Only a token of the cluster's JWT key naming SlurmUser reads the table: not a request
+	// without one, nor a Slurm user's own (`scontrol token`, signed with the same key).
+	userToken := strings.TrimPrefix(strings.TrimSpace(e.mustSh(t, login, "login", "runuser -u nobody -- scontrol token")), "SLURM_JWT=")
+	for what, tok := range map[string]string{"no token": "", "nobody's own token": userToken} {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if tok != "" {
+			req.Header.Set(nodewatch.TokenHeader, tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s with %s: %v", url, what, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || strings.Contains(string(body), "compute-0") {
+			t.Errorf("GET %s with %s: %s %s, want 401 and no table", url, what, resp.Status, body)
+		}
+	}
+	jwt := &corev1.Secret{}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.JWTSecret}, jwt); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := slurm.NewJWTSource(render.SlurmUser, jwt.Data[render.JWTKeyName])
+	if err != nil {
+		t.Fatal(err)
+	}
 	// compute-0 registered after the watcher started: its partition must still be there (the
 	// exporter's partition series and the dashboards are built from it).
 	poll(t, 30*time.Second, "the watcher lists compute-0 in partition main", func() error {
-		resp, err := http.Get(url)
+		user, tok, err := tokens.Token(ctx)
+		if err != nil {
+			return err
+		}
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set(nodewatch.UserHeader, user)
+		req.Header.Set(nodewatch.TokenHeader, tok)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err
 		}

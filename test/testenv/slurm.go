@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
 )
 
@@ -99,6 +100,27 @@ func (e *SlurmEnv) JWTKey(t testing.TB) []byte {
 		t.Fatalf("testenv: reading the slurm jwt key: %v", err)
 	}
 	return key
+}
+
+// Tokens mints the bed's SlurmUser tokens from its JWT key file, as sunk's components do.
+func (e *SlurmEnv) Tokens(t testing.TB) *slurm.JWTSource {
+	t.Helper()
+	src, err := slurm.NewJWTSourceFromFile(e.User, e.JWTKeyFile)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return src
+}
+
+// WatcherAuth checks a node watcher's readers as sunk-nodewatch in a slurmctld pod does: a
+// token of the bed's JWT key naming its SlurmUser.
+func (e *SlurmEnv) WatcherAuth(t testing.TB) *nodewatch.JWTAuth {
+	t.Helper()
+	a, err := nodewatch.NewJWTAuth(e.User, e.JWTKeyFile)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return a
 }
 
 // Token mints a token for user, valid for an hour, with sunk's own token source.

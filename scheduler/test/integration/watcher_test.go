@@ -18,12 +18,13 @@ import (
 // way a deployed sunk-scheduler does, not by polling slurmrestd's node list.
 func startNodeWatcher(t testing.TB) string {
 	t.Helper()
-	cmd := testenv.Slurm(t).NodeReader(t, "-i", "200")
+	env := testenv.Slurm(t)
+	cmd := env.NodeReader(t, "-i", "200")
 	ctx, cancel := context.WithCancel(context.Background())
 	s := nodewatch.NewStore()
 	done := make(chan struct{})
 	go func() { defer close(done); _ = nodewatch.Run(ctx, s, cmd, time.Second) }()
-	srv := httptest.NewServer(nodewatch.Handler(s, 15*time.Second))
+	srv := httptest.NewServer(nodewatch.Handler(s, 15*time.Second, env.WatcherAuth(t)))
 	t.Cleanup(func() { cancel(); srv.Close(); <-done })
 	return srv.URL
 }

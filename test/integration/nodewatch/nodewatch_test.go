@@ -26,11 +26,11 @@ type watcher struct {
 	stop context.CancelFunc
 }
 
-func startWatcher(t *testing.T, cmd []string) *watcher {
+func startWatcher(t *testing.T, env *testenv.SlurmEnv, cmd []string) *watcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watcher{s: nodewatch.NewStore(), stop: cancel}
 	go func() { _ = nodewatch.Run(ctx, w.s, cmd, 200*time.Millisecond) }()
-	w.srv = httptest.NewServer(nodewatch.Handler(w.s, 15*time.Second))
+	w.srv = httptest.NewServer(nodewatch.Handler(w.s, 15*time.Second, env.WatcherAuth(t)))
 	t.Cleanup(func() { cancel(); w.srv.Close() })
 	return w
 }
@@ -62,8 +62,8 @@ func TestNodeWatcher(t *testing.T) {
 	cmd := env.NodeReader(t, "-i", "100")
 	ctx := context.Background()
 	rest := restClient(t, env)
-	w := startWatcher(t, cmd)
-	c, err := nodewatch.NewClient(w.srv.URL, 2*time.Second)
+	w := startWatcher(t, env, cmd)
+	c, err := nodewatch.NewClient(w.srv.URL, 2*time.Second, env.Tokens(t))
 	if err != nil {
 		t.Fatal(err)
 	}

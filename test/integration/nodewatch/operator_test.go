@@ -67,14 +67,15 @@ func TestOperatorNodeCache(t *testing.T) {
 	rctx, stopReader := context.WithCancel(ctx)
 	readerDone := make(chan struct{})
 	go func() { defer close(readerDone); _ = nodewatch.Run(rctx, s, cmd, 200*time.Millisecond) }()
-	srv := httptest.NewUnstartedServer(nodewatch.Handler(s, 15*time.Second))
+	srv := httptest.NewUnstartedServer(nodewatch.Handler(s, 15*time.Second, env.WatcherAuth(t)))
 	srv.Listener = l
 	srv.Start()
 	t.Cleanup(srv.Close)
 
-	n := render.Names{Cluster: "nwtest", Namespace: "ns", NodeWatch: "nwtest-nodewatch"}
+	n := render.Names{Cluster: "nwtest", Namespace: "ns", NodeWatch: "nwtest-nodewatch", JWTSecret: "nwtest-jwt-key"}
 	k8s := fake.NewClientBuilder().WithObjects(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n.NodeWatch},
-		Spec: corev1.ServiceSpec{ClusterIP: ip}}).Build()
+		Spec: corev1.ServiceSpec{ClusterIP: ip}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n.JWTSecret}, Data: map[string][]byte{render.JWTKeyName: env.JWTKey(t)}}).Build()
 	pool := slurmconn.New(slurmconn.Options{Reader: k8s})
 	t.Cleanup(func() { pool.Forget(types.NamespacedName{Namespace: "ns", Name: "nwtest"}) })
 	nodes := func() ([]slurm.Node, error) {

@@ -28,9 +28,13 @@ import (
 // a slurmctld pod: sunk-slurm-nodes of the test bed's release, run as on slurmctld's host, and
 // pkg/nodewatch serving its table on render.NodeWatchPort of a loopback address of its own,
 // which it returns (the address the operator reaches through the watchers' Service: see
-// watcherAt).
-func (p *privateSlurm) startNodeWatcher(t *testing.T) string {
+// watcherAt). It answers tokens of jwtKey (the cluster's JWT Secret's) naming SlurmUser.
+func (p *privateSlurm) startNodeWatcher(t *testing.T, jwtKey []byte) string {
 	t.Helper()
+	keyFile := filepath.Join(t.TempDir(), render.JWTKeyName)
+	must(t, os.WriteFile(keyFile, jwtKey, 0o600))
+	auth, err := nodewatch.NewJWTAuth(render.SlurmUser, keyFile)
+	must(t, err)
 	bin, err := os.ReadFile(testenv.NodeReaderBinary(t))
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(p.Dir, "shared", "sunk-slurm-nodes"), bin, 0o755))
@@ -50,7 +54,7 @@ func (p *privateSlurm) startNodeWatcher(t *testing.T) string {
 		defer close(done)
 		_ = nodewatch.Run(ctx, s, p.Command(privateslurm.CtldHost, "/shared/sunk-slurm-nodes", "-i", "200"), 200*time.Millisecond)
 	}()
-	srv := &http.Server{Handler: nodewatch.Handler(s, 15*time.Second), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: nodewatch.Handler(s, 15*time.Second, auth), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { cancel(); _ = srv.Close(); <-done })
 	return ip

@@ -103,7 +103,9 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 	})
 
 	priv := startPrivateSlurm(t, first, nodes)
-	watcherIP.Store(priv.startNodeWatcher(t))
+	jwt := &corev1.Secret{}
+	must(t, h.get(t, "topo-jwt-key", jwt))
+	watcherIP.Store(priv.startNodeWatcher(t, jwt.Data[render.JWTKeyName]))
 	sl.Store(priv.client(t))
 	// Kubelet: the ConfigMap's topology.yaml into slurmctld's directory, then slurm.conf's first
 	// line (its hash) into what the pod shows the operator, which then reconfigures.

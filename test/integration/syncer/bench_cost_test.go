@@ -46,7 +46,7 @@ func nodewatchProcess(b *testing.B, env *testenv.SlurmEnv, interval time.Duratio
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
-	cmd := exec.Command(bin, "--listen", addr, "--reader", reader, "--interval", interval.String())
+	cmd := exec.Command(bin, "--listen", addr, "--reader", reader, "--interval", interval.String(), "--jwt-key", env.JWTKeyFile, "--user", env.User)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

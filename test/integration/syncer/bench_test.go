@@ -143,7 +143,7 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int, path string) {
 	if path == "watcher" {
 		var url string
 		url, watcherPID = nodewatchProcess(b, env, 200*time.Millisecond)
-		wc, err := nodewatch.NewClient(url, 0)
+		wc, err := nodewatch.NewClient(url, 0, tokens)
 		if err != nil {
 			b.Fatal(err)
 		}

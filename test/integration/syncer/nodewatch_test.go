@@ -22,6 +22,7 @@ import (
 type nodeWatcher struct {
 	t    testing.TB
 	cmd  []string
+	auth *nodewatch.JWTAuth
 	addr string
 	stop func()
 }
@@ -36,7 +37,7 @@ func newNodeWatcherEvery(t testing.TB, env *testenv.SlurmEnv, interval time.Dura
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &nodeWatcher{t: t, cmd: env.NodeReader(t, "-i", strconv.FormatInt(interval.Milliseconds(), 10)), addr: l.Addr().String()}
+	w := &nodeWatcher{t: t, cmd: env.NodeReader(t, "-i", strconv.FormatInt(interval.Milliseconds(), 10)), auth: env.WatcherAuth(t), addr: l.Addr().String()}
 	w.serve(l)
 	t.Cleanup(func() { w.stop() })
 	return w
@@ -49,7 +50,7 @@ func (w *nodeWatcher) serve(l net.Listener) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := nodewatch.NewStore()
 	go func() { _ = nodewatch.Run(ctx, s, w.cmd, 200*time.Millisecond) }()
-	srv := &http.Server{Handler: nodewatch.Handler(s, 15*time.Second)}
+	srv := &http.Server{Handler: nodewatch.Handler(s, 15*time.Second, w.auth)}
 	go func() { _ = srv.Serve(l) }()
 	w.stop = func() { cancel(); _ = srv.Close() }
 }
@@ -70,7 +71,7 @@ func (w *nodeWatcher) restart() {
 func TestSyncerNodeWatcher(t *testing.T) {
 	h := setup(t)
 	w := newNodeWatcher(t, h.env)
-	wc, err := nodewatch.NewClient(w.url(), 2*time.Second)
+	wc, err := nodewatch.NewClient(w.url(), 2*time.Second, h.env.Tokens(t))
 	if err != nil {
 		t.Fatal(err)
 	}
