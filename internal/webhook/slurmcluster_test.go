@@ -21,6 +21,7 @@ func TestValidateSpec(t *testing.T) {
 		name    string
 		spec    sunkv1.SlurmClusterSpec
 		wantErr string
+		orErr   string // another refusal that is as right (which of two limits a script hits first)
 		warn    bool
 	}{
 		{name: "empty is fine", spec: sunkv1.SlurmClusterSpec{Image: "x"}},
@@ -37,10 +38,13 @@ func TestValidateSpec(t *testing.T) {
 		{name: "lua may not read files at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local f = io.open('/etc/passwd')\n"}, wantErr: "top-level code fails"},
 		{name: "lua that builds a huge string in one call", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local s = string.rep('x', 2^40)\n"}, wantErr: "string.rep"},
 		{name: "lua that builds a huge string in one method call", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local s = ('xy'):rep(2^62)\n"}, wantErr: "string.rep"},
-		// Tables of tables pass the heap limit after about 0.3 s of CPU, well inside the run's
-		// 1 s: doubling a string (gopher-lua copies slowly) reached it only near 1 s, and on a
-		// loaded machine the time bound won the race.
-		{name: "lua that fills memory at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local t = {}\nfor i = 1, 2^25 do t[i] = {} end\n"}, wantErr: "MiB at load"},
+		// A script that fills memory is refused by the sandbox's heap limit or, where the
+		// machine is loaded, by its CPU bound first: allocating 100 MiB took from 10 ms to 1.9 s
+		// beside a running soak (the kernel's page faults count), and CI refused the doubling
+		// string of an earlier version of this case for time twice. Either way it is refused
+		// and the operator lives on.
+		{name: "lua that fills memory at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local t = {}\nfor i = 1, 1024 do t[i] = string.rep('x', 2^20 - i) end\n"},
+			wantErr: "MiB at load", orErr: "did not finish"},
 		{name: "lua that backtracks at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local s = string.rep('a', 2^20)\nlocal x = s:find('.-.-.-.-.-b')\n"}, wantErr: "did not finish"},
 		{name: "lua with a modest string.rep at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local sep = string.rep('-', 20)\nslurm.log_info(sep)\n"}},
 		{name: "lua using slurm's table at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "slurm.log_info('loaded %d', slurm.NO_VAL + 1)\nlocal x = slurm.ESLURM_INVALID_LICENSES + 1\n"}},
@@ -110,7 +114,7 @@ func TestValidateSpec(t *testing.T) {
 			switch {
 			case c.wantErr == "" && got != nil:
 				t.Fatalf("unexpected error: %v", got)
-			case c.wantErr != "" && (got == nil || !strings.Contains(got.Error(), c.wantErr)):
+			case c.wantErr != "" && (got == nil || !strings.Contains(got.Error(), c.wantErr) && (c.orErr == "" || !strings.Contains(got.Error(), c.orErr))):
 				t.Fatalf("error %v, want one naming %q", got, c.wantErr)
 			}
 			if (len(warnings) > 0) != c.warn {
