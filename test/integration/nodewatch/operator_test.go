@@ -67,7 +67,12 @@ func TestOperatorNodeCache(t *testing.T) {
 	rctx, stopReader := context.WithCancel(ctx)
 	readerDone := make(chan struct{})
 	go func() { defer close(readerDone); _ = nodewatch.Run(rctx, s, cmd, 200*time.Millisecond) }()
-	srv := httptest.NewUnstartedServer(nodewatch.Handler(s, 15*time.Second, env.WatcherAuth(t)))
+	// The operator's tokens name SlurmUser, as in a cluster (the bed's own user is root).
+	auth, err := nodewatch.NewJWTAuth(render.SlurmUser, env.JWTKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(nodewatch.Handler(s, 15*time.Second, auth))
 	srv.Listener = l
 	srv.Start()
 	t.Cleanup(srv.Close)
