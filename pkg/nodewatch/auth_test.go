@@ -20,16 +20,31 @@ import (
 
 // testKeys writes a key file and returns a watcher's JWTAuth on it and a client's token source.
 func testKeys(t *testing.T) (*JWTAuth, *slurm.JWTSource) {
+	dir := keyFiles(t, map[string]string{"jwt.key": "the cluster's key"})
+	return authAndTokens(t, filepath.Join(dir, "jwt.key"), filepath.Join(dir, "jwt.key"))
+}
+
+// keyFiles writes each file's key into a new directory, which it returns.
+func keyFiles(t *testing.T, keys map[string]string) string {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "jwt.key")
-	if err := os.WriteFile(file, []byte("the cluster's key"), 0o600); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	for name, k := range keys {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(k), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	auth, err := NewJWTAuth("slurm", file)
+	return dir
+}
+
+// authAndTokens is a watcher's JWTAuth on watcherKey and a client's tokens of clientKey, both
+// for SlurmUser "slurm".
+func authAndTokens(t *testing.T, watcherKey, clientKey string) (*JWTAuth, *slurm.JWTSource) {
+	t.Helper()
+	auth, err := NewJWTAuth("slurm", watcherKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := slurm.NewJWTSourceFromFile("slurm", file)
+	tokens, err := slurm.NewJWTSourceFromFile("slurm", clientKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,16 +68,9 @@ func token(t *testing.T, user string, key []byte, opts ...slurm.JWTOption) strin
 // key of a rotation while it is beside the new one; nothing to a missing, foreign, expired or
 // other user's token, nor to an "alg: none" token.
 func TestHandlerAuth(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "jwt.key")
 	key, old, other := []byte("new key"), []byte("old key"), []byte("someone else's")
-	if err := os.WriteFile(file, key, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file+slurm.FallbackKeySuffix, old, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	auth, err := NewJWTAuth("slurm", file)
+	dir := keyFiles(t, map[string]string{"jwt.key": string(key), "jwt.key" + slurm.FallbackKeySuffix: string(old)})
+	auth, err := NewJWTAuth("slurm", filepath.Join(dir, "jwt.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,21 +116,9 @@ func TestHandlerAuth(t *testing.T) {
 // TestClientFollowsARotation: a client that mints with the new key while the watcher still
 // holds only the old one is refused once, falls back to the old key and reads the table.
 func TestClientFollowsARotation(t *testing.T) {
-	dir := t.TempDir()
-	watcherKey, clientKey := filepath.Join(dir, "watcher.key"), filepath.Join(dir, "client.key")
-	for file, k := range map[string]string{watcherKey: "old", clientKey: "new", clientKey + slurm.FallbackKeySuffix: "old"} {
-		if err := os.WriteFile(file, []byte(k), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	auth, err := NewJWTAuth("slurm", watcherKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := slurm.NewJWTSourceFromFile("slurm", clientKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := keyFiles(t, map[string]string{"watcher.key": "old", "client.key": "new", "client.key" + slurm.FallbackKeySuffix: "old"})
+	clientKey := filepath.Join(dir, "client.key")
+	auth, tokens := authAndTokens(t, filepath.Join(dir, "watcher.key"), clientKey)
 	f := newFeeder(t)
 	f.feed(nodeLine("n1", `["IDLE"]`, ""), syncFull)
 	srv := httptest.NewServer(Handler(f.s, time.Minute, auth))
