@@ -155,8 +155,9 @@ echo "e2e-shared $((SECONDS - e2e_start)) $e2e_rc" >>"$report_dir/stages"
 #   the same cluster, a short soak (docs/soak.md) on the demo's releases: churn, scale 3→40→3
 #   and a SIGKILL of every component, judged by the bounds of a short run. It installs the
 #   releases and removes them again unless they were there before. SUNK_SOAK_DURATION=0 skips
-#   it. Run alone after the rest, it made the whole run 2,871 s; here, beside the shared chain,
-#   whose suites use apiservers and Slurm beds of their own, not this cluster, about 2,550.
+#   it. Run alone after the rest, it made the whole run about 2,870 s; here, beside the shared
+#   chain, whose suites use apiservers and Slurm beds of their own, not this cluster, 2,505 and
+#   2,638 s (2026-11-29), the soak itself slower by a fifth.
 # -v: each test's duration, for the report.
 operator_pkg=./test/integration/operator
 private_chain() {

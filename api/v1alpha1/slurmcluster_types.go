@@ -117,7 +117,7 @@ type SlurmClusterSpec struct {
 	JobSubmitLua string `json:"jobSubmitLua,omitempty"`
 
 	// CgroupConf lines are added to cgroup.conf; a line whose key sunk also sets replaces
-	// sunk's line.
+	// sunk's line. One key a line, as Slurm reads cgroup.conf.
 	// +optional
 	CgroupConf string `json:"cgroupConf,omitempty"`
 
@@ -166,7 +166,9 @@ type ControllerSpec struct {
 	// ExtraConf lines are added to slurm.conf. A line whose key sunk also sets replaces
 	// sunk's line (the admin wins). Every key must be one Slurm knows; keys that hold sunk's
 	// invariants (authentication, users, hosts, ports, state and plugin locations, the
-	// cluster name, accounting storage) are refused unless listed in UnsafeConfKeys.
+	// cluster name, accounting storage) are refused unless listed in UnsafeConfKeys. One key
+	// a line, as Slurm reads slurm.conf ("MinJobAge=5 MaxJobCount=100" on one line is refused),
+	// except on NodeName=, PartitionName=, NodeSet= and DownNodes= lines, which are records.
 	// +kubebuilder:validation:MaxLength=65536
 	// +optional
 	ExtraConf string `json:"extraConf,omitempty"`
