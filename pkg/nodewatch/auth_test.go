@@ -78,6 +78,11 @@ func TestHandlerAuth(t *testing.T) {
 	f.feed(nodeLine("n1", `["IDLE"]`, ""), syncFull)
 	srv := httptest.NewServer(Handler(f.s, time.Minute, auth))
 	defer srv.Close()
+	// The table applied, so that a good token's answer is 200, not 503.
+	wait.For(t, "the table read", 5*time.Second, 10*time.Millisecond, func() error {
+		_, _, err := f.s.Since("", 0, time.Now(), time.Minute)
+		return err
+	})
 	past := func() time.Time { return time.Now().Add(-2 * time.Hour) }
 	for _, c := range []struct {
 		name, token string
@@ -127,10 +132,14 @@ func TestClientFollowsARotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := c.NodeChanges(context.Background())
-	if err != nil || len(ch.Nodes) != 1 {
-		t.Fatalf("changes %+v, %v", ch, err)
-	}
+	// Until the feeder's table is applied the watcher answers 503 (not 401): wait for it.
+	wait.For(t, "the table through the old key", 5*time.Second, 10*time.Millisecond, func() error {
+		ch, err := c.NodeChanges(context.Background())
+		if err == nil && len(ch.Nodes) != 1 {
+			err = fmt.Errorf("changes %+v", ch)
+		}
+		return err
+	})
 	// Without a fallback the refusal is the caller's error, naming the status.
 	if err := os.Remove(clientKey + slurm.FallbackKeySuffix); err != nil {
 		t.Fatal(err)

@@ -83,6 +83,7 @@ func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 	t := time.NewTicker(p.args.PollInterval.Duration)
 	defer t.Stop()
 	firstPasses := 2
+	var waitLog logOnce
 	for {
 		select {
 		case <-ctx.Done():
@@ -91,7 +92,7 @@ func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 		case <-p.jobsChanged:
 		}
 		if !p.jobs.HasSynced() || !p.nodes.HasSynced() {
-			if err := errors.Join(p.jobs.LastError(), p.nodes.LastError()); err != nil {
+			if err := errors.Join(p.jobs.LastError(), p.nodes.LastError()); err != nil && waitLog.due(err, time.Now()) {
 				logger.Error(err, "waiting for the first Slurm job and node lists")
 			}
 			continue
@@ -108,6 +109,23 @@ func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 		}
 		lifecyclePassSeconds.Observe(time.Since(start).Seconds())
 	}
+}
+
+// logOnce says when an error that repeats at every pass is worth a line: when it changed, or
+// once a minute. The loop waits for the first lists at every poll (200 ms by default), and a
+// node watcher that has not read its first table answers 503 meanwhile: five error lines a
+// second at every start.
+type logOnce struct {
+	msg string
+	at  time.Time
+}
+
+func (l *logOnce) due(err error, now time.Time) bool {
+	if msg := err.Error(); msg != l.msg || now.Sub(l.at) >= time.Minute {
+		l.msg, l.at = msg, now
+		return true
+	}
+	return false
 }
 
 // wakeLifecycle asks the lifecycle loop for a pass now; a pass already asked for covers it.
