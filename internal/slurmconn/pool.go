@@ -92,7 +92,6 @@ type conn struct {
 	url       string
 	version   string // configured; "" discovers
 	keys      Keys   // the node watchers' clients mint their tokens with them too
-	key       [sha256.Size]byte
 	client    slurm.Client
 	transport *http.Transport
 }
@@ -146,7 +145,7 @@ func (p *Pool) ForKeys(ctx context.Context, n render.Names, version string, keys
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c := p.conns[k]; c != nil {
-		if c.url == url && c.key == sum && c.version == version {
+		if c.url == url && c.keys.sum() == sum && c.version == version {
 			return c.client, nil
 		}
 		// The endpoint, the keys or the version changed: requests in flight on the old client finish; its
@@ -160,7 +159,7 @@ func (p *Pool) ForKeys(ctx context.Context, n render.Names, version string, keys
 	if cl, err = p.build(url, version, keys, hc, k); err != nil {
 		return nil, err
 	}
-	p.conns[k] = &conn{url: url, version: version, keys: keys, key: sum, client: cl, transport: t}
+	p.conns[k] = &conn{url: url, version: version, keys: keys, client: cl, transport: t}
 	return cl, nil
 }
 
