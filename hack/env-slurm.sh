@@ -81,6 +81,7 @@ SlurmdTimeout=300
 ReturnToService=2
 MinJobAge=120
 MessageTimeout=10
+BatchStartTimeout=60
 TCPTimeout=5
 KillWait=30
 UnkillableStepTimeout=180

@@ -240,6 +240,13 @@ var productionDefaults = []string{
 	// also how long a slurmrestd thread waits on slurmctld, and half of it, at most 2 s, is
 	// max_sched_time.
 	"MessageTimeout=10",
+	// How long a batch job's launch may take before a registration of its node that does not
+	// list it requeues it as lost ("missing from batch node", src/slurmctld/job_mgr.c
+	// _purge_missing_jobs: BatchStartTimeout plus MessageTimeout after the start). Slurm's 10 s
+	// is short for a slurmd in a pod on a busy Kubernetes node: in a soak on 2 cores a job whose
+	// launch took 22 s, while 37 compute pods started beside it, was requeued so. A launch that
+	// really was lost is found 50 s later, at the node's next registration.
+	"BatchStartTimeout=60",
 	// Connect timeout (2 s): a SYN lost while a new pod's network is programmed is resent
 	// after 1 s and 3 s; 5 s survives both and stays half of MessageTimeout.
 	"TCPTimeout=5",

@@ -82,7 +82,7 @@ func (s *soak) waitJobsEnded(timeout time.Duration) {
 		if err != nil {
 			return err
 		}
-		s.trackJobs(ParseJobs(out), time.Now())
+		s.trackTable(ParseJobs(out), time.Now())
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		var live []string

@@ -385,6 +385,12 @@ func (s *soak) report() {
 	if len(badInKill) > 0 {
 		r.Notes = append(r.Notes, "jobs that ended badly inside a kill window (reported, not judged): "+strings.Join(badInKill, "; "))
 	}
+	for _, j := range s.jobs {
+		if j.State == Gone {
+			r.Notes = append(r.Notes, Gone+": a job that left slurmctld's table (MinJobAge after its end) before any read saw it end, e.g. one restored from a state save older than its end")
+			break
+		}
+	}
 	if len(s.submitErrs) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d submissions failed at the login pod: %s", len(s.submitErrs), strings.Join(s.submitErrs, "; ")))
 	}

@@ -68,7 +68,7 @@ func (s *soak) takeSample() {
 	} else {
 		nodesOut, jobsOut, _ := strings.Cut(out, "---\n")
 		sm.nodes = ParseNodes(nodesOut)
-		s.trackJobs(ParseJobs(jobsOut), sm.t)
+		s.trackTable(ParseJobs(jobsOut), sm.t)
 	}
 	for _, n := range sm.nodes {
 		if n.Drained() && strings.HasPrefix(n.Reason, "k8s:") {
@@ -172,6 +172,18 @@ func (s *soak) readablePoll(ctx context.Context) {
 			s.mu.Unlock()
 			last = now
 		}
+	}
+}
+
+// trackTable records a whole read of slurmctld's job table: trackJobs, and a job the soak knew
+// unfinished that the table no longer lists is Gone (MarkGone).
+func (s *soak) trackTable(jobs []Job, at time.Time) {
+	s.trackJobs(jobs, at)
+	s.mu.Lock()
+	gone := MarkGone(s.jobs, jobs, at)
+	s.mu.Unlock()
+	if len(gone) > 0 {
+		s.logf("jobs left slurmctld's table before a read saw them end: %v", gone)
 	}
 }
 

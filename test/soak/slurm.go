@@ -2,6 +2,7 @@ package soak
 
 import (
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,33 @@ func (j Job) Terminal() bool {
 		return false
 	}
 	return true
+}
+
+// Gone is the state the soak gives a job that left slurmctld's table (MinJobAge after its end)
+// before any read of the table saw it end: one that ended while slurmctld was down and came
+// back from its saved state already over, or ended in a gap between samples. It is over; how it
+// ended is not known.
+const Gone = "GONE"
+
+// MarkGone sets Gone on each job of known, not over yet, that table (a whole read of the job
+// table) no longer lists, with End at, and returns their IDs. Without it such a job stays
+// "RUNNING" in the soak's books forever and the wait for every job's end never ends.
+func MarkGone(known map[string]Job, table []Job, at time.Time) []string {
+	listed := make(map[string]bool, len(table))
+	for _, j := range table {
+		listed[j.ID] = true
+	}
+	var gone []string
+	for id, j := range known {
+		if j.Terminal() || listed[id] {
+			continue
+		}
+		j.State, j.End = Gone, at
+		known[id] = j
+		gone = append(gone, id)
+	}
+	sort.Strings(gone)
+	return gone
 }
 
 // HeldBySlurm says the job waits for a person: pending with a hold, as Slurm leaves a batch job

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseMetrics(t *testing.T) {
@@ -141,5 +142,29 @@ func TestHeldBySlurm(t *testing.T) {
 		"JobId=171 JobName=soak-batch JobState=PENDING Reason=Resources Restarts=0 ExitCode=0:0\n")
 	if len(jobs) != 2 || !jobs[0].HeldBySlurm() || jobs[1].HeldBySlurm() || jobs[0].Terminal() {
 		t.Fatalf("%+v", jobs)
+	}
+}
+
+func TestMarkGone(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 31, 0, 0, time.UTC)
+	known := map[string]Job{
+		"54": {ID: "54", State: "RUNNING"},   // restored running from a stale state save, then purged
+		"55": {ID: "55", State: "COMPLETED"}, // seen ending: stays as seen
+		"56": {ID: "56", State: "RUNNING"},   // still listed
+		"57": {ID: "57", State: "PENDING"},
+	}
+	table := ParseJobs("JobId=56 JobName=soak-array JobState=RUNNING Restarts=0\n")
+	gone := MarkGone(known, table, at)
+	if strings.Join(gone, ",") != "54,57" {
+		t.Fatalf("gone %v, want 54,57", gone)
+	}
+	if j := known["54"]; j.State != Gone || !j.End.Equal(at) || !j.Terminal() {
+		t.Errorf("54: %+v", j)
+	}
+	if known["55"].State != "COMPLETED" || known["56"].State != "RUNNING" {
+		t.Errorf("jobs still known changed: %+v", known)
+	}
+	if again := MarkGone(known, table, at.Add(time.Minute)); len(again) != 0 || !known["54"].End.Equal(at) {
+		t.Errorf("a second read marked %v again or moved its end: %+v", again, known["54"])
 	}
 }
