@@ -48,9 +48,11 @@ const ReadyCommandTimeout = 10
 
 // ReadinessPeriod (seconds) is how often kubelet runs sunk-ready in a Slurm container;
 // computeReadinessPeriod in slurmd's (compute.go).
+// computeConnectTimeout (seconds) bounds a TCP probe of slurmd's port.
 const (
 	ReadinessPeriod        = 10
 	computeReadinessPeriod = 5
+	computeConnectTimeout  = 3
 )
 
 // slurmContainer is a container of the Slurm image running sunk-entrypoint ROLE.

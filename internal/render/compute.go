@@ -12,9 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/slurmversion"
 	"sunk.dev/sunk/pkg/slurmconf"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -210,10 +212,7 @@ func MemberGPUType(ns *sunkv1.NodeSet, nodeLabels map[string]string) (string, er
 // type: what the template hash covers (with spec.gpuType as the type).
 func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, gpuType, topology string) corev1.PodSpec {
 	c := slurmContainer(sc, "slurmd", ns.Spec.Image, ns.Spec.Resources)
-	// The template hash covers the probe: a new period would replace every compute pod of
-	// every cluster on an operator upgrade, each drained first. slurmd's probe is local and
-	// runs once per node, so it keeps its first period.
-	c.ReadinessProbe.PeriodSeconds = computeReadinessPeriod
+	c.ReadinessProbe = slurmdReadiness(sc, c.ReadinessProbe)
 	c.Ports = []corev1.ContainerPort{{Name: "slurmd", ContainerPort: SlurmdPort}}
 	line, gresConf := slurmdConf(ns, gpuType, topology)
 	c.Env = []corev1.EnvVar{
@@ -249,10 +248,30 @@ func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, gpuTyp
 	}
 }
 
-// ComputeTemplateHash is the hash of everything a compute pod is made of except its name
-// and placement: when it changes, the NodeSet's pods are replaced (the protected way).
+// slurmdReadiness is slurmd's readiness probe. Where slurmd takes a bare connection silently
+// (26.05), kubelet connects to its port: no process in the pod. Otherwise it is exec (the Slurm
+// container's `sunk-ready slurmd`, local checks only), which costs a runc exec, about a
+// container start, a probe: 40 compute pods on one machine (the soak) ran 8 a second and kept 2
+// cores saturated, with their pods' probes, and with them the pods, timing out.
+func slurmdReadiness(sc *sunkv1.SlurmCluster, exec *corev1.Probe) *corev1.Probe {
+	p := exec.DeepCopy()
+	p.PeriodSeconds = computeReadinessPeriod
+	if slurmversion.FeaturesOf(sc.Spec.Version()).QuietSlurmdConnect {
+		// Listening means it has fetched its configuration; it registers right after.
+		p.ProbeHandler = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("slurmd")}}
+		p.TimeoutSeconds = computeConnectTimeout
+	}
+	return p
+}
+
+// ComputeTemplateHash is the hash of everything a compute pod is made of except its name,
+// its placement and its readiness probe: when it changes, the NodeSet's pods are replaced (the
+// protected way). A probe is kubelet's business, not the pod's work: a new one reaches new pods
+// without draining every compute pod of every cluster on an operator upgrade.
 func ComputeTemplateHash(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names) string {
-	spec, err := json.Marshal(computePodSpec(ns, sc, n, ns.Spec.GPUType, ""))
+	hashed := computePodSpec(ns, sc, n, ns.Spec.GPUType, "")
+	hashed.Containers[0].ReadinessProbe = nil
+	spec, err := json.Marshal(hashed)
 	if err != nil {
 		panic(fmt.Sprintf("render: marshalling a pod spec: %v", err)) // cannot happen for a PodSpec
 	}

@@ -232,3 +232,35 @@ func TestContainersPod(t *testing.T) {
 		t.Errorf("plugstack.conf loads the plugin though no NodeSet enables containers:\n%s", c.Files["plugstack.conf"])
 	}
 }
+
+func TestSlurmdReadiness(t *testing.T) {
+	ns := fullNodeSet()
+	for _, c := range []struct {
+		version  string
+		tcp      bool
+		wantExec []string
+	}{
+		{sunkv1.SlurmVersion2411, false, []string{"/usr/local/bin/sunk-ready", "slurmd"}},
+		{sunkv1.SlurmVersion2605, true, nil},
+	} {
+		sc := full()
+		sc.Spec.SlurmVersion = c.version
+		p := ComputePod(ns, sc, NamesFor(sc, ""), ComputeMember{Name: "gpu-0"}).Spec.Containers[0].ReadinessProbe
+		if p.PeriodSeconds != computeReadinessPeriod {
+			t.Errorf("%s: period %d, want %d", c.version, p.PeriodSeconds, computeReadinessPeriod)
+		}
+		switch {
+		case c.tcp && (p.TCPSocket == nil || p.TCPSocket.Port.String() != "slurmd" || p.Exec != nil):
+			t.Errorf("%s: want a TCP probe of port slurmd, got %+v", c.version, p.ProbeHandler)
+		case !c.tcp && (p.Exec == nil || !slices.Equal(p.Exec.Command, c.wantExec) || p.TCPSocket != nil):
+			t.Errorf("%s: want exec %v, got %+v", c.version, c.wantExec, p.ProbeHandler)
+		}
+	}
+	// The probe is not part of the template: a new probe does not replace running pods. The
+	// two releases' pods differ in their probe alone here (same image, same spec).
+	old, cur := full(), full()
+	old.Spec.SlurmVersion, cur.Spec.SlurmVersion = sunkv1.SlurmVersion2411, sunkv1.SlurmVersion2605
+	if ho, hc := ComputeTemplateHash(ns, old, NamesFor(old, "")), ComputeTemplateHash(ns, cur, NamesFor(cur, "")); ho != hc {
+		t.Errorf("template hash covers the readiness probe: %s (exec) != %s (TCP)", ho, hc)
+	}
+}

@@ -72,6 +72,10 @@ type Features struct {
 	// quiesces (to hand control back, reconfigure or stop) after conmgr_quiesce_timeout
 	// (26.05); 24.11 has no such timeout, and no such parameter.
 	QuiesceTimeout bool
+	// QuietSlurmdConnect: slurmd takes a connection closed without a message silently (26.05's
+	// connection manager), so kubelet may probe its port; 24.11 logs "service_connection:
+	// slurm_receive_msg" for each (src/slurmd/slurmd/slurmd.c), one error a probe period.
+	QuietSlurmdConnect bool
 }
 
 // FeaturesOf is the feature table of a supported release (spec.Version()).
@@ -79,7 +83,7 @@ func FeaturesOf(v string) Features {
 	if v == sunkv1.SlurmVersion2411 {
 		return Features{NewestREST: "v0.0.42"}
 	}
-	return Features{TopologyYAML: true, TopologyStr: true, NewestREST: "v0.0.45", QuiesceTimeout: true}
+	return Features{TopologyYAML: true, TopologyStr: true, NewestREST: "v0.0.45", QuiesceTimeout: true, QuietSlurmdConnect: true}
 }
 
 // Missing names, for the FeaturesAvailable condition, what release v lacks that the newest
