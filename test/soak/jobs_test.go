@@ -16,7 +16,10 @@ import (
 )
 
 // jobStream submits a job every few seconds from the login pod, round robin: a batch job
-// with steps, an array, an interactive srun.
+// with steps, an array, an interactive srun. Their time limits are a few times their length
+// and no more: a job running while slurmctld is SIGKILLed can come back from its state save
+// RUNNING after it ended, and then ends only at its limit (TIMEOUT, in a kill window), which
+// the end of the soak waits for. With 5 minutes that wait was 200 of a run's 530 s.
 func (s *soak) jobStream(ctx context.Context) {
 	tick := time.NewTicker(4 * time.Second)
 	defer tick.Stop()
@@ -32,9 +35,9 @@ func (s *soak) jobStream(ctx context.Context) {
 		switch i % 3 {
 		case 0:
 			n, secs := 1+rand.IntN(3), 5+rand.IntN(20)
-			s.submit(ctx, "batch", fmt.Sprintf("sbatch --parsable -J soak-batch -N%d -t 5 -o /dev/null --wrap 'srun hostname >/dev/null; sleep %d'", n, secs))
+			s.submit(ctx, "batch", fmt.Sprintf("sbatch --parsable -J soak-batch -N%d -t 2 -o /dev/null --wrap 'srun hostname >/dev/null; sleep %d'", n, secs))
 		case 1:
-			s.submit(ctx, "array", fmt.Sprintf("sbatch --parsable -J soak-array --array=0-5%%3 -t 5 -o /dev/null --wrap 'sleep %d'", 3+rand.IntN(10)))
+			s.submit(ctx, "array", fmt.Sprintf("sbatch --parsable -J soak-array --array=0-5%%3 -t 2 -o /dev/null --wrap 'sleep %d'", 3+rand.IntN(10)))
 		case 2:
 			select {
 			case sruns <- struct{}{}:
