@@ -358,10 +358,8 @@ func (s *Syncer) next(ctx context.Context) bool {
 		err = s.sync(ctx, key)
 	}
 	if err != nil {
-		// A retry loop must not flood the log: the first failure and every tenth are errors,
-		// the rest debug; an unreachable Slurm is already reported once by the health change.
 		l := log.FromContext(ctx).WithValues("key", key, "cluster", s.cfg.Cluster, "attempt", s.queue.NumRequeues(key)+1)
-		if n := s.queue.NumRequeues(key); (n == 0 || n%10 == 0) && !errors.Is(err, slurm.ErrUnavailable) {
+		if failureIsError(s.queue.NumRequeues(key), err, ctx.Err() != nil) {
 			l.Error(err, "sync failed; retrying")
 		} else {
 			l.V(1).Info("sync failed; retrying", "error", err.Error())
@@ -371,6 +369,15 @@ func (s *Syncer) next(ctx context.Context) bool {
 	}
 	s.queue.Forget(key)
 	return true
+}
+
+// failureIsError says whether a failed sync, retried requeues times so far, is logged as an
+// error (else debug). A retry loop must not flood the log: the first failure and every tenth
+// are errors. An unreachable Slurm is reported once by the health change, and a write cut
+// short because this syncer stops (its cluster deleted, the process ending) is no failure:
+// e2e runs logged one "context canceled" error per deleted cluster.
+func failureIsError(requeues int, err error, stopping bool) bool {
+	return (requeues == 0 || requeues%10 == 0) && !errors.Is(err, slurm.ErrUnavailable) && !stopping
 }
 
 // sync brings one Slurm node, its compute pod and that pod's Kubernetes node into agreement.
