@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -87,21 +86,14 @@ func (a *JWTAuth) currentKeys() ([][]byte, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if now := a.now(); a.keys == nil || now.Sub(a.readAt) >= keyRecheck {
-		key, err := os.ReadFile(a.file)
-		if err == nil && len(key) == 0 {
-			err = fmt.Errorf("jwt key file %s is empty", a.file)
-		}
+		keys, err := slurm.ReadJWTKeys(a.file, a.file+slurm.FallbackKeySuffix)
 		switch {
 		case err != nil && a.keys == nil:
-			return nil, fmt.Errorf("node watcher: jwt key: %w", err)
+			return nil, fmt.Errorf("node watcher: %w", err)
 		case err != nil:
 			// A Secret volume swaps its files atomically, so this is rare and brief: the keys
 			// read last stay the cluster's until a read succeeds.
 			return a.keys, nil
-		}
-		keys := [][]byte{key}
-		if fb, err := os.ReadFile(a.file + slurm.FallbackKeySuffix); err == nil && len(fb) > 0 {
-			keys = append(keys, fb)
 		}
 		a.keys, a.readAt = keys, now
 	}

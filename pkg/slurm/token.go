@@ -183,28 +183,42 @@ func (s *JWTSource) load() (changed bool, err error) {
 	if s.keyFile == "" {
 		return false, nil
 	}
-	key, err := os.ReadFile(s.keyFile)
+	keys, err := ReadJWTKeys(s.keyFile, s.fallbackFile)
 	if err != nil {
-		return false, fmt.Errorf("slurm: jwt key: %w", err)
-	}
-	if len(key) == 0 {
-		return false, fmt.Errorf("slurm: jwt key file %s is empty", s.keyFile)
-	}
-	keys := [][]byte{key}
-	if s.fallbackFile != "" {
-		fb, err := os.ReadFile(s.fallbackFile)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return false, fmt.Errorf("slurm: fallback jwt key: %w", err)
-		}
-		if len(fb) > 0 {
-			keys = append(keys, fb)
-		}
+		return false, err
 	}
 	if sameKeys(keys, s.keys) {
 		return false, nil
 	}
 	s.keys, s.active = keys, 0
 	return true, nil
+}
+
+// ReadJWTKeys reads the JWT key in file and, when fallback names a file that exists and is not
+// empty, the key that signed before the last rotation (FallbackKeySuffix): the keys a token may
+// be signed with, current first. A missing or empty key, or a fallback that exists but cannot
+// be read, is an error. Every reader of a mounted key (token sources, the node watcher's
+// verifier) reads it here, so that they agree on what a rotation left behind.
+func ReadJWTKeys(file, fallback string) ([][]byte, error) {
+	key, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("slurm: jwt key: %w", err)
+	}
+	if len(key) == 0 {
+		return nil, fmt.Errorf("slurm: jwt key file %s is empty", file)
+	}
+	keys := [][]byte{key}
+	if fallback == "" {
+		return keys, nil
+	}
+	fb, err := os.ReadFile(fallback)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("slurm: fallback jwt key: %w", err)
+	}
+	if len(fb) > 0 {
+		keys = append(keys, fb)
+	}
+	return keys, nil
 }
 
 func sameKeys(a, b [][]byte) bool {

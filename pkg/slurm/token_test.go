@@ -126,3 +126,41 @@ func writeTemp(t *testing.T, content string) string {
 	}
 	return f
 }
+
+func TestReadJWTKeys(t *testing.T) {
+	dir := t.TempDir()
+	key, fb := filepath.Join(dir, "jwt.key"), filepath.Join(dir, "jwt.key"+FallbackKeySuffix)
+	write := func(p, v string) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ReadJWTKeys(key, fb); err == nil {
+		t.Error("a missing key: no error")
+	}
+	write(key, "")
+	if _, err := ReadJWTKeys(key, fb); err == nil {
+		t.Error("an empty key: no error")
+	}
+	write(key, "new")
+	if keys, err := ReadJWTKeys(key, fb); err != nil || len(keys) != 1 || string(keys[0]) != "new" {
+		t.Errorf("no fallback file yet: %q, %v", keys, err)
+	}
+	write(fb, "old")
+	if keys, err := ReadJWTKeys(key, fb); err != nil || len(keys) != 2 || string(keys[0]) != "new" || string(keys[1]) != "old" {
+		t.Errorf("with a fallback: %q, %v, want [new old]", keys, err)
+	}
+	if keys, err := ReadJWTKeys(key, ""); err != nil || len(keys) != 1 {
+		t.Errorf("no fallback asked for: %q, %v", keys, err)
+	}
+	if err := os.Remove(fb); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(fb, 0o700); err != nil { // exists, cannot be read as a file
+		t.Fatal(err)
+	}
+	if _, err := ReadJWTKeys(key, fb); err == nil {
+		t.Error("an unreadable fallback: no error")
+	}
+}
