@@ -46,9 +46,9 @@ func imageOf(sc *sunkv1.SlurmCluster, override sunkv1.Image) string {
 // SUNK_READY_TIMEOUT default (images/slurm/rootfs/usr/local/bin/sunk-ready).
 const ReadyCommandTimeout = 10
 
-// ReadinessPeriod (seconds) is how often kubelet runs sunk-ready in a Slurm container;
-// computeReadinessPeriod in slurmd's (compute.go).
-// computeConnectTimeout (seconds) bounds a TCP probe of slurmd's port.
+// ReadinessPeriod (seconds) is how often kubelet probes a Slurm container;
+// computeReadinessPeriod slurmd's (compute.go, slurmdReadiness), whose TCP probe
+// computeConnectTimeout bounds.
 const (
 	ReadinessPeriod        = 10
 	computeReadinessPeriod = 5
