@@ -196,8 +196,10 @@ func golden(t *testing.T, name, got string) {
 	goldenfile.Check(t, filepath.Join("testdata", name+".golden.yaml"), got, *update, "go test -tags integration ./charts -update")
 }
 
-// checkSchedulerConfig: the scheduler's configuration parses, and names the cluster's slurmrestd
-// and the JWT key that its Deployment mounts from the cluster's Secret (internal/render names).
+// checkSchedulerConfig: the scheduler runs in the release's namespace, not the SlurmCluster's
+// (docs/security.md: its account may patch pods everywhere); its configuration parses, and names
+// the cluster's slurmrestd and the cluster's JWT key Secret, read through the API (internal/render
+// names); it mounts only its own mark key Secret.
 func checkSchedulerConfig(t *testing.T, docs []map[string]any) {
 	var config string
 	mounted := map[string]bool{} // Secrets the Deployment mounts
@@ -205,13 +207,13 @@ func checkSchedulerConfig(t *testing.T, docs []map[string]any) {
 	for _, d := range docs {
 		md := d["metadata"].(map[string]any)
 		switch {
-		case d["kind"] == "Secret" && md["namespace"] == "slurm":
+		case d["kind"] == "Secret" && md["namespace"] == "sunk-system":
 			made[md["name"].(string)] = true
 		case d["kind"] == "ConfigMap" && md["name"] == "sunk-scheduler":
 			config = d["data"].(map[string]any)["config.yaml"].(string)
 		case d["kind"] == "Deployment" && md["name"] == "sunk-scheduler":
-			if md["namespace"] != "slurm" {
-				t.Errorf("the scheduler runs in %v, want the SlurmCluster's namespace slurm", md["namespace"])
+			if md["namespace"] != "sunk-system" {
+				t.Errorf("the scheduler runs in %v, want the release's namespace sunk-system", md["namespace"])
 			}
 			vols := d["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["volumes"].([]any)
 			for _, v := range vols {
@@ -243,11 +245,11 @@ func checkSchedulerConfig(t *testing.T, docs []map[string]any) {
 	if want := "http://" + names.RestAPI + ".slurm.svc:6820"; args["slurmURL"] != want {
 		t.Errorf("slurmURL %v, want %s", args["slurmURL"], want)
 	}
-	if want := "/etc/sunk/jwt/" + render.JWTKeyName; args["jwtKeyFile"] != want {
-		t.Errorf("jwtKeyFile %v, want %s", args["jwtKeyFile"], want)
+	if args["jwtKeySecret"] != names.JWTSecret || args["jwtKeyFile"] != nil || args["namespace"] != "slurm" {
+		t.Errorf("jwtKeySecret %v (jwtKeyFile %v) in namespace %v, want %s in slurm", args["jwtKeySecret"], args["jwtKeyFile"], args["namespace"], names.JWTSecret)
 	}
-	if !mounted[names.JWTSecret] {
-		t.Errorf("the Deployment mounts Secrets %v, want %s among them", mounted, names.JWTSecret)
+	if len(mounted) != 1 {
+		t.Errorf("the Deployment mounts Secrets %v, want only its job mark key", mounted)
 	}
 	if args["markKeyFile"] != "/etc/sunk/mark/mark.key" || !mounted["sunk-scheduler-job-mark"] || !made["sunk-scheduler-job-mark"] {
 		t.Errorf("job mark key: markKeyFile %v, mounted %v, made %v; want sunk-scheduler-job-mark made, mounted and named", args["markKeyFile"], mounted, made)

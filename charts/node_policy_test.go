@@ -62,7 +62,7 @@ func TestNodeWritePolicy(t *testing.T) {
 	// which this environment lacks; an expression that fails to compile fails every write
 	// below instead (failurePolicy Fail), the allowed ones included.
 	syncer := impersonate(t, cfg, "sunk-system", "sunk-syncer")
-	scheduler := impersonate(t, cfg, "slurm", "sunk-scheduler")
+	scheduler := impersonate(t, cfg, "sunk-system", "sunk-scheduler")
 	patch := func(cs kubernetes.Interface, subresource, body string) error {
 		var sub []string
 		if subresource != "" {

@@ -88,6 +88,26 @@ func TestRBACAllowList(t *testing.T) {
 	}
 }
 
+// TestNoClusterGrantBesideTheCluster: with the scheduler enabled for SlurmCluster slurm/c1, no
+// ServiceAccount in the namespace slurm holds a cluster-wide grant. Whoever may create pods in
+// a namespace may run them as any of its accounts, and the Slurm cluster's namespace is written
+// by the people who run Slurm, not only by the platform's admins (docs/security.md).
+func TestNoClusterGrantBesideTheCluster(t *testing.T) {
+	out, err := helm(t, rbacRenders[1]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := grantsOf(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gs {
+		if strings.HasPrefix(g.subject, "slurm/") && g.scope == "cluster" {
+			t.Errorf("%s, in the SlurmCluster's namespace, holds %s %s cluster-wide", g.subject, g.verb, g.resource)
+		}
+	}
+}
+
 // grantsOf expands the bindings of one render into grants.
 func grantsOf(manifests string) ([]grant, error) {
 	clusterRoles := map[string][]rbacv1.PolicyRule{}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Ports of the Slurm daemons.
@@ -53,11 +53,9 @@ const (
 	AuthKeyName = "slurm.key"
 	// AuthRingName is auth/slurm's key ring (Slurm 24.05+), which replaces slurm.key when
 	// present; a rotation of the auth key keeps it in the auth Secret (AuthRing).
-	AuthRingName = "slurm.jwks"
-	JWTKeyName   = "jwt.key"
-	// JWTPreviousKeyName holds the JWT key a rotation replaces, until slurmctld has loaded the
-	// new one (docs/security.md, "Rotating keys"): sunk's clients fall back to it meanwhile.
-	JWTPreviousKeyName = JWTKeyName + slurm.FallbackKeySuffix
+	AuthRingName       = "slurm.jwks"
+	JWTKeyName         = wellknown.SecretJWTKey
+	JWTPreviousKeyName = wellknown.SecretJWTPreviousKey
 	SlurmdbdConfKey    = "slurmdbd.conf"
 	DBPasswordKey      = "password"
 )

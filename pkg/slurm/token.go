@@ -48,13 +48,12 @@ func (s StaticToken) Token(context.Context) (string, string, error) {
 // that sees a token refused for its key calls Rejected and retries once with the other key, so
 // that no component fails closed until it is restarted.
 type JWTSource struct {
-	user         string
-	given        [][]byte // in-memory keys: current, fallback
-	keyFile      string
-	fallbackFile string
-	lifetime     time.Duration
-	margin       time.Duration
-	now          func() time.Time
+	user     string
+	given    [][]byte // in-memory keys: current, fallback
+	read     KeyReader
+	lifetime time.Duration
+	margin   time.Duration
+	now      func() time.Time
 
 	mu     sync.Mutex
 	keys   [][]byte // the keys minted with: current first
@@ -91,7 +90,7 @@ func NewJWTSource(user string, key []byte, opts ...JWTOption) (*JWTSource, error
 	if len(key) == 0 {
 		return nil, errors.New("slurm: empty jwt key")
 	}
-	return newJWT(user, [][]byte{append([]byte(nil), key...)}, "", opts)
+	return newJWT(user, [][]byte{append([]byte(nil), key...)}, nil, opts)
 }
 
 // FallbackKeySuffix names the fallback of a key file: the file beside it with this suffix
@@ -105,23 +104,32 @@ func NewJWTSourceFromFile(user, file string, opts ...JWTOption) (*JWTSource, err
 	if _, err := os.Stat(file); err != nil {
 		return nil, fmt.Errorf("slurm: jwt key: %w", err)
 	}
-	s, err := newJWT(user, nil, file, opts)
-	if err != nil {
-		return nil, err
-	}
-	s.fallbackFile = file + FallbackKeySuffix
-	return s, nil
+	return newJWT(user, nil, func() ([][]byte, error) { return ReadJWTKeys(file, file+FallbackKeySuffix) }, opts)
 }
 
-func newJWT(user string, keys [][]byte, file string, opts []JWTOption) (*JWTSource, error) {
+// A KeyReader returns the JWT keys a token may be signed with, current first (the key that
+// signed before a rotation after it), or why they cannot be read: never no keys and no error.
+type KeyReader func() ([][]byte, error)
+
+// NewJWTSourceFromReader mints tokens for user from the keys read returns, asked again at each
+// refresh and when a token is rejected, as NewJWTSourceFromFile reads its files: for keys kept
+// elsewhere than in files (sunk-scheduler reads the cluster's JWT key Secret through the API).
+func NewJWTSourceFromReader(user string, read KeyReader, opts ...JWTOption) (*JWTSource, error) {
+	if read == nil {
+		return nil, errors.New("slurm: jwt token source needs a key reader")
+	}
+	return newJWT(user, nil, read, opts)
+}
+
+func newJWT(user string, keys [][]byte, read KeyReader, opts []JWTOption) (*JWTSource, error) {
 	if user == "" {
 		return nil, errors.New("slurm: jwt token source needs a user name")
 	}
-	s := &JWTSource{user: user, given: keys, keyFile: file, lifetime: 30 * time.Minute, now: time.Now}
+	s := &JWTSource{user: user, given: keys, read: read, lifetime: 30 * time.Minute, now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
-	if s.keyFile == "" {
+	if s.read == nil {
 		s.keys = s.given
 	}
 	if s.lifetime < time.Minute {
@@ -178,14 +186,18 @@ func (s *JWTSource) Rejected(token string) bool {
 	return false
 }
 
-// load reads the key files, if any; when they changed, minting starts again with the current key.
+// load reads the keys, if they are not in memory; when they changed, minting starts again with
+// the current key.
 func (s *JWTSource) load() (changed bool, err error) {
-	if s.keyFile == "" {
+	if s.read == nil {
 		return false, nil
 	}
-	keys, err := ReadJWTKeys(s.keyFile, s.fallbackFile)
+	keys, err := s.read()
 	if err != nil {
 		return false, err
+	}
+	if len(keys) == 0 || len(keys[0]) == 0 {
+		return false, errors.New("slurm: jwt key reader returned no key")
 	}
 	if sameKeys(keys, s.keys) {
 		return false, nil

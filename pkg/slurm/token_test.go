@@ -2,8 +2,10 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,12 +106,62 @@ func TestTokenSourceErrors(t *testing.T) {
 	}
 }
 
-func TestTokenErrorIsUnauthorized(t *testing.T) {
-	s, err := NewJWTSourceFromFile("root", writeTemp(t, "k"))
+// TestJWTSourceFromReader: a reader's keys are asked again at a rejection, a rotation it shows
+// is picked up, the fallback it returns is tried, and a reader that fails (or returns nothing)
+// fails the token, never a token of no key.
+func TestJWTSourceFromReader(t *testing.T) {
+	if _, err := NewJWTSourceFromReader("u", nil); err == nil {
+		t.Error("nil reader accepted")
+	}
+	keys, readErr := [][]byte{[]byte("old")}, error(nil)
+	s, err := NewJWTSourceFromReader("u", func() ([][]byte, error) { return keys, readErr })
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = os.Remove(s.keyFile)
+	ctx := context.Background()
+	_, tok, err := s.Token(ctx)
+	if err != nil || !signedBy(tok, "old") {
+		t.Fatalf("first token: %v", err)
+	}
+	// A rotation: the reader now has the new key and the old one as fallback.
+	keys = [][]byte{[]byte("new"), []byte("old")}
+	if !s.Rejected(tok) {
+		t.Fatal("a changed key set is not worth a retry")
+	}
+	if _, tok, _ = s.Token(ctx); !signedBy(tok, "new") {
+		t.Fatal("not minted with the new key")
+	}
+	if !s.Rejected(tok) {
+		t.Fatal("the fallback is not tried")
+	}
+	if _, tok, _ = s.Token(ctx); !signedBy(tok, "old") {
+		t.Fatal("not minted with the fallback")
+	}
+	readErr = errors.New("secret gone")
+	if s.Rejected(tok) {
+		t.Error("a failed read is worth a retry")
+	}
+	if _, _, err := s.Token(ctx); err == nil || !strings.Contains(err.Error(), "secret gone") {
+		t.Errorf("a failed read: %v", err)
+	}
+	keys, readErr = nil, nil
+	if _, _, err := s.Token(ctx); err == nil {
+		t.Error("no keys and no error minted a token")
+	}
+}
+
+func signedBy(tok, key string) bool {
+	_, err := jwt.Parse(tok, func(*jwt.Token) (any, error) { return []byte(key), nil })
+	return err == nil
+}
+
+func TestTokenErrorIsUnauthorized(t *testing.T) {
+	file := writeTemp(t, "k")
+	s, err := NewJWTSourceFromFile("root", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(file)
 	c, err := New(Config{URL: "http://127.0.0.1:1", Tokens: s})
 	if err != nil {
 		t.Fatal(err)

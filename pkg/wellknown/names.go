@@ -7,6 +7,16 @@ package wellknown
 
 import "strings"
 
+// Keys of a SlurmCluster's JWT key Secret (<cluster>-jwt-key), which the operator writes and
+// the operator, the syncer and sunk-scheduler read.
+const (
+	SecretJWTKey = "jwt.key"
+	// SecretJWTPreviousKey holds the JWT key a rotation replaces, until slurmctld has loaded
+	// the new one (docs/security.md, "Rotating keys"): sunk's clients fall back to it meanwhile.
+	// A reader of the mounted Secret finds it beside jwt.key by slurm.FallbackKeySuffix.
+	SecretJWTPreviousKey = SecretJWTKey + ".previous"
+)
+
 // Labels of every object a SlurmCluster owns.
 const (
 	// LabelCluster names the SlurmCluster an object belongs to (also on Kubernetes nodes that

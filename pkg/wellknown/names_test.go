@@ -1,6 +1,18 @@
 package wellknown
 
-import "testing"
+import (
+	"testing"
+
+	"sunk.dev/sunk/pkg/slurm"
+)
+
+// TestJWTSecretKeys: a component that mounts the JWT Secret finds the previous key where
+// slurm.NewJWTSourceFromFile looks for its fallback.
+func TestJWTSecretKeys(t *testing.T) {
+	if SecretJWTPreviousKey != SecretJWTKey+slurm.FallbackKeySuffix {
+		t.Errorf("the previous key %q is not the file beside %q that slurm reads (%q)", SecretJWTPreviousKey, SecretJWTKey, slurm.FallbackKeySuffix)
+	}
+}
 
 func TestDrainOwner(t *testing.T) {
 	for _, c := range []struct {

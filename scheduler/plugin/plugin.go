@@ -40,8 +40,13 @@ type Args struct {
 	APIVersion string `json:"apiVersion,omitempty"`
 	// SlurmUser the JWTs name (default "slurm").
 	SlurmUser string `json:"slurmUser,omitempty"`
-	// JWTKeyFile holds the cluster's HS256 JWT key (the SlurmCluster's jwt key Secret).
-	JWTKeyFile string `json:"jwtKeyFile"`
+	// JWTKeySecret names the SlurmCluster's JWT key Secret (<cluster>-jwt-key) in Namespace,
+	// read through the API (a Role on that one Secret): the scheduler runs in a namespace of
+	// its own. Exactly one of JWTKeySecret and JWTKeyFile is set.
+	JWTKeySecret string `json:"jwtKeySecret,omitempty"`
+	// JWTKeyFile holds the cluster's HS256 JWT key (jwt.key, with jwt.key.previous beside it
+	// during a rotation), for a scheduler that has the key as a file.
+	JWTKeyFile string `json:"jwtKeyFile,omitempty"`
 	// MarkKeyFile holds the key (at least 32 bytes) of the marks on placeholder job comments
 	// (trust.go): only jobs with a mark made with it are the scheduler's. It must outlive
 	// restarts and upgrades, or running placeholder jobs are no longer recognised.
@@ -141,8 +146,8 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
 		return nil, fmt.Errorf("%s args: %w", Name, err)
 	}
-	if args.SlurmURL == "" || args.JWTKeyFile == "" || args.MarkKeyFile == "" || args.Cluster == "" || args.Namespace == "" {
-		return nil, fmt.Errorf("%s args: slurmURL, jwtKeyFile, markKeyFile, cluster and namespace are required", Name)
+	if err := args.validate(); err != nil {
+		return nil, err
 	}
 	if args.SlurmUser == "" {
 		args.SlurmUser = "slurm"
@@ -161,7 +166,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err != nil {
 		return nil, err
 	}
-	tokens, err := slurm.NewJWTSourceFromFile(args.SlurmUser, args.JWTKeyFile)
+	tokens, err := jwtTokens(ctx, h.ClientSet(), args)
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +190,21 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	policy := newClusterInformer(dyn, args.Namespace, args.Cluster, func() { p.policyChanged() })
 	p = newPlugin(ctx, h, args, c, nodes, mark, policy)
 	return p, nil
+}
+
+// validate names the first arg that is missing or contradicts another.
+func (a Args) validate() error {
+	for _, r := range []struct{ name, value string }{
+		{"slurmURL", a.SlurmURL}, {"markKeyFile", a.MarkKeyFile}, {"cluster", a.Cluster}, {"namespace", a.Namespace},
+	} {
+		if r.value == "" {
+			return fmt.Errorf("%s args: %s is required", Name, r.name)
+		}
+	}
+	if (a.JWTKeySecret == "") == (a.JWTKeyFile == "") {
+		return fmt.Errorf("%s args: set exactly one of jwtKeySecret (%q) and jwtKeyFile (%q)", Name, a.JWTKeySecret, a.JWTKeyFile)
+	}
+	return nil
 }
 
 func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Client, nodes *slurm.Informer[string, slurm.Node], mark marker, policy policySource) *Plugin {

@@ -63,7 +63,7 @@ schedulerPolicy:
 		t.Fatalf("slurmctld's preemption: %q", out)
 	}
 
-	// The scheduler is enabled once the cluster exists (it mounts the cluster's JWT key Secret):
+	// The scheduler is enabled once the cluster exists (it reads the cluster's JWT key Secret):
 	// a helm upgrade of sunk, as a user would do it.
 	start := time.Now()
 	if _, err := h.helm(t, "upgrade", h.sunkRelease, "charts/sunk", "-n", h.sunkNS, "--reuse-values", "--wait", "--timeout", "3m",
@@ -252,12 +252,13 @@ func (h *helmEnv) tenancyHolds(t *testing.T, login, job string) {
 func (h *helmEnv) schedulerLogs(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	pods, err := h.Clientset.CoreV1().Pods(h.ns).List(ctx, metav1.ListOptions{
+	// In sunk's namespace, not the SlurmCluster's (docs/security.md).
+	pods, err := h.Clientset.CoreV1().Pods(h.sunkNS).List(ctx, metav1.ListOptions{
 		LabelSelector: "app.kubernetes.io/component=scheduler,app.kubernetes.io/instance=" + h.sunkRelease})
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("the scheduler's pod: %v %d", err, len(pods.Items))
 	}
-	logs, err := h.Clientset.CoreV1().Pods(h.ns).GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	logs, err := h.Clientset.CoreV1().Pods(h.sunkNS).GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -232,7 +232,7 @@ percentageOfNodesToScore: 100
 leaderElection:
   leaderElect: {{ $v.leaderElection }}
   resourceLock: leases
-  resourceNamespace: {{ .ns }}
+  resourceNamespace: {{ .own }}
   resourceName: {{ .name }}
 profiles:
   - schedulerName: sunk-scheduler
@@ -252,7 +252,7 @@ profiles:
           {{- if $v.nodeWatcher }}
           nodeWatcherURL: http://{{ $v.cluster.name }}-nodewatch.{{ .ns }}.svc:6830
           {{- end }}
-          jwtKeyFile: /etc/sunk/jwt/jwt.key
+          jwtKeySecret: {{ $v.cluster.name }}-jwt-key
           markKeyFile: /etc/sunk/mark/mark.key
           slurmUser: {{ $v.slurmUser }}
           cluster: {{ $v.cluster.name }}
