@@ -78,7 +78,7 @@ func RenderConfig(sc *sunkv1.SlurmCluster, in ConfigInputs) (*Config, error) {
 		gresNodeConfName: gresNodeConf,
 	}
 	if sc.Spec.JobSubmitLua != "" {
-		files["job_submit.lua"] = sc.Spec.JobSubmitLua
+		files["job_submit.lua"] = JobSubmitLua(sc.Spec.JobSubmitLua)
 	}
 	if sc.Spec.Topology != nil {
 		topo, err := topologyOrEmpty(sc, in)

@@ -10,6 +10,8 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 	luaparse "github.com/yuin/gopher-lua/parse"
+
+	"sunk.dev/sunk/internal/render"
 )
 
 // luaRunTimeout bounds a job_submit.lua's top-level code at admission: slurmctld runs it at
@@ -29,13 +31,13 @@ func wallClockBudget() (context.Context, context.CancelFunc) {
 var requiredLuaFunctions = []string{"slurm_job_submit", "slurm_job_modify"}
 
 // ValidateJobSubmitLua checks a job_submit.lua as slurmctld would load it: it parses with a
-// Lua 5.1 parser (Debian's Slurm links liblua5.1), its top-level code runs to the end within
-// a second (of CPU, in the sandbox process) against a stub of the `slurm` table, and it
-// defines both functions Slurm requires.
-// The sandbox opens no io, os or package library: the script cannot reach this process's
-// files or environment, and a script that needs them at load time is refused. After
-// ServeLuaSandbox the check runs in a child process with bounded memory and CPU
-// (luaprocess.go).
+// Lua 5.1 parser (Debian's Slurm links liblua5.1), and the file sunk renders for it
+// (render.JobSubmitLua: the script in a sandbox without io, os but its clocks, package,
+// debug, load or getfenv) runs to the end within a second (of CPU, in the sandbox process)
+// against a stub of the `slurm` table, and leaves both functions Slurm requires defined.
+// Since the sandbox is the one slurmctld runs the script in, a script that reaches for what
+// it lacks fails here as it would fail there. After ServeLuaSandbox the check runs in a child
+// process with bounded memory and CPU (luaprocess.go).
 func ValidateJobSubmitLua(src string) error { return validateLua(src) }
 
 // luaMaxRep bounds string.rep's result in the sandbox: one call would otherwise allocate
@@ -47,18 +49,48 @@ func validateLuaHere(src string, budget func() (context.Context, context.CancelF
 	if _, err := luaparse.Parse(strings.NewReader(src), "job_submit.lua"); err != nil {
 		return fmt.Errorf("job_submit.lua does not parse: %s", strings.TrimSpace(err.Error()))
 	}
-	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 256, RegistrySize: 1024, RegistryMaxSize: 64 * 1024})
+	L := slurmctldLua()
 	defer L.Close()
+	ctx, cancel := budget()
+	defer cancel()
+	L.SetContext(ctx)
+	if err := L.DoString(render.JobSubmitLua(src)); err != nil {
+		if ctx.Err() != nil {
+			return errors.New(luaTooLong)
+		}
+		return fmt.Errorf("job_submit.lua's top-level code fails, so slurmctld would not start: %s (the script runs without io, os but its clocks, require, load or getfenv)", firstLine(err.Error()))
+	}
+	for _, fn := range requiredLuaFunctions {
+		if L.GetGlobal(fn).Type() != lua.LTFunction {
+			return fmt.Errorf("job_submit.lua defines no function %s: Slurm requires both %s, or slurmctld does not start", fn, strings.Join(requiredLuaFunctions, " and "))
+		}
+	}
+	return nil
+}
+
+// slurmctldLua is a Lua state with the globals render.JobSubmitLua's wrapper uses, as in
+// slurmctld, but for io, os's other functions and package, which neither the wrapper nor the
+// script may use: should the sandbox leak, this process's files and commands stay out of reach.
+func slurmctldLua() *lua.LState {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 256, RegistrySize: 1024, RegistryMaxSize: 64 * 1024})
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
-	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString},
+		{lua.MathLibName, lua.OpenMath}, {lua.CoroutineLibName, lua.OpenCoroutine}, {lua.OsLibName, lua.OpenOs}} {
 		L.Push(L.NewFunction(lib.open))
 		L.Push(lua.LString(lib.name))
 		L.Call(1, 0)
 	}
-	for _, unsafe := range []string{"dofile", "loadfile", "load", "loadstring", "require", "module"} {
+	for _, unsafe := range []string{"dofile", "loadfile", "require", "module"} {
 		L.SetGlobal(unsafe, lua.LNil)
+	}
+	if full, ok := L.GetGlobal(lua.OsLibName).(*lua.LTable); ok {
+		clocks := L.NewTable()
+		for _, name := range []string{"time", "clock", "date", "difftime"} {
+			clocks.RawSetString(name, full.RawGetString(name))
+		}
+		L.SetGlobal(lua.OsLibName, clocks)
 	}
 	if str, ok := L.GetGlobal(lua.StringLibName).(*lua.LTable); ok {
 		rep := str.RawGetString("rep")
@@ -72,21 +104,7 @@ func validateLuaHere(src string, budget func() (context.Context, context.CancelF
 		}))
 	}
 	L.SetGlobal("slurm", slurmStub(L))
-	ctx, cancel := budget()
-	defer cancel()
-	L.SetContext(ctx)
-	if err := L.DoString(src); err != nil {
-		if ctx.Err() != nil {
-			return errors.New(luaTooLong)
-		}
-		return fmt.Errorf("job_submit.lua's top-level code fails, so slurmctld would not start: %s (at admission io, os and require are not available)", firstLine(err.Error()))
-	}
-	for _, fn := range requiredLuaFunctions {
-		if L.GetGlobal(fn).Type() != lua.LTFunction {
-			return fmt.Errorf("job_submit.lua defines no function %s: Slurm requires both %s, or slurmctld does not start", fn, strings.Join(requiredLuaFunctions, " and "))
-		}
-	}
-	return nil
+	return L
 }
 
 // slurmStub is the `slurm` table a script sees at load time. Slurm fills it with functions

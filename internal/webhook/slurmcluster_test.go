@@ -36,6 +36,10 @@ func TestValidateSpec(t *testing.T) {
 		{name: "lua whose top level fails", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "undefined_function()\n"}, wantErr: "top-level code fails"},
 		{name: "lua that loops at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "while true do end\n"}, wantErr: "did not finish"},
 		{name: "lua may not read files at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local f = io.open('/etc/passwd')\n"}, wantErr: "top-level code fails"},
+		{name: "lua may not reach slurmctld's globals at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local g = getfenv(0)\n"}, wantErr: "jobSubmitLua:3: attempt to call a non-function object"},
+		{name: "lua may not load code at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "loadstring('x = 1')()\n"}, wantErr: "top-level code fails"},
+		{name: "lua may not run commands at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "os.execute('true')\n"}, wantErr: "top-level code fails"},
+		{name: "lua reads the clock at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local started = os.time()\n"}},
 		{name: "lua that builds a huge string in one call", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local s = string.rep('x', 2^40)\n"}, wantErr: "string.rep"},
 		{name: "lua that builds a huge string in one method call", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local s = ('xy'):rep(2^62)\n"}, wantErr: "string.rep"},
 		// A script that fills memory is refused by the sandbox's heap limit or, where the

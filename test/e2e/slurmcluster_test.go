@@ -336,10 +336,25 @@ func (e *operatorEnv) podOf(t *testing.T, cluster, component string) corev1.Pod 
 	return running
 }
 
-// TestSlurmClusterOnTheLocalCluster applies a SlurmCluster with managed accounting and a
-// prolog, and checks it from a user's seat: sinfo and scontrol ping answer in the login
-// pod, a job runs after the prolog and shows in sacct, and a new partition reaches
-// slurmctld without restarting it.
+// sandboxProbeLua refuses a job named lua-sandbox, telling the submitter which of slurmctld's
+// powers the script reached when Slurm called it (render.JobSubmitLua's sandbox: none).
+const sandboxProbeLua = `function slurm_job_submit(job_desc, part_list, submit_uid)
+  if job_desc.name ~= "lua-sandbox" then return slurm.SUCCESS end
+  local reached = {}
+  for _, name in ipairs({"io", "require", "debug", "package", "loadstring", "getfenv", "dofile"}) do
+    if _G[name] ~= nil then reached[#reached + 1] = name end
+  end
+  if os.execute ~= nil or os.getenv ~= nil then reached[#reached + 1] = "os" end
+  slurm.log_user("lua sandbox reached [%s], clock %s", table.concat(reached, ","), type(os.time()))
+  return slurm.ERROR
+end
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid) return slurm.SUCCESS end
+`
+
+// TestSlurmClusterOnTheLocalCluster applies a SlurmCluster with managed accounting, a
+// prolog and a job_submit.lua, and checks it from a user's seat: sinfo and scontrol ping
+// answer in the login pod, the Lua script runs in its sandbox in slurmctld, a job runs after
+// the prolog and shows in sacct, and a new partition reaches slurmctld without restarting it.
 func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 	e := startOperator(t)
 	ctx := context.Background()
@@ -357,6 +372,7 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 			Partitions:      []sunkv1.PartitionSpec{{Name: "main", Default: true}},
 			Prolog: []sunkv1.Script{{Name: "marker", ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: "site-scripts"}, Key: "marker.sh"}}},
+			JobSubmitLua: sandboxProbeLua,
 		},
 	}
 	e.createReady(t, sc)
@@ -365,6 +381,12 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 	out, err := e.sh(t, login, "login", "scontrol ping && sinfo")
 	if err != nil || !strings.Contains(out, "is UP") || !strings.Contains(out, "main*") {
 		t.Fatalf("scontrol ping && sinfo in the login pod: %v\n%s", err, out)
+	}
+	// As a plain user: the script, which slurmctld runs beside the cluster's keys, reaches
+	// neither files nor commands nor slurmctld's globals; Slurm refuses the job as it says.
+	out, _ = e.sh(t, login, "login", "cd /tmp && runuser -u nobody -- sbatch -J lua-sandbox --wrap true 2>&1")
+	if !strings.Contains(out, "lua sandbox reached [], clock number") {
+		t.Fatalf("job_submit.lua's sandbox in slurmctld: sbatch said\n%s", out)
 	}
 
 	// A compute node joins through a one-node NodeSet and runs a job.
