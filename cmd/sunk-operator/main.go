@@ -26,6 +26,7 @@ func main() {
 	// First: this binary is also the admission's Lua sandbox, re-executed (internal/webhook).
 	sunkwebhook.ServeLuaSandbox()
 	var metricsAddr, probeAddr, clusterDomain, certDir, allowedUnsafe, watchNamespaces, slurmImages string
+	var authorUsers, authorGroups, authorImages string
 	var leaderElect, webhooks, slurmConfigCheck bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -37,14 +38,17 @@ func main() {
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose SlurmClusters and NodeSets this operator manages; empty: all")
 	flag.BoolVar(&slurmConfigCheck, "slurm-config-check", false, "have Slurm's own parser check each new configuration in a pod of the cluster's image before applying it")
 	flag.StringVar(&slurmImages, "slurm-images", slurmversion.DefaultImagesFlag, "the Slurm image of each release, RELEASE=IMAGE[,...]: what SlurmClusters and NodeSets without an image of their own run")
+	flag.StringVar(&authorUsers, "privileged-author-users", "", "comma-separated Kubernetes users who may set the SlurmCluster and NodeSet fields that give root on compute hosts (images, prolog, epilog, jobSubmitLua, services, sidecars, hostPath volumes)")
+	flag.StringVar(&authorGroups, "privileged-author-groups", sunkwebhook.DefaultPrivilegedGroup, "comma-separated Kubernetes groups whose members may set those fields")
+	flag.StringVar(&authorImages, "author-images", "", "comma-separated image patterns (path.Match) any author may name, beside the --slurm-images")
 	log := cmdutil.ParseFlags()
 	images, err := slurmversion.ParseImages(slurmImages)
 	cmdutil.Must(err)
-	admission := sunkwebhook.Options{}
-	for _, k := range strings.Split(allowedUnsafe, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			admission.AllowedUnsafeConfKeys = append(admission.AllowedUnsafeConfKeys, k)
-		}
+	admission := sunkwebhook.Options{AllowedUnsafeConfKeys: commaList(allowedUnsafe), Authors: sunkwebhook.Authors{
+		Users: commaList(authorUsers), Groups: commaList(authorGroups), Images: commaList(authorImages)}}
+	// The releases' own images are the installer's choice already.
+	for _, ref := range images {
+		admission.Authors.Images = append(admission.Authors.Images, ref)
 	}
 
 	scheme := cmdutil.Scheme()
@@ -84,7 +88,7 @@ func main() {
 	}).SetupWithManager(mgr))
 	if webhooks {
 		cmdutil.Must(sunkwebhook.SetupSlurmClusterWebhook(mgr, admission))
-		cmdutil.Must(sunkwebhook.SetupNodeSetWebhook(mgr))
+		cmdutil.Must(sunkwebhook.SetupNodeSetWebhook(mgr, admission))
 	}
 	cmdutil.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	cmdutil.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))
@@ -97,4 +101,15 @@ func main() {
 		log.Error(err, "manager stopped")
 		os.Exit(1)
 	}
+}
+
+// commaList is a flag's comma-separated values, trimmed, without empty ones.
+func commaList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -21,12 +21,18 @@ import (
 
 // SetupNodeSetWebhook registers the NodeSet check with the manager's webhook server: it rejects
 // NodeSets whose node line or environment would break or take over their slurmd.
-func SetupNodeSetWebhook(mgr ctrl.Manager) error {
-	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.NodeSet{}).WithValidator(validator[*sunkv1.NodeSet](validateNodeSet)).Complete()
+func SetupNodeSetWebhook(mgr ctrl.Manager, opts Options) error {
+	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.NodeSet{}).WithValidator(validator[*sunkv1.NodeSet](opts.validateNodeSet)).Complete()
 }
 
-func validateNodeSet(_ context.Context, ns *sunkv1.NodeSet) (admission.Warnings, error) {
-	if errs := ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec")); len(errs) > 0 {
+func (o Options) validateNodeSet(ctx context.Context, old, ns *sunkv1.NodeSet) (admission.Warnings, error) {
+	errs := ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec"))
+	var oldSpec *sunkv1.NodeSetSpec
+	if old != nil {
+		oldSpec = &old.Spec
+	}
+	errs = append(errs, o.Authors.checkAuthor(ctx, "NodeSet", nodeSetRootPowers(oldSpec, &ns.Spec, o.Authors))...)
+	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("NodeSet").GroupKind(), ns.Name, errs)
 	}
 	return nodeSetWarnings(&ns.Spec), nil

@@ -24,6 +24,9 @@ type Options struct {
 	// --allowed-unsafe-conf-keys, the sunk chart's operator.allowedUnsafeConfKeys: set by
 	// whoever installs the operator, not by the authors of SlurmClusters. Empty: none.
 	AllowedUnsafeConfKeys []string
+	// Authors may write the fields that give root on compute hosts (authors.go): the
+	// operator's flags --privileged-authors-*, the sunk chart's operator.privilegedAuthors.
+	Authors Authors
 }
 
 // allowsUnsafe says whether a SlurmCluster may take over the key.

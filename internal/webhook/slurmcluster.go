@@ -29,9 +29,14 @@ import (
 
 // SetupSlurmClusterWebhook registers the SlurmCluster check with the manager's webhook server.
 func SetupSlurmClusterWebhook(mgr ctrl.Manager, opts Options) error {
-	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.SlurmCluster{}).WithValidator(validator[*sunkv1.SlurmCluster](func(ctx context.Context, sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
+	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.SlurmCluster{}).WithValidator(validator[*sunkv1.SlurmCluster](func(ctx context.Context, old, sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
 		errs, warnings := opts.ValidateSpec(&sc.Spec, field.NewPath("spec"))
 		errs = append(errs, validateConfigMapScripts(ctx, mgr.GetAPIReader(), sc, field.NewPath("spec"))...)
+		var oldSpec *sunkv1.SlurmClusterSpec
+		if old != nil {
+			oldSpec = &old.Spec
+		}
+		errs = append(errs, opts.Authors.checkAuthor(ctx, "SlurmCluster", clusterRootPowers(oldSpec, &sc.Spec, opts.Authors))...)
 		if len(errs) > 0 {
 			return warnings, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("SlurmCluster").GroupKind(), sc.Name, errs)
 		}
@@ -41,11 +46,13 @@ func SetupSlurmClusterWebhook(mgr ctrl.Manager, opts Options) error {
 }
 
 // validator is an admission.Validator that checks created and updated objects with one
-// function; deletions always pass.
-type validator[T runtime.Object] func(context.Context, T) (admission.Warnings, error)
+// function, given the object before an update (the zero value, nil, at a creation); deletions
+// always pass.
+type validator[T runtime.Object] func(ctx context.Context, old, o T) (admission.Warnings, error)
 
 func (v validator[T]) ValidateCreate(ctx context.Context, o T) (admission.Warnings, error) {
-	return v(ctx, o)
+	var none T
+	return v(ctx, none, o)
 }
 
 // ValidateUpdate checks an update that changes the spec. One that leaves it as it is (the
@@ -60,7 +67,7 @@ func (v validator[T]) ValidateUpdate(ctx context.Context, old, o T) (admission.W
 	if sameSpec(old, o) {
 		return nil, nil
 	}
-	return v(ctx, o)
+	return v(ctx, old, o)
 }
 
 // sameSpec says whether an update leaves the spec of a SlurmCluster or NodeSet as it was.

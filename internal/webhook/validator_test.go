@@ -14,7 +14,7 @@ import (
 // An update that leaves a spec as it was, or of an object being deleted, passes even when the
 // spec fails today's rules: the operator must still be able to remove its finalizer.
 func TestValidateUpdateOnlyChangedSpecs(t *testing.T) {
-	v := validator[*sunkv1.SlurmCluster](func(_ context.Context, sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
+	v := validator[*sunkv1.SlurmCluster](func(_ context.Context, _, sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
 		errs, w := ValidateSpec(&sc.Spec, field.NewPath("spec"))
 		return w, errs.ToAggregate()
 	})

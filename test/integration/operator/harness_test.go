@@ -94,7 +94,8 @@ func startAPI(t *testing.T) *envtest.Environment {
 // admissionOptions are the operator's admission settings in these tests: the admin lets
 // SlurmClusters take over SlurmctldPort (TestConfigChangeReconfiguresWithoutRestart), and no
 // other key sunk keeps.
-var admissionOptions = sunkwebhook.Options{AllowedUnsafeConfKeys: []string{"SlurmctldPort"}}
+var admissionOptions = sunkwebhook.Options{AllowedUnsafeConfKeys: []string{"SlurmctldPort"},
+	Authors: sunkwebhook.Authors{Groups: []string{sunkwebhook.DefaultPrivilegedGroup}, Images: []string{"sunk.dev/slurm:*"}}}
 
 // startOperator runs the operator's controllers and webhook against env, and creates the
 // test's namespace; options change the SlurmCluster reconciler before it starts.
@@ -156,7 +157,7 @@ func startOperator(t *testing.T, env *envtest.Environment, options ...func(*slur
 	if err := sunkwebhook.SetupSlurmClusterWebhook(mgr, admissionOptions); err != nil {
 		t.Fatal(err)
 	}
-	if err := sunkwebhook.SetupNodeSetWebhook(mgr); err != nil {
+	if err := sunkwebhook.SetupNodeSetWebhook(mgr, admissionOptions); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
