@@ -39,6 +39,7 @@ const (
 	NodeWatchJWTDir = "/etc/sunk/nodewatch" // the JWT keys the node watcher checks tokens with
 	SlurmdbdConfDir = "/etc/sunk/slurmdbd"
 	SSHKeysDir      = "/etc/sunk/ssh"
+	SSHHostKeysDir  = "/etc/sunk/ssh-host" // the operator's host key Secret (Names.SSHHostKeySecret)
 	SSSDConfDir     = "/etc/sunk/sssd"
 	S6ServicesDir   = "/etc/sunk/s6"
 	StateSaveDir    = "/var/spool/slurmctld"
@@ -57,6 +58,10 @@ const (
 	JWTKeyName         = wellknown.SecretJWTKey
 	JWTPreviousKeyName = wellknown.SecretJWTPreviousKey
 	SlurmdbdConfKey    = "slurmdbd.conf"
+	// SSHHostKeyName is the login pods' sshd host key (OpenSSH's private key format), which
+	// the operator makes once per cluster, so that the login pods keep one host key across
+	// restarts and replicas (an admin's key in the authorized keys Secret wins).
+	SSHHostKeyName = "ssh_host_ed25519_key"
 	DBPasswordKey      = "password"
 )
 
@@ -68,6 +73,7 @@ type Names struct {
 	ClusterDomain string
 
 	AuthSecret, JWTSecret, SlurmdbdSecret, DatabaseSecret string
+	SSHHostKeySecret                                      string
 	Config, Scripts, LoginServices                        string
 	Controller, RestAPI, Accounting, Database, Login      string
 	// NodeWatch is the node watchers' Service (spec.controller.nodeWatcher).
@@ -91,7 +97,7 @@ func NamesFor(sc *sunkv1.SlurmCluster, clusterDomain string) Names {
 	}
 	return Names{
 		Cluster: n, Namespace: sc.Namespace, ClusterDomain: clusterDomain,
-		AuthSecret: n + "-auth-key", JWTSecret: n + "-jwt-key",
+		AuthSecret: n + "-auth-key", JWTSecret: n + "-jwt-key", SSHHostKeySecret: n + "-ssh-host-key",
 		SlurmdbdSecret: n + "-slurmdbd", DatabaseSecret: n + "-database",
 		Config: n + "-config", Scripts: n + "-scripts", LoginServices: n + "-login-services",
 		Controller: n + "-controller", RestAPI: n + "-restapi", Accounting: n + "-accounting",

@@ -332,15 +332,19 @@ func LoginStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Sta
 		c.Env = append(c.Env, corev1.EnvVar{Name: "SUNK_SSHD", Value: "false"})
 	} else {
 		c.Ports = []corev1.ContainerPort{{Name: "ssh", ContainerPort: SSHPort}}
+		c.VolumeMounts = append(c.VolumeMounts, mount("ssh-host-key", SSHHostKeysDir))
 		if l.SSH.PermitRootLogin {
 			c.Env = append(c.Env, corev1.EnvVar{Name: "SUNK_SSH_PERMIT_ROOT_LOGIN", Value: "true"})
 		}
 	}
 	// Read-only: root here could otherwise swap the socket or the slurm.conf every user's
 	// commands trust. Connecting to a socket needs no write access to its file system.
-	c.VolumeMounts = []corev1.VolumeMount{mount(slurmRunVolume, SlurmRunDir)}
+	c.VolumeMounts = append(c.VolumeMounts, mount(slurmRunVolume, SlurmRunDir))
 	vols := []corev1.Volume{KeysVolume(n, false),
 		{Name: slurmRunVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	if SSHEnabled(sc) {
+		vols = append(vols, secretVolume("ssh-host-key", n.SSHHostKeySecret))
+	}
 	if ref := l.SSH.AuthorizedKeysSecretRef; ref != nil {
 		vols = append(vols, secretVolume("ssh", ref.Name))
 		c.VolumeMounts = append(c.VolumeMounts, mount("ssh", SSHKeysDir))

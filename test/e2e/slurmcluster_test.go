@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -381,6 +382,21 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 	out, err := e.sh(t, login, "login", "scontrol ping && sinfo")
 	if err != nil || !strings.Contains(out, "is UP") || !strings.Contains(out, "main*") {
 		t.Fatalf("scontrol ping && sinfo in the login pod: %v\n%s", err, out)
+	}
+	// sshd serves the cluster's one host key, the operator's Secret, and no key made in the pod
+	// (which would change at the pod's next start).
+	hostKey := &corev1.Secret{}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "e2e-ssh-host-key"}, hostKey); err != nil {
+		t.Fatal(err)
+	}
+	key, err := ssh.ParsePrivateKey(hostKey.Data["ssh_host_ed25519_key"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key.PublicKey())))
+	out, err = e.sh(t, login, "login", "sshd -T | grep -i '^hostkey '; cut -d' ' -f1,2 /run/sunk/ssh/ssh_host_ed25519_key.pub")
+	if err != nil || strings.TrimSpace(out) != "hostkey /run/sunk/ssh/ssh_host_ed25519_key\n"+want {
+		t.Fatalf("the login pod's sshd host keys: %v\n%s\nwant the one of Secret e2e-ssh-host-key, %s", err, out, want)
 	}
 	// As a plain user: the script, which slurmctld runs beside the cluster's keys, reaches
 	// neither files nor commands nor slurmctld's globals; Slurm refuses the job as it says.

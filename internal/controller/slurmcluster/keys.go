@@ -2,10 +2,13 @@ package slurmcluster
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,21 +28,24 @@ const (
 	jwtKeyBytes  = 64
 )
 
-// ensureKeys creates the auth/slurm and JWT keys when their Secrets are absent. An
-// existing Secret is never replaced: a new key would lock every running daemon out. A
-// Secret without its key stops the reconcile with KeyMissing until a human fixes it.
-// It returns the JWT keys (the current one, and the previous one during a rotation), or nil
-// when the reconcile cannot go on.
+// ensureKeys creates the auth/slurm and JWT keys, and the login pods' SSH host key when they
+// run sshd, when their Secrets are absent. An existing Secret is never replaced: a new key
+// would lock every running daemon out (or, for the host key, make every user's ssh refuse
+// the login pods). A Secret without its key stops the reconcile with KeyMissing until a
+// human fixes it. It returns the JWT keys (the current one, and the previous one during a
+// rotation), or nil when the reconcile cannot go on.
 func (r *Reconciler) ensureKeys(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, st *status) (*slurmconn.Keys, error) {
 	var jwt *slurmconn.Keys
-	for _, k := range []struct {
-		secret, key string
-		size        int
-	}{
-		{n.AuthSecret, render.AuthKeyName, authKeyBytes},
-		{n.JWTSecret, render.JWTKeyName, jwtKeyBytes},
-	} {
-		data, err := r.ensureSecretKey(ctx, sc, k.secret, k.key, func() ([]byte, error) { return randomBytes(k.size) })
+	random := func(size int) func() ([]byte, error) { return func() ([]byte, error) { return randomBytes(size) } }
+	keys := []clusterKey{
+		{n.AuthSecret, render.AuthKeyName, random(authKeyBytes)},
+		{n.JWTSecret, render.JWTKeyName, random(jwtKeyBytes)},
+	}
+	if render.SSHEnabled(sc) {
+		keys = append(keys, clusterKey{n.SSHHostKeySecret, render.SSHHostKeyName, sshHostKey})
+	}
+	for _, k := range keys {
+		data, err := r.ensureSecretKey(ctx, sc, k.secret, k.key, k.generate)
 		if err != nil {
 			return nil, err
 		}
@@ -49,9 +55,30 @@ func (r *Reconciler) ensureKeys(ctx context.Context, sc *sunkv1.SlurmCluster, n 
 			st.set(sunkv1.ConditionConfigApplied, false, ReasonKeyMissing, msg)
 			return nil, nil
 		}
-		jwt = &slurmconn.Keys{Current: data[k.key], Previous: data[render.JWTPreviousKeyName]}
+		if k.secret == n.JWTSecret {
+			jwt = &slurmconn.Keys{Current: data[k.key], Previous: data[render.JWTPreviousKeyName]}
+		}
 	}
 	return jwt, nil
+}
+
+// clusterKey is a key the operator makes once per cluster: a Secret, its key, how to make it.
+type clusterKey struct {
+	secret, key string
+	generate    func() ([]byte, error)
+}
+
+// sshHostKey is a new ed25519 host key in OpenSSH's private key format, which sshd reads.
+func sshHostKey() ([]byte, error) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	block, err := ssh.MarshalPrivateKey(key, "")
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(block), nil
 }
 
 // ensureSecretKey returns the data of a Secret, creating the Secret with generate() as its key

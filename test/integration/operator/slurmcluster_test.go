@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/ssh"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,9 +70,9 @@ func TestSlurmClusterObjectsKeysAndConditions(t *testing.T) {
 		t.Errorf("scripts = %v", scripts.Data)
 	}
 
-	var auth, jwt, dbd corev1.Secret
+	var auth, jwt, dbd, hostKey corev1.Secret
 	eventually(t, "keys", func() error {
-		for name, s := range map[string]*corev1.Secret{"c1-auth-key": &auth, "c1-jwt-key": &jwt, "c1-slurmdbd": &dbd} {
+		for name, s := range map[string]*corev1.Secret{"c1-auth-key": &auth, "c1-jwt-key": &jwt, "c1-slurmdbd": &dbd, "c1-ssh-host-key": &hostKey} {
 			if err := h.get(t, name, s); err != nil {
 				return err
 			}
@@ -81,6 +82,10 @@ func TestSlurmClusterObjectsKeysAndConditions(t *testing.T) {
 	// Keys outlive the cluster: no owner reference, so deleting the SlurmCluster leaves them.
 	if len(auth.Data["slurm.key"]) != 1024 || len(auth.OwnerReferences) != 0 || auth.Labels["sunk.dev/cluster"] != "c1" {
 		t.Errorf("auth key: %d bytes, owners %v, labels %v", len(auth.Data["slurm.key"]), auth.OwnerReferences, auth.Labels)
+	}
+	// The login pods' SSH host key: one per cluster, in sshd's format, kept like the others.
+	if k, err := ssh.ParsePrivateKey(hostKey.Data["ssh_host_ed25519_key"]); err != nil || k.PublicKey().Type() != ssh.KeyAlgoED25519 || len(hostKey.OwnerReferences) != 0 {
+		t.Errorf("ssh host key: %v, owners %v", err, hostKey.OwnerReferences)
 	}
 	// A key Secret the cluster owns (made before keys were retained) is released.
 	owned := auth.DeepCopy()
