@@ -20,7 +20,24 @@ type SchedulerPolicy struct {
 	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	Tenants []SchedulerTenant `json:"tenants,omitempty"`
+
+	// Unlisted is what the pods of a namespace no tenant lists may ask of Slurm.
+	// DefaultPartition (the default): jobs in the default partition, with no account, QOS,
+	// reservation or priority of their own and no preemption. Deny: nothing; their pods are
+	// refused, so that the cluster's machines go only to the namespaces a tenant lists.
+	// +kubebuilder:validation:Enum=DefaultPartition;Deny
+	// +optional
+	Unlisted SchedulerUnlisted `json:"unlisted,omitempty"`
 }
+
+// SchedulerUnlisted is SchedulerPolicy.Unlisted.
+type SchedulerUnlisted string
+
+// The values of SchedulerPolicy.Unlisted.
+const (
+	UnlistedDefaultPartition SchedulerUnlisted = "DefaultPartition"
+	UnlistedDeny             SchedulerUnlisted = "Deny"
+)
 
 // SchedulerTenant is what the pods of some namespaces may ask of Slurm through the
 // sunk.dev/partition, account, qos, reservation and priority annotations. Each list may be

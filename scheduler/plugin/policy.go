@@ -33,21 +33,26 @@ const ReasonPolicyDenied = "SlurmPolicyDenied"
 // alone), is outside the SlurmCluster's scheduler policy ("" when it is inside). cluster names
 // the SlurmCluster (namespace/name) in the message.
 //
-// A namespace no tenant lists gets the zero tenant: the default partition only, no account,
-// QOS, reservation or priority of its own, and no preemption. Preempting is judged from the
+// A namespace no tenant lists is refused with spec.schedulerPolicy.unlisted Deny; otherwise it
+// gets the zero tenant: the default partition only, no account, QOS, reservation or priority
+// of its own, and no preemption. Preempting is judged from the
 // spec: with partition_prio a partition above the cluster's lowest tier preempts (whether the
 // partitions share nodes is not considered: the policy errs on the side of refusing); with qos
 // any QOS may (its Preempt list lives in accounting, out of sight).
 func policyRefusal(cluster string, spec *sunkv1.SlurmClusterSpec, namespace string, job *slurm.JobSubmit, members int) string {
 	tenant := spec.SchedulerPolicy.TenantOf(namespace)
+	listed := tenant != nil
 	who := fmt.Sprintf("namespace %s (in no tenant)", namespace)
-	if tenant != nil {
+	if listed {
 		who = fmt.Sprintf("namespace %s (tenant %s)", namespace, tenant.Name)
 	} else {
 		tenant = &sunkv1.SchedulerTenant{}
 	}
 	refuse := func(format string, a ...any) string {
 		return fmt.Sprintf("SlurmCluster %s spec.schedulerPolicy: %s %s", cluster, who, fmt.Sprintf(format, a...))
+	}
+	if !listed && spec.SchedulerPolicy.Unlisted == sunkv1.UnlistedDeny {
+		return refuse("may not ask this cluster for machines (unlisted: Deny; a tenant must list the namespace)")
 	}
 	def := spec.DefaultPartition()
 	partitions := jobPartitions(spec, job)

@@ -43,6 +43,8 @@ func TestPolicyRefusal(t *testing.T) {
 	qosSpec := &sunkv1.SlurmClusterSpec{Preemption: sunkv1.PreemptionSpec{Type: sunkv1.PreemptionQOS},
 		SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{{Name: "r", Namespaces: []string{"ml"}, QOS: []string{"*"}}}}}
 	prio := func(n uint32) *uint32 { return &n }
+	denySpec := &sunkv1.SlurmClusterSpec{SchedulerPolicy: sunkv1.SchedulerPolicy{Unlisted: sunkv1.UnlistedDeny,
+		Tenants: []sunkv1.SchedulerTenant{{Name: "r", Namespaces: []string{"ml"}}}}}
 	for _, c := range []struct {
 		name      string
 		spec      *sunkv1.SlurmClusterSpec
@@ -68,6 +70,8 @@ func TestPolicyRefusal(t *testing.T) {
 		{"qos preemption: no QOS", qosSpec, "ml", slurm.JobSubmit{}, ""},
 		{"a default partition that preempts", &sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "hi", Default: true, ExtraConf: "PriorityTier=5"}, {Name: "lo"}},
 			Preemption: sunkv1.PreemptionSpec{Type: sunkv1.PreemptionPartitionPrio}}, "other", slurm.JobSubmit{}, `partition "hi" has priority tier 5`},
+		{"unlisted: Deny refuses a namespace in no tenant", denySpec, "other", slurm.JobSubmit{}, `namespace other (in no tenant) may not ask this cluster for machines (unlisted: Deny`},
+		{"unlisted: Deny lets a tenant's namespace in", denySpec, "ml", slurm.JobSubmit{}, ""},
 		{"tiers do not matter without preemption", &sunkv1.SlurmClusterSpec{Partitions: []sunkv1.PartitionSpec{{Name: "hi", Default: true, PriorityTier: tier(5)}, {Name: "lo"}}}, "other", slurm.JobSubmit{}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
