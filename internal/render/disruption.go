@@ -36,3 +36,25 @@ func ComputeDisruptionBudget(ns *sunkv1.NodeSet, n Names) *policyv1.PodDisruptio
 		},
 	}
 }
+
+// ControlPlaneDisruptionBudgets keep voluntary evictions (kubectl drain, autoscalers) from
+// taking more than one pod at a time of slurmctld (primary and backup: a drain of both nodes
+// would stop scheduling, where one at a time fails over), slurmrestd and the login pods.
+// maxUnavailable 1 never blocks a drain of a component with one pod; slurmdbd and MariaDB,
+// one pod each, have none. Named as the component's workload.
+func ControlPlaneDisruptionBudgets(n Names) []*policyv1.PodDisruptionBudget {
+	one := intstr.FromInt32(1)
+	var out []*policyv1.PodDisruptionBudget
+	for _, c := range []struct{ name, component string }{
+		{n.Controller, wellknown.ComponentController}, {n.RestAPI, wellknown.ComponentRestAPI}, {n.Login, wellknown.ComponentLogin},
+	} {
+		out = append(out, &policyv1.PodDisruptionBudget{
+			ObjectMeta: meta(n, c.name, c.component),
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MaxUnavailable: &one,
+				Selector:       &metav1.LabelSelector{MatchLabels: SelectorLabels(n, c.component)},
+			},
+		})
+	}
+	return out
+}

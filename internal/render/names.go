@@ -62,7 +62,7 @@ const (
 	// the operator makes once per cluster, so that the login pods keep one host key across
 	// restarts and replicas (an admin's key in the authorized keys Secret wins).
 	SSHHostKeyName = "ssh_host_ed25519_key"
-	DBPasswordKey      = "password"
+	DBPasswordKey  = "password"
 )
 
 // Names are the names of every object a SlurmCluster owns, and the DNS names its

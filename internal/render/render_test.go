@@ -127,6 +127,9 @@ func TestObjectsGolden(t *testing.T) {
 		if sc.Spec.Controller.NodeWatcher {
 			objs = append(objs, NodeWatchService(n))
 		}
+		for _, b := range ControlPlaneDisruptionBudgets(n) {
+			objs = append(objs, b)
+		}
 		if sc.Spec.Controller.Backup {
 			objs = append(objs, SharedStateClaim(sc, n))
 			for _, s := range ControllerPodServices(sc, n) {

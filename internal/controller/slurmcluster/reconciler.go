@@ -117,6 +117,8 @@ const pollWhileConverging = 3 * time.Second
 // references remove the Secrets with the cluster, and the claims outlive it on purpose.
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets;persistentvolumeclaims,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// The control plane's disruption budgets (render.ControlPlaneDisruptionBudgets).
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // Reading the first line of slurm.conf inside slurmctld's pod: whether kubelet has delivered
 // the new configuration is visible nowhere else (docs/security.md).

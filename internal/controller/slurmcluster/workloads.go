@@ -23,6 +23,9 @@ func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster
 		render.S6ServicesConfigMap(n, n.LoginServices, wellknown.ComponentLogin, sc.Spec.Login.Services),
 		render.LoginHostsService(n), render.LoginStatefulSet(sc, n, cfg),
 	}
+	for _, b := range render.ControlPlaneDisruptionBudgets(n) {
+		objs = append(objs, b)
+	}
 	// Login pods ran as a Deployment before they needed stable hostnames (render.LoginHostsService).
 	if err := r.deleteIfOwned(ctx, sc, &appsv1.Deployment{}, n.Login); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -127,8 +128,15 @@ func TestSlurmClusterObjectsKeysAndConditions(t *testing.T) {
 		obj  client.Object
 	}{{"c1-controller", &appsv1.StatefulSet{}}, {"c1-controller", &corev1.Service{}}, {"c1-restapi", &appsv1.Deployment{}},
 		{"c1-restapi", &corev1.Service{}}, {"c1-login", &appsv1.StatefulSet{}}, {"c1-login", &corev1.Service{}}, {"c1-login-hosts", &corev1.Service{}},
-		{"c1-accounting", &appsv1.StatefulSet{}}, {"c1-database", &appsv1.StatefulSet{}}, {"c1-database", &corev1.Service{}}} {
+		{"c1-accounting", &appsv1.StatefulSet{}}, {"c1-database", &appsv1.StatefulSet{}}, {"c1-database", &corev1.Service{}},
+		{"c1-controller", &policyv1.PodDisruptionBudget{}}, {"c1-restapi", &policyv1.PodDisruptionBudget{}}, {"c1-login", &policyv1.PodDisruptionBudget{}}} {
 		eventually(t, fmt.Sprintf("%T %s", o.obj, o.name), func() error { return h.get(t, o.name, o.obj) })
+	}
+	// A drain takes one slurmctld (or slurmrestd, or login pod) at a time.
+	var ctldBudget policyv1.PodDisruptionBudget
+	if err := h.get(t, "c1-controller", &ctldBudget); err != nil || ctldBudget.Spec.MaxUnavailable.IntValue() != 1 ||
+		ctldBudget.Spec.Selector.MatchLabels[wellknown.LabelComponent] != wellknown.ComponentController || !metav1.IsControlledBy(&ctldBudget, h.cluster(t, "c1")) {
+		t.Errorf("slurmctld's disruption budget: %v %+v", err, ctldBudget)
 	}
 	var ctld appsv1.StatefulSet
 	_ = h.get(t, "c1-controller", &ctld)
