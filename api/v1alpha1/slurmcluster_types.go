@@ -49,6 +49,14 @@ type SlurmClusterSpec struct {
 	// +optional
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 
+	// ImagePullSecrets are Secrets of the cluster's namespace (kubernetes.io/dockerconfigjson)
+	// with which kubelet pulls the images of every pod of the cluster: slurmctld, slurmrestd,
+	// slurmdbd, MariaDB, the login pods, the config check pods and its NodeSets' compute pods.
+	// (A NodeSet's containers.imagePullSecrets are another thing: credentials for jobs' images.)
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
 	// ClusterName is Slurm's ClusterName (the accounting database key). Defaults to the
 	// object's name with dashes turned into underscores. Immutable: Slurm refuses to start
 	// when the state directory belongs to another cluster name.

@@ -238,9 +238,10 @@ func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, gpuTyp
 	vols = containersPodSpec(ns, &c, vols)
 	vols, c.VolumeMounts = append(vols, ns.Spec.Volumes...), append(c.VolumeMounts, ns.Spec.VolumeMounts...)
 	return corev1.PodSpec{
-		Containers:  append([]corev1.Container{c}, ns.Spec.Sidecars...),
-		Volumes:     vols,
-		Tolerations: ns.Spec.Tolerations,
+		ImagePullSecrets: sc.Spec.ImagePullSecrets,
+		Containers:       append([]corev1.Container{c}, ns.Spec.Sidecars...),
+		Volumes:          vols,
+		Tolerations:      ns.Spec.Tolerations,
 		// Jobs run in this container as their users: no API token for them to find, and no
 		// service environment variables in their environment.
 		AutomountServiceAccountToken: ptr.To(false),

@@ -48,6 +48,7 @@ func ConfigCheckPod(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: m,
 		Spec: corev1.PodSpec{
+			ImagePullSecrets:              sc.Spec.ImagePullSecrets,
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),

@@ -55,8 +55,9 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 	// Whether that was the cause was not established; see docs/slurmcluster.md.)
 	c.ReadinessProbe.TimeoutSeconds = ReadyCommandTimeout + 5
 	pod := corev1.PodSpec{
-		Containers:      []corev1.Container{c},
-		SecurityContext: podSecurity(),
+		ImagePullSecrets: sc.Spec.ImagePullSecrets,
+		Containers:       []corev1.Container{c},
+		SecurityContext:  podSecurity(),
 		// Nothing in the pod talks to Kubernetes; the operator reads it from outside.
 		AutomountServiceAccountToken: ptr.To(false),
 		// slurmctld saves its state on SIGTERM; give it time for a large queue.
@@ -200,6 +201,7 @@ func RestAPIDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.De
 	// kept and the two unshares are left out.
 	c.Env = []corev1.EnvVar{{Name: "SLURMRESTD_SECURITY", Value: "disable_unshare_sysv,disable_unshare_files"}}
 	pod := corev1.PodSpec{
+		ImagePullSecrets:             sc.Spec.ImagePullSecrets,
 		Containers:                   []corev1.Container{c},
 		SecurityContext:              podSecurity(),
 		AutomountServiceAccountToken: ptr.To(false),
@@ -229,6 +231,7 @@ func AccountingStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config, slurmd
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir), mount("slurmdbd", SlurmdbdConfDir)}
 	c.SecurityContext = daemonSecurity()
 	pod := corev1.PodSpec{
+		ImagePullSecrets:             sc.Spec.ImagePullSecrets,
 		Containers:                   []corev1.Container{c},
 		SecurityContext:              podSecurity(),
 		AutomountServiceAccountToken: ptr.To(false),
@@ -267,7 +270,8 @@ func DatabaseStatefulSet(sc *sunkv1.SlurmCluster, n Names) *appsv1.StatefulSet {
 	}
 	c.SecurityContext = daemonSecurity()
 	pod := corev1.PodSpec{
-		Containers: []corev1.Container{c},
+		ImagePullSecrets: sc.Spec.ImagePullSecrets,
+		Containers:       []corev1.Container{c},
 		// No fsGroup: the data volume belongs to mysql, which the entrypoint sees to.
 		SecurityContext:              &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 		AutomountServiceAccountToken: ptr.To(false),
@@ -361,6 +365,7 @@ func LoginStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Sta
 	vols, c.VolumeMounts = append(vols, sv...), append(c.VolumeMounts, sm...)
 	c.SecurityContext = loginSecurity()
 	pod := corev1.PodSpec{
+		ImagePullSecrets: sc.Spec.ImagePullSecrets,
 		// login first: the container kubectl exec picks by default.
 		Containers:      append([]corev1.Container{c, sackdContainer(sc, n)}, l.Sidecars...),
 		SecurityContext: podSecurity(),

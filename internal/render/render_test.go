@@ -37,6 +37,7 @@ func minimal() *sunkv1.SlurmCluster {
 func full() *sunkv1.SlurmCluster {
 	sc := minimal()
 	sc.Spec.ClusterName = "research"
+	sc.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}}
 	sc.Spec.Controller = sunkv1.ControllerSpec{
 		Backup:       true,
 		NodeWatcher:  true,

@@ -132,6 +132,11 @@ func (o Options) ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (
 			}
 		}
 	}
+	for i, s := range spec.ImagePullSecrets {
+		if msgs := validation.IsDNS1123Subdomain(s.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(path.Child("imagePullSecrets").Index(i).Child("name"), s.Name, "must be a Secret's name: "+strings.Join(msgs, "; ")))
+		}
+	}
 	errs = append(errs, validateServices(spec.Login.Services, path.Child("login", "services"))...)
 	e, w = validateLogin(&spec.Login, path.Child("login"))
 	errs, warnings = append(errs, e...), append(warnings, w...)

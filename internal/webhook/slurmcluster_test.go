@@ -39,6 +39,7 @@ func TestValidateSpec(t *testing.T) {
 		{name: "lua may not reach slurmctld's globals at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local g = getfenv(0)\n"}, wantErr: "jobSubmitLua:3: attempt to call a non-function object"},
 		{name: "lua may not load code at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "loadstring('x = 1')()\n"}, wantErr: "top-level code fails"},
 		{name: "lua may not run commands at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "os.execute('true')\n"}, wantErr: "top-level code fails"},
+		{name: "an image pull Secret without a name", spec: sunkv1.SlurmClusterSpec{ImagePullSecrets: []corev1.LocalObjectReference{{Name: "ok"}, {}}}, wantErr: "spec.imagePullSecrets[1].name"},
 		{name: "lua reads the clock at load", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local started = os.time()\n"}},
 		{name: "lua that builds a huge string in one call", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local s = string.rep('x', 2^40)\n"}, wantErr: "string.rep"},
 		{name: "lua that builds a huge string in one method call", spec: sunkv1.SlurmClusterSpec{JobSubmitLua: goodLua + "local s = ('xy'):rep(2^62)\n"}, wantErr: "string.rep"},
