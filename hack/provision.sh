@@ -55,8 +55,9 @@ tools() {
   go_tools helm "-s -w -X helm.sh/helm/v3/internal/version.version=v3.16.4 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" \
     helm.sh/helm/v3/cmd/helm
   go_tools kwok "-s -w" sigs.k8s.io/kwok/cmd/kwok
-  # The cluster DNS of env-kube.sh (hack/manifests/coredns.yaml), packed by images.sh.
-  CGO_ENABLED=0 go_tools coredns "-s -w" github.com/coredns/coredns
+  # The cluster DNS of env-kube.sh (hack/manifests/coredns.yaml), packed by images.sh: CoreDNS
+  # with the Corefile's plugins only (hack/tools/coredns/main.go).
+  CGO_ENABLED=0 go_tools coredns "-s -w" .
   # envtest wants etcd, kube-apiserver and kubectl in one folder (KUBEBUILDER_ASSETS).
   mkdir -p "$SUNK_CACHE/envtest"
   ln -sf "$(command -v etcd)" "$SUNK_CACHE/envtest/etcd"
