@@ -29,6 +29,11 @@ local sandbox = {
   string = copy(string), table = copy(table), math = copy(math), coroutine = copy(coroutine),
   os = { time = os.time, clock = os.clock, date = os.date, difftime = os.difftime },
 }
+-- job_submit/lua's own helpers on job records, when slurmctld defines them.
+for _, name in ipairs({"_get_job_env_field_name", "_get_job_req_field_name", "_set_job_env_field",
+    "_set_job_req_field", "_get_part_rec_field"}) do
+  sandbox[name] = rawget(_G, name)
+end
 sandbox._G = sandbox
 local script = assert(loadstring(`
 
