@@ -4,7 +4,6 @@ package main
 import (
 	"flag"
 	"os"
-	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -44,8 +43,8 @@ func main() {
 	log := cmdutil.ParseFlags()
 	images, err := slurmversion.ParseImages(slurmImages)
 	cmdutil.Must(err)
-	admission := sunkwebhook.Options{AllowedUnsafeConfKeys: commaList(allowedUnsafe), Authors: sunkwebhook.Authors{
-		Users: commaList(authorUsers), Groups: commaList(authorGroups), Images: commaList(authorImages)}}
+	admission := sunkwebhook.Options{AllowedUnsafeConfKeys: cmdutil.CommaList(allowedUnsafe), Authors: sunkwebhook.Authors{
+		Users: cmdutil.CommaList(authorUsers), Groups: cmdutil.CommaList(authorGroups), Images: cmdutil.CommaList(authorImages)}}
 	// The releases' own images are the installer's choice already.
 	for _, ref := range images {
 		admission.Authors.Images = append(admission.Authors.Images, ref)
@@ -101,15 +100,4 @@ func main() {
 		log.Error(err, "manager stopped")
 		os.Exit(1)
 	}
-}
-
-// commaList is a flag's comma-separated values, trimmed, without empty ones.
-func commaList(s string) []string {
-	var out []string
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
 }

@@ -49,13 +49,22 @@ func OperatorCacheOptions(namespaces map[string]cache.Config) cache.Options {
 // of others to another operator: two operators acting on one cluster fight over its objects.
 func WatchNamespaces(flagValue string) map[string]cache.Config {
 	var m map[string]cache.Config
-	for _, ns := range strings.Split(flagValue, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			if m == nil {
-				m = map[string]cache.Config{}
-			}
-			m[ns] = cache.Config{}
+	for _, ns := range CommaList(flagValue) {
+		if m == nil {
+			m = map[string]cache.Config{}
 		}
+		m[ns] = cache.Config{}
 	}
 	return m
+}
+
+// CommaList is a flag's comma-separated values, trimmed, without empty ones.
+func CommaList(flagValue string) []string {
+	var out []string
+	for _, v := range strings.Split(flagValue, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
