@@ -11,6 +11,7 @@ import (
 	rbac "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,13 +90,17 @@ func TestPrivilegedAuthors(t *testing.T) {
 	if err := alice.Create(ctx, newNodeSet(h.ns, "alices", "alices")); err != nil {
 		t.Fatalf("alice creates a plain NodeSet: %v", err)
 	}
+	// The operator writes the cluster too (its finalizer): an update that lost that race is
+	// made again on the new version; a refusal is returned at once.
 	update := func(c client.Client, name string, change func(*sunkv1.SlurmCluster)) error {
-		sc := &sunkv1.SlurmCluster{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: name}, sc); err != nil {
-			return err
-		}
-		change(sc)
-		return c.Update(ctx, sc)
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			sc := &sunkv1.SlurmCluster{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: name}, sc); err != nil {
+				return err
+			}
+			change(sc)
+			return c.Update(ctx, sc)
+		})
 	}
 	lua := func(sc *sunkv1.SlurmCluster) {
 		sc.Spec.JobSubmitLua = "function slurm_job_submit() return 0 end\nfunction slurm_job_modify() return 0 end\n"
