@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -62,12 +61,9 @@ const (
 	whyHostPath = "a hostPath volume reaches the host's files"
 )
 
-// clusterRootPowers are the root powers a SlurmCluster update sets or changes (old nil: a
-// creation, where every one set counts).
+// clusterRootPowers are the root powers a SlurmCluster update sets or changes (a creation's old
+// spec is the empty one, so every one set counts).
 func clusterRootPowers(old, spec *sunkv1.SlurmClusterSpec, a Authors) []rootPower {
-	if old == nil {
-		old = &sunkv1.SlurmClusterSpec{}
-	}
 	p := field.NewPath("spec")
 	var out []rootPower
 	out = append(out, imagePowers(a, []imageField{
@@ -87,26 +83,12 @@ func clusterRootPowers(old, spec *sunkv1.SlurmClusterSpec, a Authors) []rootPowe
 
 // nodeSetRootPowers are nodeSet's: clusterRootPowers for a NodeSet.
 func nodeSetRootPowers(old, spec *sunkv1.NodeSetSpec, a Authors) []rootPower {
-	if old == nil {
-		old = &sunkv1.NodeSetSpec{}
-	}
 	p := field.NewPath("spec")
 	out := imagePowers(a, []imageField{{p.Child("image"), old.Image, spec.Image}})
 	out = appendChanged(out, p.Child("services"), old.Services, spec.Services, whyService)
 	out = appendChanged(out, p.Child("sidecars"), old.Sidecars, spec.Sidecars, whySidecar)
-	if hostPaths(old.Volumes, nil) != hostPaths(spec.Volumes, nil) {
-		out = append(out, rootPower{p.Child("volumes"), whyHostPath})
-	}
-	var oldCache, cache *corev1.VolumeSource
-	if old.Containers != nil {
-		oldCache = old.Containers.CacheVolume
-	}
-	if spec.Containers != nil {
-		cache = spec.Containers.CacheVolume
-	}
-	if hostPaths(nil, oldCache) != hostPaths(nil, cache) {
-		out = append(out, rootPower{p.Child("containers", "cacheVolume"), whyHostPath})
-	}
+	out = appendChanged(out, p.Child("volumes"), hostPaths(old.Volumes), hostPaths(spec.Volumes), whyHostPath)
+	out = appendChanged(out, p.Child("containers", "cacheVolume"), cacheHostPath(old.Containers), cacheHostPath(spec.Containers), whyHostPath)
 	return out
 }
 
@@ -133,36 +115,69 @@ func appendChanged[T any](out []rootPower, p *field.Path, old, cur T, why string
 	return out
 }
 
-// hostPaths is the host paths of the volumes (and of one more volume source), in order, as
-// one string: what a change of them must be checked against.
-func hostPaths(vols []corev1.Volume, extra *corev1.VolumeSource) string {
+// hostPaths is the volumes' host paths, with their names, in order: a change of them is a
+// change of what the pods reach on the host.
+func hostPaths(vols []corev1.Volume) []string {
 	var paths []string
 	for _, v := range vols {
 		if v.HostPath != nil {
 			paths = append(paths, v.Name+"="+v.HostPath.Path)
 		}
 	}
-	if extra != nil && extra.HostPath != nil {
-		paths = append(paths, extra.HostPath.Path)
-	}
-	return strings.Join(paths, "\x00")
+	return paths
 }
 
-// checkAuthor refuses the root powers of an admission request whose user is not a privileged
-// author, one error per field. Outside admission (the controllers' re-check) there is no
-// author, and nothing to refuse.
-func (a Authors) checkAuthor(ctx context.Context, kind string, powers []rootPower) field.ErrorList {
-	if len(powers) == 0 {
+// cacheHostPath is the host path of a NodeSet's container cache volume, if it is one.
+func cacheHostPath(c *sunkv1.NodeSetContainers) string {
+	if c == nil || c.CacheVolume == nil || c.CacheVolume.HostPath == nil {
+		return ""
+	}
+	return c.CacheVolume.HostPath.Path
+}
+
+// checkCluster refuses, one error per field, the root powers a SlurmCluster creation (old nil)
+// or update sets or changes, unless the request's user is a privileged author.
+func (a Authors) checkCluster(ctx context.Context, old, sc *sunkv1.SlurmCluster) field.ErrorList {
+	user, ok := a.unprivileged(ctx)
+	if !ok {
 		return nil
 	}
+	oldSpec := &sunkv1.SlurmClusterSpec{}
+	if old != nil {
+		oldSpec = &old.Spec
+	}
+	return a.refuse(user, "SlurmCluster", clusterRootPowers(oldSpec, &sc.Spec, a))
+}
+
+// checkNodeSet is checkCluster for a NodeSet.
+func (a Authors) checkNodeSet(ctx context.Context, old, ns *sunkv1.NodeSet) field.ErrorList {
+	user, ok := a.unprivileged(ctx)
+	if !ok {
+		return nil
+	}
+	oldSpec := &sunkv1.NodeSetSpec{}
+	if old != nil {
+		oldSpec = &old.Spec
+	}
+	return a.refuse(user, "NodeSet", nodeSetRootPowers(oldSpec, &ns.Spec, a))
+}
+
+// unprivileged is the user of an admission request who is not a privileged author. Outside
+// admission (the controllers' re-check) there is no author, and nothing to refuse.
+func (a Authors) unprivileged(ctx context.Context) (string, bool) {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil || a.privileged(req.UserInfo) {
-		return nil
+		return "", false
 	}
+	return req.UserInfo.Username, true
+}
+
+// refuse is the refusal of each root power to user.
+func (a Authors) refuse(user, kind string, powers []rootPower) field.ErrorList {
 	var errs field.ErrorList
 	for _, pw := range powers {
 		errs = append(errs, field.Forbidden(pw.path, fmt.Sprintf("%s, so only the %s authors the operator's installer names may set or change it (%s is not one of users %v, groups %v: the sunk chart's operator.privilegedAuthors; docs/security.md)",
-			pw.why, kind, req.UserInfo.Username, a.Users, a.Groups)))
+			pw.why, kind, user, a.Users, a.Groups)))
 	}
 	return errs
 }

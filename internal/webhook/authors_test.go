@@ -26,7 +26,7 @@ func TestRootPowers(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	withLua := &sunkv1.SlurmClusterSpec{Image: "sunk.dev/slurm:24.11", JobSubmitLua: "x", Prolog: []sunkv1.Script{{Name: "p", Inline: ptr.To("#!/bin/sh")}}}
-	if got := paths(clusterRootPowers(nil, withLua, a)); got != "spec.prolog spec.jobSubmitLua" {
+	if got := paths(clusterRootPowers(&sunkv1.SlurmClusterSpec{}, withLua, a)); got != "spec.prolog spec.jobSubmitLua" {
 		t.Errorf("creation: %q", got)
 	}
 	more := withLua.DeepCopy()
@@ -37,14 +37,14 @@ func TestRootPowers(t *testing.T) {
 	}
 	pvc := []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "d"}}}}
 	host := append(pvc, corev1.Volume{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var"}}})
-	if got := paths(nodeSetRootPowers(nil, &sunkv1.NodeSetSpec{Volumes: pvc}, a)); got != "" {
+	if got := paths(nodeSetRootPowers(&sunkv1.NodeSetSpec{}, &sunkv1.NodeSetSpec{Volumes: pvc}, a)); got != "" {
 		t.Errorf("a claim: %q", got)
 	}
 	if got := paths(nodeSetRootPowers(&sunkv1.NodeSetSpec{Volumes: pvc}, &sunkv1.NodeSetSpec{Volumes: host}, a)); got != "spec.volumes" {
 		t.Errorf("a host path added: %q", got)
 	}
 	cache := &sunkv1.NodeSetSpec{Containers: &sunkv1.NodeSetContainers{CacheVolume: &corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/cache"}}}}
-	if got := paths(nodeSetRootPowers(nil, cache, a)); got != "spec.containers.cacheVolume" {
+	if got := paths(nodeSetRootPowers(&sunkv1.NodeSetSpec{}, cache, a)); got != "spec.containers.cacheVolume" {
 		t.Errorf("a host path cache: %q", got)
 	}
 }
@@ -52,20 +52,20 @@ func TestRootPowers(t *testing.T) {
 // TestCheckAuthor: refusals only in admission, only for users outside the authors.
 func TestCheckAuthor(t *testing.T) {
 	a := Authors{Users: []string{"root-admin"}, Groups: []string{DefaultPrivilegedGroup}}
-	powers := clusterRootPowers(nil, &sunkv1.SlurmClusterSpec{JobSubmitLua: "x"}, a)
+	withLua := &sunkv1.SlurmCluster{Spec: sunkv1.SlurmClusterSpec{JobSubmitLua: "x"}}
 	as := func(user string, groups ...string) context.Context {
 		return admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			UserInfo: authenticationv1.UserInfo{Username: user, Groups: groups}}})
 	}
-	if errs := a.checkAuthor(context.Background(), "SlurmCluster", powers); len(errs) != 0 {
+	if errs := a.checkCluster(context.Background(), nil, withLua); len(errs) != 0 {
 		t.Errorf("outside admission: %v", errs)
 	}
 	for _, ctx := range []context.Context{as("root-admin"), as("bob", "x", DefaultPrivilegedGroup)} {
-		if errs := a.checkAuthor(ctx, "SlurmCluster", powers); len(errs) != 0 {
+		if errs := a.checkCluster(ctx, nil, withLua); len(errs) != 0 {
 			t.Errorf("a privileged author: %v", errs)
 		}
 	}
-	errs := a.checkAuthor(as("alice", "system:authenticated"), "SlurmCluster", powers)
+	errs := a.checkCluster(as("alice", "system:authenticated"), nil, withLua)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "spec.jobSubmitLua: Forbidden") || !strings.Contains(errs[0].Error(), "alice is not one of") {
 		t.Errorf("alice: %v", errs)
 	}

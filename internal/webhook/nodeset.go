@@ -27,11 +27,7 @@ func SetupNodeSetWebhook(mgr ctrl.Manager, opts Options) error {
 
 func (o Options) validateNodeSet(ctx context.Context, old, ns *sunkv1.NodeSet) (admission.Warnings, error) {
 	errs := ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec"))
-	var oldSpec *sunkv1.NodeSetSpec
-	if old != nil {
-		oldSpec = &old.Spec
-	}
-	errs = append(errs, o.Authors.checkAuthor(ctx, "NodeSet", nodeSetRootPowers(oldSpec, &ns.Spec, o.Authors))...)
+	errs = append(errs, o.Authors.checkNodeSet(ctx, old, ns)...)
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("NodeSet").GroupKind(), ns.Name, errs)
 	}

@@ -32,11 +32,7 @@ func SetupSlurmClusterWebhook(mgr ctrl.Manager, opts Options) error {
 	return ctrl.NewWebhookManagedBy(mgr, &sunkv1.SlurmCluster{}).WithValidator(validator[*sunkv1.SlurmCluster](func(ctx context.Context, old, sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
 		errs, warnings := opts.ValidateSpec(&sc.Spec, field.NewPath("spec"))
 		errs = append(errs, validateConfigMapScripts(ctx, mgr.GetAPIReader(), sc, field.NewPath("spec"))...)
-		var oldSpec *sunkv1.SlurmClusterSpec
-		if old != nil {
-			oldSpec = &old.Spec
-		}
-		errs = append(errs, opts.Authors.checkAuthor(ctx, "SlurmCluster", clusterRootPowers(oldSpec, &sc.Spec, opts.Authors))...)
+		errs = append(errs, opts.Authors.checkCluster(ctx, old, sc)...)
 		if len(errs) > 0 {
 			return warnings, apierrors.NewInvalid(sunkv1.GroupVersion.WithKind("SlurmCluster").GroupKind(), sc.Name, errs)
 		}
