@@ -33,9 +33,32 @@ stage() {
   echo "$name $((SECONDS - start)) $rc" >>"$report_dir/stages"
   return "$rc"
 }
-# report prints the table and the slowest tests.
+# failed_tests prints each failed test of the stage logs with the last lines it logged (its
+# t.Fatal message comes last): the end of a failed run is often all of it that is read (CI keeps
+# its tail), and the message that says why may be thousands of lines above.
+failed_tests() {
+  awk '
+    /^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+    /^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / && cur != "" { n[cur]++; last[cur, n[cur] % 3] = substr($0, 1, 400); next }
+    /^ *--- FAIL: / {
+      t = $3; from = FILENAME; sub(/.*\//, "", from); sub(/\.log$/, "", from)
+      printf "  %s (%s)\n", t, from
+      for (i = n[t] - 2; i <= n[t]; i++) if (i > 0) print "    " last[t, i % 3]
+    }' "$report_dir"/*.log 2>/dev/null || true
+}
+# keep_logs keeps a failed run's stage logs in SUNK_CACHE/test-reports (the newest five runs):
+# the run's temporary directory goes at its end, and a rare failure must be readable afterwards.
+keep_logs() {
+  local dir
+  dir=$SUNK_CACHE/test-reports/$(date +%Y%m%d-%H%M%S)
+  mkdir -p "$dir" && cp "$report_dir"/*.log "$dir"/ 2>/dev/null || return 0
+  ls -1d "$SUNK_CACHE"/test-reports/*/ | sort -r | tail -n +6 | xargs -r rm -rf
+  printf '[sunk] the stage logs of this failed run: %s\n' "${dir/#$HOME/\~}"
+}
+# report prints the table and the slowest tests; of a failed run (rc, default 0), its failed
+# tests with their last messages, and where its logs are kept.
 report() {
-  local name secs rc
+  local name secs rc failed=${1:-0}
   printf '\n[sunk] stages (wall time; stages of a chain ran beside the stages after it started):\n'
   while read -r name secs rc; do
     printf '  %-34s %5d s  %2d:%02d  %s\n' "$name" "$secs" $((secs / 60)) $((secs % 60)) "$([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)")"
@@ -48,6 +71,11 @@ report() {
     sort -rn | head -10 | while read -r secs result test from; do
       printf '  %8.1f s  %-4s  %s (%s)\n' "$secs" "$result" "$test" "$from"
     done || true
+  if [ "$failed" != 0 ]; then
+    printf '[sunk] failed tests and their last messages:\n'
+    failed_tests
+    keep_logs
+  fi
   rm -rf "$report_dir"
 }
 # show_quiet_logs prints the output of the stages that ran quiet, each whole, in the order they
@@ -65,7 +93,7 @@ kill_tree() {
   done
 }
 
-trap report EXIT # until cleanup (below) takes over, which reports too
+trap 'report $?' EXIT # until cleanup (below) takes over, which reports too
 stage provision hack/provision.sh all
 stage provision-rootfs-26.05 env SUNK_SLURM_VERSION=26.05 hack/provision.sh rootfs
 
@@ -97,7 +125,7 @@ cleanup() {
   local rc=$? e p
   # A chain still running (the run failed or was stopped beside it) goes before its beds.
   for p in $chain_pids; do kill_tree "$p"; wait "$p" 2>/dev/null || true; done
-  report
+  report "$rc"
   # The run was stopped while the end-to-end tests ran: stop them (their whole process group)
   # before their cluster goes.
   if [ -n "$e2e_pid" ] && kill -0 "$e2e_pid" 2>/dev/null; then
