@@ -147,13 +147,22 @@ func TestBurstThroughRestdOutage(t *testing.T) {
 	unavailable := counter(t, "sunk_slurm_rest_requests_total", map[string]string{"outcome": "unavailable"})
 
 	e.eventually("every pod bound", 180*time.Second, func() (bool, string) {
-		unbound := 0
+		var unbound []v1.Pod
 		for _, p := range e.listPods("") {
 			if p.Spec.NodeName == "" {
-				unbound++
+				unbound = append(unbound, p)
 			}
 		}
-		return unbound == 0, fmt.Sprintf("%d pods unbound", unbound)
+		if len(unbound) == 0 {
+			return true, ""
+		}
+		// Why a pod waits (its condition, the jobs naming it) is what a failure needs.
+		live := e.livePlaceholderJobs()
+		var why []string
+		for _, p := range unbound[:min(len(unbound), 3)] {
+			why = append(why, fmt.Sprintf("%s (%s; live jobs %v)", p.Name, scheduledCondition(&p), live[string(p.UID)]))
+		}
+		return false, fmt.Sprintf("%d pods unbound, first: %s", len(unbound), strings.Join(why, "; "))
 	})
 	allBound := time.Since(started)
 	e.eventually("one live job per pod, the one it is bound to, and no other", 60*time.Second, func() (bool, string) {
