@@ -41,15 +41,11 @@ write_config() {
 
 # slurm_conf prints the test bed's slurm.conf. Preemption (partition_prio, CANCEL) lets the
 # scheduler tests preempt: a job in partition "urgent" (a higher PriorityTier over the same
-# nodes) cancels jobs of "all"; jobs that all stay in "all" never preempt each other. Partition
-# "bench" oversubscribes (up to 100 jobs per CPU) so that the scheduler benchmark can hold many
-# small placeholder jobs at once on three 2-CPU nodes.
+# nodes) cancels jobs of "all"; jobs that all stay in "all" never preempt each other. Jobs of
+# partition "requeue" (PreemptMode=REQUEUE, which a partition may set over the cluster's) go
+# back to the queue instead. Partition "bench" oversubscribes (up to 100 jobs per CPU) so that
+# the scheduler benchmark can hold many small placeholder jobs at once on three 2-CPU nodes.
 slurm_conf() {
-  # cloud_reg_addrs is defunct (24.11 and 26.05 log an error for it; nodes register from their
-  # own address anyway). It stays on 24.11 only so that test beds already running are not
-  # reconfigured by this script; drop it there with the next change of 24.11's slurm.conf.
-  local ctld_params=enable_configless
-  [ "$SUNK_SLURM_VERSION" != 24.11 ] || ctld_params+=,cloud_reg_addrs
   cat <<CONF
 ClusterName=sunk-test
 SlurmctldHost=slurmctld($NET.1)
@@ -58,7 +54,7 @@ AuthType=auth/slurm
 CredType=cred/slurm
 AuthAltTypes=auth/jwt
 AuthAltParameters=jwt_key=/etc/slurm/jwt.key
-SlurmctldParameters=$ctld_params
+SlurmctldParameters=enable_configless
 StateSaveLocation=/var/spool/slurmctld
 SlurmdSpoolDir=/var/spool/slurmd
 SlurmctldPidFile=/run/slurmctld.pid
@@ -89,6 +85,7 @@ PreemptType=preempt/partition_prio
 PreemptMode=CANCEL
 PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1
 PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10
+PartitionName=requeue Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE
 PartitionName=bench Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=1 OverSubscribe=FORCE:100
 CONF
   # slurmctld runs on the host network: a second test bed needs a port of its own.

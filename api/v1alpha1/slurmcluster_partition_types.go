@@ -75,7 +75,8 @@ type PreemptionSpec struct {
 	// +optional
 	Type PreemptionType `json:"type,omitempty"`
 
-	// Mode: CANCEL (default) ends the preempted job, REQUEUE puts it back in the queue.
+	// Mode: CANCEL (default) ends the preempted job, REQUEUE puts it back in the queue, where
+	// it may start again once Slurm's credential lifetime (120 s by default) has passed.
 	// sunk-scheduler evicts the pod of a preempted placeholder job either way.
 	// +kubebuilder:default=CANCEL
 	// +optional

@@ -154,6 +154,11 @@ type Job struct {
 	SubmitTime       time.Time
 	StartTime        time.Time
 	EndTime          time.Time
+	// EligibleTime is when the job may start (its begin time; a requeued job's is Slurm's
+	// credential lifetime, AuthInfo cred_expire, after the requeue). RestartCount counts its
+	// requeues.
+	EligibleTime time.Time
+	RestartCount int
 	// Allocation is what the job holds on each of its nodes, in the order of its node list
 	// (job_resources.nodes.allocation; slurmrestd asks slurmctld with SHOW_DETAIL, so both the
 	// list and the one-job answer carry it). Empty until the job has nodes.

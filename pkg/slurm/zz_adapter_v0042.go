@@ -339,6 +339,7 @@ func (v *v0042) readJobs(resp *http.Response) (*decoded[[]Job], error) {
 			WorkDir: str(j.CurrentWorkingDirectory), StdOut: str(j.StandardOutput),
 			SubmitTime: unixTime(noValue(j.SubmitTime)), StartTime: unixTime(noValue(j.StartTime)),
 			EndTime: unixTime(noValue(j.EndTime)), TimeLimit: minutes(noValue(j.TimeLimit)),
+			EligibleTime: unixTime(noValue(j.EligibleTime)), RestartCount: num(j.RestartCnt),
 		}
 		if x, ok := noValue(j.NodeCount); ok {
 			job.NodeCount = int(x)

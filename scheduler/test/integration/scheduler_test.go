@@ -201,6 +201,48 @@ func TestPreemption(t *testing.T) {
 	_ = e.cs.CoreV1().Pods(testNS).Delete(e.ctx, "low", metav1.DeleteOptions{GracePeriodSeconds: &zero})
 }
 
+// A pod that preempts a batch job of a partition with PreemptMode=REQUEUE (the test bed's
+// "requeue") sends the job back to Slurm's queue instead of ending it: the seeds' inference pod
+// taking a node from training that must not be lost. The job pends again, its restart count one,
+// eligible to start again once Slurm's credential lifetime has passed (AuthInfo cred_expire,
+// 120 s by default, src/slurmctld/job_mgr.c), and the pod's end leaves it queued. Running again
+// is Slurm's own scheduling after that wait, not waited out here.
+func TestPreemptionRequeues(t *testing.T) {
+	e := setup(t)
+	e.startScheduler("")
+	sn := e.slurm.Nodes[0]
+	host := e.hostOf[sn]
+	batch := e.sbatch("-p", "requeue", "-w", sn, "--exclusive", "--requeue")
+	e.waitJobState(batch, 30*time.Second, "RUNNING")
+
+	start := time.Now()
+	pod := e.createPod("inference", onNode(host), withAnnotations(wellknown.AnnotationPartition, "urgent"))
+	pod = e.waitBound(pod.Name, 90*time.Second)
+	bound := time.Since(start)
+	if pod.Spec.NodeName != host {
+		t.Fatalf("inference bound to %s, want %s", pod.Spec.NodeName, host)
+	}
+	var j *slurm.Job
+	e.eventually("the batch job back in the queue", 60*time.Second, func() (bool, string) {
+		j = e.job(batch)
+		return j.BaseState() == "PENDING" && j.RestartCount == 1, fmt.Sprintf("%v %s, restarts %d", j.State, j.StateReason, j.RestartCount)
+	})
+	requeued := time.Since(start)
+	if j.StateReason != "BeginTime" || !j.EligibleTime.After(time.Now()) {
+		t.Fatalf("requeued job %d: reason %q, eligible at %v; want BeginTime, later than now", batch, j.StateReason, j.EligibleTime)
+	}
+	eligibleAfter := j.EligibleTime.Sub(start)
+
+	podJob := e.jobOfPod(pod)
+	e.deletePod(pod.Name)
+	e.waitJobState(podJob.ID, 30*time.Second, "CANCELLED", "COMPLETED")
+	if j = e.job(batch); j.BaseState() != "PENDING" || j.RestartCount != 1 {
+		t.Fatalf("after the pod's end, job %d is %v (restarts %d); want PENDING, requeued once", batch, j.State, j.RestartCount)
+	}
+	fmt.Printf("bench: requeue_pod_bound_s=%.3f requeue_job_pending_s=%.3f requeue_eligible_after_s=%.1f\n",
+		bound.Seconds(), requeued.Seconds(), eligibleAfter.Seconds())
+}
+
 // counter sums a counter of this process's kube-scheduler metrics over the series whose labels
 // include want.
 func counter(t *testing.T, name string, want map[string]string) float64 {
