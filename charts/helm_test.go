@@ -79,8 +79,14 @@ func TestTemplates(t *testing.T) {
 		{"sunk-monitoring", []string{"template", "sunk", "sunk", "-n", "sunk-system", "--set", "operator.webhook.enabled=false",
 			"--api-versions", "monitoring.coreos.com/v1", "--set", "metrics.serviceMonitor.labels.release=kube-prometheus-stack",
 			"--set", "syncer.exporter.interval=1m", "--set", "syncer.exporter.userSeries=true",
-			"--set", "metrics.dashboards.enabled=true", "--set", "metrics.dashboards.annotations.grafana_folder=Slurm"},
-			func(t *testing.T, docs []map[string]any) { checkServiceMonitors(t, docs); checkDashboards(t, docs) }},
+			"--set", "metrics.dashboards.enabled=true", "--set", "metrics.dashboards.annotations.grafana_folder=Slurm",
+			"--set", "metrics.prometheusRule.labels.release=kube-prometheus-stack",
+			"--set", "metrics.prometheusRule.for.SunkSlurmNodeDown=1h", "--set", "metrics.prometheusRule.disabled={SunkReconcileErrors}"},
+			func(t *testing.T, docs []map[string]any) {
+				checkServiceMonitors(t, docs)
+				checkDashboards(t, docs)
+				checkAlerts(t, docs)
+			}},
 		{"slurm-default", []string{"template", "demo", "slurm", "-n", "slurm"}, nil},
 		{"slurm-full", []string{"template", "research", "slurm", "-n", "research", "-f", "testdata/slurm-full.values.yaml"}, nil},
 	}

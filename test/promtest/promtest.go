@@ -38,9 +38,10 @@ type Sample struct {
 
 func (s Sample) String() string { return fmt.Sprintf("%v %v", s.Labels, s.Value) }
 
-// Start runs Prometheus with scrapeConfigs (Prometheus's scrape_config objects) and a
-// one-second default scrape and evaluation interval, and returns once it answers queries.
-func Start(t *testing.T, scrapeConfigs []any) *Server {
+// Start runs Prometheus with scrapeConfigs (Prometheus's scrape_config objects), the rule files
+// ruleFiles (paths) and a one-second default scrape and evaluation interval, and returns once
+// it answers queries.
+func Start(t *testing.T, scrapeConfigs []any, ruleFiles ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -51,6 +52,7 @@ func Start(t *testing.T, scrapeConfigs []any) *Server {
 	config, err := json.Marshal(map[string]any{
 		"global":         map[string]any{"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
 		"scrape_configs": scrapeConfigs,
+		"rule_files":     append([]string{}, ruleFiles...),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +193,11 @@ func (s *Server) Query(expr string) ([]Sample, error) {
 		out = append(out, Sample{Labels: se.Metric, Value: v})
 	}
 	return out, nil
+}
+
+// Firing is the firing alerts named alertname, each with its labels (Prometheus's ALERTS series).
+func (s *Server) Firing(alertname string) ([]Sample, error) {
+	return s.Query(fmt.Sprintf(`ALERTS{alertname=%q,alertstate="firing"}`, alertname))
 }
 
 // freePort returns a loopback address that was free a moment ago.

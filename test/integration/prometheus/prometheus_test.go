@@ -45,12 +45,11 @@ var notRunHere = map[string]string{
 	"sunk_scheduler_":     "sunk-scheduler runs inside kube-scheduler (another Go module, scheduler/)",
 }
 
-func TestDashboardsOnRealPrometheus(t *testing.T) {
-	env := testenv.Slurm(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-
-	// What sunk-syncer serves on its metrics port: the exporter and the REST client's metrics.
+// scraped runs what sunk-syncer serves on its metrics port (the exporter of the test bed's
+// Slurm and the REST client's metrics) and a real Prometheus scraping it every second, with
+// ruleFiles; it returns once Prometheus scrapes it.
+func scraped(t *testing.T, env *testenv.SlurmEnv, ruleFiles ...string) (slurm.Client, *promtest.Server) {
+	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	m, err := slurm.NewMetrics(reg)
 	if err != nil {
@@ -68,7 +67,7 @@ func TestDashboardsOnRealPrometheus(t *testing.T) {
 		exporter.Options{Interval: 2 * time.Second, Timeout: 10 * time.Second, UserSeries: true})
 	reg.MustRegister(e)
 	exporterDone := make(chan error, 1)
-	exporterCtx, stopExporter := context.WithCancel(ctx)
+	exporterCtx, stopExporter := context.WithCancel(context.Background())
 	go func() { exporterDone <- e.Run(exporterCtx) }()
 	t.Cleanup(func() { stopExporter(); <-exporterDone })
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -77,8 +76,16 @@ func TestDashboardsOnRealPrometheus(t *testing.T) {
 	p := promtest.Start(t, []any{map[string]any{
 		"job_name":       job,
 		"static_configs": []any{map[string]any{"targets": []string{strings.TrimPrefix(srv.URL, "http://")}}},
-	}})
+	}}, ruleFiles...)
 	p.WaitUp(t, job, time.Minute)
+	return c, p
+}
+
+func TestDashboardsOnRealPrometheus(t *testing.T) {
+	env := testenv.Slurm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, p := scraped(t, env)
 
 	// The state the dashboards show: a job running on a node of its own, a held job pending,
 	// a job completed, and a REST request that failed (a node that does not exist).
