@@ -240,26 +240,10 @@ func (h *helmEnv) mustSh(t *testing.T, pod, script string) string {
 // with a reason that starts with "k8s:", and to lift that drain after the uncordon.
 func (h *helmEnv) cordonDrains(t *testing.T, login string) {
 	t.Helper()
-	ctx := context.Background()
-	pod := &corev1.Pod{}
-	if err := h.c.Get(ctx, types.NamespacedName{Namespace: h.ns, Name: "compute-0"}, pod); err != nil {
-		t.Fatal(err)
-	}
-	node := pod.Spec.NodeName
-	setUnschedulable := func(v bool) error {
-		patch := []byte(fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, v))
-		_, err := h.Clientset.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-		return err
-	}
+	node := h.nodeOf(t, "compute-0")
 	// The node is shared with every other test: it is uncordoned whatever happens.
-	t.Cleanup(func() {
-		if err := setUnschedulable(false); err != nil {
-			t.Errorf("uncordoning %s: %v", node, err)
-		}
-	})
-	if err := setUnschedulable(true); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { h.setUnschedulable(t, node, false) })
+	h.setUnschedulable(t, node, true)
 	start := time.Now()
 	poll(t, time.Minute, "compute-0 drained with a k8s: reason", func() error {
 		out, err := h.sh(t, login, "login", "sinfo -h -N -n compute-0 -o '%t|%E'")
@@ -270,10 +254,27 @@ func (h *helmEnv) cordonDrains(t *testing.T, login string) {
 		return nil
 	})
 	t.Logf("cordon → Slurm drain in %s", time.Since(start).Round(100*time.Millisecond))
-	if err := setUnschedulable(false); err != nil {
+	h.setUnschedulable(t, node, false)
+	h.waitIdle(t, login, time.Minute, "compute-0 idle after the uncordon", "compute-0")
+}
+
+// nodeOf is the Kubernetes node of the pod named name in the test's namespace.
+func (h *helmEnv) nodeOf(t *testing.T, name string) string {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, pod); err != nil {
 		t.Fatal(err)
 	}
-	h.waitIdle(t, login, time.Minute, "compute-0 idle after the uncordon", "compute-0")
+	return pod.Spec.NodeName
+}
+
+// setUnschedulable cordons (true) or uncordons the Kubernetes node.
+func (h *helmEnv) setUnschedulable(t *testing.T, node string, v bool) {
+	t.Helper()
+	patch := []byte(fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, v))
+	if _, err := h.Clientset.CoreV1().Nodes().Patch(context.Background(), node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Errorf("setting %s unschedulable=%t: %v", node, v, err)
+	}
 }
 
 // upgradeKeepsWebhookCert upgrades the sunk release and expects the webhook's certificate to

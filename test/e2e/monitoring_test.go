@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +22,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"sunk.dev/sunk/test/promtest"
 	"sunk.dev/sunk/test/testenv"
 )
 
-var serviceMonitors = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
+var (
+	serviceMonitors = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
+	prometheusRules = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}
+)
 
 // TestMonitoring scrapes a live cluster the way a Prometheus Operator would: the sunk chart
 // renders its ServiceMonitors (operator, syncer with the Slurm exporter, scheduler on
@@ -36,9 +41,12 @@ var serviceMonitors = schema.GroupVersionResource{Group: "monitoring.coreos.com"
 // to the chart's metrics-reader ClusterRole. While `sbatch -N3` runs, Prometheus counts three
 // allocated nodes; the job is counted completed; a held job pending with its reason; a drained
 // node as drained with its reason; and every PromQL expression of the shipped dashboards
-// returns data, the syncer's, the controllers' and the scheduler's included.
+// returns data, the syncer's, the controllers' and the scheduler's included. The same
+// Prometheus evaluates the alerting rules of the chart's PrometheusRule: a cordon of the compute
+// pods' Kubernetes node fires SunkSlurmNodeDrainedBySunk for the Slurm nodes the syncer drains,
+// not for the one a person drained, and the uncordon ends it.
 func TestMonitoring(t *testing.T) {
-	installServiceMonitorCRD(t)
+	installPrometheusOperatorCRDs(t)
 	h := startCharts(t)
 	ctx := context.Background()
 	const release = "mon"
@@ -54,7 +62,8 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 3}]
 	if _, err := h.helm(t, "upgrade", h.sunkRelease, "charts/sunk", "-n", h.sunkNS, "--reuse-values", "--wait", "--timeout", "3m",
 		"--set", "scheduler.enabled=true", "--set", "scheduler.cluster.name="+release, "--set", "scheduler.cluster.namespace="+h.ns,
 		"--set", "metrics.serviceMonitor.interval=2s", "--set", "metrics.serviceMonitor.scrapeTimeout=2s",
-		"--set", "syncer.exporter.interval=2s", "--set", "syncer.exporter.userSeries=true"); err != nil {
+		"--set", "syncer.exporter.interval=2s", "--set", "syncer.exporter.userSeries=true",
+		"--set", "metrics.prometheusRule.for.SunkSlurmNodeDrainedBySunk=0s"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -81,7 +90,7 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 3}]
 	if strings.Join(jobs, " ") != strings.Join(want, " ") {
 		t.Fatalf("the chart's ServiceMonitors scrape %v, want %v", jobs, want)
 	}
-	p := promtest.Start(t, configs)
+	p := promtest.Start(t, configs, h.alertRules(t, dyn))
 	for _, job := range jobs {
 		p.WaitUp(t, job, 2*time.Minute)
 	}
@@ -146,6 +155,59 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 3}]
 	running := h.sbatch(t, login, "-N1 -J mon-run --wrap 'sleep 600'")
 	t.Cleanup(func() { _, _ = h.sh(t, login, "login", "scancel "+running) })
 	promtest.CheckDashboards(t, p, "10s", nil, 2*time.Minute)
+
+	// Last, as it drains every compute pod's Slurm node: the node is shared with every other
+	// test, and uncordoned whatever happens.
+	node := h.nodeOf(t, "compute-0")
+	t.Cleanup(func() { h.setUnschedulable(t, node, false) })
+	h.setUnschedulable(t, node, true)
+	drainedBySunk := func() ([]string, error) {
+		firing, err := p.Firing("SunkSlurmNodeDrainedBySunk")
+		var nodes []string
+		for _, s := range firing {
+			if s.Labels["cluster"] != h.ns+"/"+release || s.Labels["reason"] == "e2e-monitoring" {
+				return nil, fmt.Errorf("firing for a node sunk did not drain: %v", s)
+			}
+			nodes = append(nodes, s.Labels["node"])
+		}
+		return nodes, err
+	}
+	poll(t, time.Minute, "SunkSlurmNodeDrainedBySunk firing for compute-0 after the cordon", func() error {
+		nodes, err := drainedBySunk()
+		if err != nil || !slices.Contains(nodes, "compute-0") {
+			return fmt.Errorf("firing for %v: %v", nodes, err)
+		}
+		return nil
+	})
+	h.setUnschedulable(t, node, false)
+	poll(t, time.Minute, "SunkSlurmNodeDrainedBySunk over after the uncordon", func() error {
+		if nodes, err := drainedBySunk(); err != nil || len(nodes) != 0 {
+			return fmt.Errorf("firing for %v: %v", nodes, err)
+		}
+		return nil
+	})
+}
+
+// alertRules writes the spec of the one PrometheusRule the sunk chart rendered, a Prometheus
+// rule file, and returns its path.
+func (h *helmEnv) alertRules(t *testing.T, dyn dynamic.Interface) string {
+	t.Helper()
+	rules, err := dyn.Resource(prometheusRules).Namespace(h.sunkNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules.Items) != 1 {
+		t.Fatalf("%d PrometheusRules in %s, want the chart's one", len(rules.Items), h.sunkNS)
+	}
+	spec, err := yaml.Marshal(rules.Items[0].Object["spec"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "alerts.yaml")
+	if err := os.WriteFile(f, spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // schedulerPod creates a pod for sunk-scheduler and returns it once it is bound.
@@ -211,10 +273,11 @@ func (h *helmEnv) metricsReaderToken(t *testing.T) string {
 	return f
 }
 
-// installServiceMonitorCRD installs the Prometheus Operator's ServiceMonitor kind (its schema
-// left open: the test bed runs no Prometheus Operator to validate it) and removes it after the
-// test's releases are gone (the first cleanup registered runs last).
-func installServiceMonitorCRD(t *testing.T) {
+// installPrometheusOperatorCRDs installs the Prometheus Operator's ServiceMonitor and
+// PrometheusRule kinds (their schemas left open: the test bed runs no Prometheus Operator to
+// validate them) and removes them after the test's releases are gone (the first cleanups
+// registered run last).
+func installPrometheusOperatorCRDs(t *testing.T) {
 	t.Helper()
 	cl := testenv.Cluster(t)
 	dyn, err := dynamic.NewForConfig(cl.Config)
@@ -222,24 +285,29 @@ func installServiceMonitorCRD(t *testing.T) {
 		t.Fatal(err)
 	}
 	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "servicemonitors.monitoring.coreos.com"},
-		"spec": map[string]any{
-			"group": "monitoring.coreos.com", "scope": "Namespaced",
-			"names": map[string]any{"kind": "ServiceMonitor", "listKind": "ServiceMonitorList", "plural": "servicemonitors", "singular": "servicemonitor"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
-		},
-	}}
 	ctx := context.Background()
-	// One left by an interrupted run is the same definition: use it, and delete it at the end.
-	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	for _, kind := range []struct {
+		gvr       schema.GroupVersionResource
+		kind, one string
+	}{{serviceMonitors, "ServiceMonitor", "servicemonitor"}, {prometheusRules, "PrometheusRule", "prometheusrule"}} {
+		crd := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": kind.gvr.Resource + "." + kind.gvr.Group},
+			"spec": map[string]any{
+				"group": kind.gvr.Group, "scope": "Namespaced",
+				"names": map[string]any{"kind": kind.kind, "listKind": kind.kind + "List", "plural": kind.gvr.Resource, "singular": kind.one},
+				"versions": []any{map[string]any{"name": kind.gvr.Version, "served": true, "storage": true,
+					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+			},
+		}}
+		// One left by an interrupted run is the same definition: use it, and delete it at the end.
+		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = crds.Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{}) })
+		poll(t, time.Minute, kind.kind+" served", func() error {
+			_, err := dyn.Resource(kind.gvr).Namespace("default").List(ctx, metav1.ListOptions{})
+			return err
+		})
 	}
-	t.Cleanup(func() { _ = crds.Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{}) })
-	poll(t, time.Minute, "ServiceMonitor served", func() error {
-		_, err := dyn.Resource(serviceMonitors).Namespace("default").List(ctx, metav1.ListOptions{})
-		return err
-	})
 }

@@ -140,4 +140,3 @@ func immediateRules(t *testing.T) string {
 	}
 	return path
 }
-
