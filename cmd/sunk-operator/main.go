@@ -95,7 +95,8 @@ func main() {
 		// Ready only once the webhook serves: the API server rejects SlurmClusters until then.
 		cmdutil.Must(mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()))
 	}
-	log.Info("starting sunk-operator", "allowedUnsafeConfKeys", admission.AllowedUnsafeConfKeys)
+	log.Info("starting sunk-operator", "allowedUnsafeConfKeys", admission.AllowedUnsafeConfKeys,
+		"luaSandbox", sunkwebhook.SandboxConfinement())
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
 		os.Exit(1)

@@ -23,6 +23,8 @@ import (
 // the check in a child process, its own binary re-executed: killed after luaProcessTimeout,
 // its address space and CPU time limited by the kernel, its heap watched, and first in line
 // for the OOM killer, so that a hostile script costs a failed admission, never the operator.
+// The child starts with an empty environment and confines itself before it reads the script
+// (confineSandbox): no file, no network.
 
 const (
 	// luaSandboxEnv marks a process started as the sandbox.
@@ -64,6 +66,10 @@ func ServeLuaSandbox() {
 			sandboxExe = exe
 		}
 		return
+	}
+	if err := confineSandbox(); err != nil {
+		fmt.Fprint(os.Stderr, err)
+		os.Exit(exitSandboxConfine)
 	}
 	go watchHeap()
 	src, err := io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
@@ -180,6 +186,8 @@ func validateLuaInChild(src string) (string, error) {
 	switch {
 	case ctx.Err() != nil:
 		return luaTooLong, nil
+	case errors.As(err, &exit) && exit.ExitCode() == exitSandboxConfine:
+		return "", fmt.Errorf("the Lua sandbox could not confine itself: %s", firstLine(stderr.String()))
 	case errors.As(err, &exit) && exit.ExitCode() == exitLuaMemory:
 		return fmt.Sprintf("job_submit.lua's top-level code used more than %d MiB at load: slurmctld would load it on every start and reconfigure", luaHeapLimit>>20), nil
 	case errors.As(err, &exit):
