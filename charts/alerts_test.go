@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"sunk.dev/sunk/test/promtest"
 )
 
 // checkAlerts: the chart's PrometheusRule carries files/alerts.yaml's rules, with the values'
@@ -58,14 +60,7 @@ func checkAlerts(t *testing.T, docs []map[string]any) {
 		t.Fatalf("PrometheusRule groups:\n%s\nwant files/alerts.yaml with the overrides:\n%s", got, want)
 	}
 
-	out, err := yaml.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "rules.yaml")
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := promtest.RuleFile(t, spec)
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatalf("no promtool (hack/provision.sh host installs Debian's prometheus package): %v", err)

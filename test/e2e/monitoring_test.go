@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"sunk.dev/sunk/test/promtest"
 	"sunk.dev/sunk/test/testenv"
@@ -199,15 +198,7 @@ func (h *helmEnv) alertRules(t *testing.T, dyn dynamic.Interface) string {
 	if len(rules.Items) != 1 {
 		t.Fatalf("%d PrometheusRules in %s, want the chart's one", len(rules.Items), h.sunkNS)
 	}
-	spec, err := yaml.Marshal(rules.Items[0].Object["spec"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := filepath.Join(t.TempDir(), "alerts.yaml")
-	if err := os.WriteFile(f, spec, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return promtest.RuleFile(t, rules.Items[0].Object["spec"])
 }
 
 // schedulerPod creates a pod for sunk-scheduler and returns it once it is bound.

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"sunk.dev/sunk/test/wait"
 )
 
@@ -193,6 +195,21 @@ func (s *Server) Query(expr string) ([]Sample, error) {
 		out = append(out, Sample{Labels: se.Metric, Value: v})
 	}
 	return out, nil
+}
+
+// RuleFile writes rules, the content of a Prometheus rule file ({groups: [...]}), to a file
+// of the test's temporary directory and returns its path, for Start or promtool.
+func RuleFile(t *testing.T, rules any) string {
+	t.Helper()
+	out, err := yaml.Marshal(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Firing is the firing alerts named alertname, each with its labels (Prometheus's ALERTS series).

@@ -15,6 +15,7 @@ import (
 	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/promtest"
 	"sunk.dev/sunk/test/testenv"
 	"sunk.dev/sunk/test/wait"
 )
@@ -48,30 +49,18 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 		}
 	}
 	// The exporter has read all three drains once the person's shows; then only sunk's fires.
-	wait.For(t, "SunkSlurmNodeDrainedBySunk firing for the node sunk drained alone", time.Minute, 500*time.Millisecond, func() error {
+	waitAlert(t, p, "SunkSlurmNodeDrainedBySunk", "firing for the node sunk drained alone", func(firing []promtest.Sample) error {
 		if s, err := p.Query(fmt.Sprintf(`slurm_node_info{node=%q,state=~"drained|draining"}`, byPerson)); err != nil || len(s) != 1 {
 			return fmt.Errorf("the person's drain not scraped yet: %v %v", s, err)
 		}
-		firing, err := p.Firing("SunkSlurmNodeDrainedBySunk")
-		if err != nil {
-			return err
-		}
-		if len(firing) != 1 || firing[0].Labels["node"] != bySunk || firing[0].Labels["severity"] != "warning" {
-			return fmt.Errorf("firing: %v", firing)
-		}
-		return nil
+		return firingOnce(firing, "node", bySunk, "warning")
 	})
 	for _, node := range []string{bySunk, byPerson, byNodeSet} {
 		if err := c.UpdateNode(ctx, node, slurm.NodeUpdate{State: slurm.NodeStateResume}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	wait.For(t, "SunkSlurmNodeDrainedBySunk over once the node is resumed", time.Minute, 500*time.Millisecond, func() error {
-		if firing, err := p.Firing("SunkSlurmNodeDrainedBySunk"); err != nil || len(firing) != 0 {
-			return fmt.Errorf("firing: %v %v", firing, err)
-		}
-		return nil
-	})
+	waitAlert(t, p, "SunkSlurmNodeDrainedBySunk", "over once the node is resumed", notFiring)
 
 	if firing, err := p.Firing("SunkSlurmUnreachable"); err != nil || len(firing) != 0 {
 		t.Fatalf("SunkSlurmUnreachable firing while Slurm answers: %v %v", firing, err)
@@ -85,26 +74,41 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 			_, _ = testenv.Hack("env-slurm.sh", "start-restd")
 		}
 	}()
-	wait.For(t, "SunkSlurmUnreachable firing with slurmrestd stopped", time.Minute, 500*time.Millisecond, func() error {
-		firing, err := p.Firing("SunkSlurmUnreachable")
-		if err != nil {
-			return err
-		}
-		if len(firing) != 1 || firing[0].Labels["cluster"] != cluster || firing[0].Labels["severity"] != "critical" {
-			return fmt.Errorf("firing: %v", firing)
-		}
-		return nil
+	waitAlert(t, p, "SunkSlurmUnreachable", "firing with slurmrestd stopped", func(firing []promtest.Sample) error {
+		return firingOnce(firing, "cluster", cluster, "critical")
 	})
 	if out, err := testenv.Hack("env-slurm.sh", "start-restd"); err != nil {
 		t.Fatalf("start-restd: %v: %s", err, out)
 	}
 	restarted = true
-	wait.For(t, "SunkSlurmUnreachable over once slurmrestd is back", time.Minute, 500*time.Millisecond, func() error {
-		if firing, err := p.Firing("SunkSlurmUnreachable"); err != nil || len(firing) != 0 {
-			return fmt.Errorf("firing: %v %v", firing, err)
+	waitAlert(t, p, "SunkSlurmUnreachable", "over once slurmrestd is back", notFiring)
+}
+
+// waitAlert waits until check accepts the firing series of alert.
+func waitAlert(t *testing.T, p *promtest.Server, alert, what string, check func([]promtest.Sample) error) {
+	t.Helper()
+	wait.For(t, alert+" "+what, time.Minute, 500*time.Millisecond, func() error {
+		firing, err := p.Firing(alert)
+		if err != nil {
+			return err
 		}
-		return nil
+		return check(firing)
 	})
+}
+
+// firingOnce accepts one firing series, whose label is value, of severity.
+func firingOnce(firing []promtest.Sample, label, value, severity string) error {
+	if len(firing) != 1 || firing[0].Labels[label] != value || firing[0].Labels["severity"] != severity {
+		return fmt.Errorf("firing: %v; want one with %s=%q, severity %s", firing, label, value, severity)
+	}
+	return nil
+}
+
+func notFiring(firing []promtest.Sample) error {
+	if len(firing) != 0 {
+		return fmt.Errorf("firing: %v", firing)
+	}
+	return nil
 }
 
 // immediateRules writes the chart's alerting rules with every alert's `for` removed (as
@@ -130,13 +134,5 @@ func immediateRules(t *testing.T) string {
 			r["for"] = "0s"
 		}
 	}
-	out, err := yaml.Marshal(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "alerts.yaml")
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return promtest.RuleFile(t, file)
 }
