@@ -71,6 +71,15 @@ type SchedulerTenant struct {
 	// +optional
 	Accounts []string `json:"accounts,omitempty"`
 
+	// DefaultAccount is the account the job of a pod that names none (sunk.dev/account) is
+	// charged to. Every placeholder job runs as one Slurm user, so an account per tenant is
+	// what lets Slurm's accounting, fair share and limits (AccountingStorageEnforce) tell
+	// tenants apart. It must be one of accounts (or accounts ["*"]); the scheduler's Slurm user
+	// needs an association with it in accounting (sacctmgr add user ... account=...).
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`
+	// +optional
+	DefaultAccount string `json:"defaultAccount,omitempty"`
+
 	// QOS the pods may use (sunk.dev/qos).
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256

@@ -159,7 +159,7 @@ func ValidateSpec(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorL
 
 // validateSchedulerPolicy checks what the CRD's schema cannot: a namespace belongs to one
 // tenant only (else which policy applies would depend on the order), partitions are the
-// cluster's, and "*" stands alone.
+// cluster's, "*" stands alone, and a default account is one the tenant may charge.
 func validateSchedulerPolicy(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	var warnings admission.Warnings
@@ -189,6 +189,9 @@ func validateSchedulerPolicy(spec *sunkv1.SlurmClusterSpec, path *field.Path) (f
 			if len(l.values) > 1 && slices.Contains(l.values, sunkv1.AllowsAny) {
 				errs = append(errs, field.Invalid(tp.Child(l.name), l.values, `"*" allows any value: list it alone`))
 			}
+		}
+		if t.DefaultAccount != "" && !slices.Contains(t.Accounts, t.DefaultAccount) && !slices.Contains(t.Accounts, sunkv1.AllowsAny) {
+			errs = append(errs, field.Invalid(tp.Child("defaultAccount"), t.DefaultAccount, "must be one of accounts (the accounts the tenant's pods may charge)"))
 		}
 		if t.Preempt && (spec.Preemption.Type == "" || spec.Preemption.Type == sunkv1.PreemptionNone) {
 			warnings = append(warnings, fmt.Sprintf("%s: preempt has no effect while spec.preemption.type is none", tp.Child("preempt")))

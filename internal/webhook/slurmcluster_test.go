@@ -102,6 +102,12 @@ func TestValidateSpec(t *testing.T) {
 		{name: "scheduler policy wildcard among names", spec: sunkv1.SlurmClusterSpec{SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
 			{Name: "a", Namespaces: []string{"a"}, QOS: []string{"*", "high"}}}}},
 			wantErr: "spec.schedulerPolicy.tenants[0].qos"},
+		{name: "scheduler policy default accounts", spec: sunkv1.SlurmClusterSpec{SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
+			{Name: "a", Namespaces: []string{"a"}, Accounts: []string{"team-a", "shared"}, DefaultAccount: "team-a"},
+			{Name: "b", Namespaces: []string{"b"}, Accounts: []string{"*"}, DefaultAccount: "team-b"}}}}},
+		{name: "scheduler policy default account the tenant may not charge", spec: sunkv1.SlurmClusterSpec{SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
+			{Name: "a", Namespaces: []string{"a"}, Accounts: []string{"shared"}, DefaultAccount: "team-a"}}}},
+			wantErr: `spec.schedulerPolicy.tenants[0].defaultAccount: Invalid value: "team-a": must be one of accounts`},
 		{name: "scheduler policy preempt without preemption", spec: sunkv1.SlurmClusterSpec{SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
 			{Name: "a", Namespaces: []string{"a"}, Preempt: true}}}}, warn: true},
 		{name: "sidecar named like the login pod's key holder", spec: sunkv1.SlurmClusterSpec{Login: sunkv1.LoginSpec{Sidecars: []corev1.Container{{Name: "x"}, {Name: "sackd"}}}},

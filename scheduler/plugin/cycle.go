@@ -239,6 +239,7 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 	}
 	c.mu.Unlock()
 	js := c.spec.Job
+	p.chargeTo(pod.Namespace, &js)
 	js.Comment = p.mark.comment(key)
 	js.ExcludedNodes = p.excludedNodes(allowed)
 	asks := map[types.UID]string{}

@@ -72,6 +72,7 @@ func (p *Plugin) submitFromQueue(pod *v1.Pod) bool {
 	}
 	key := podJobKey(pod.UID)
 	js := spec.Job
+	p.chargeTo(pod.Namespace, &js)
 	js.Comment = p.mark.comment(key)
 	js.ExcludedNodes = p.excludedNodes(allowed)
 	asks := map[types.UID]string{pod.UID: p.refusalAsk(pod, spec, topo)}

@@ -89,6 +89,28 @@ func policyRefusal(cluster string, spec *sunkv1.SlurmClusterSpec, namespace stri
 	return ""
 }
 
+// chargeTo gives a job that names no account (sunk.dev/account) its namespace's tenant's
+// defaultAccount: every placeholder job runs as one Slurm user, and an account per tenant is
+// what lets Slurm's accounting, fair share and limits tell tenants apart. It is called where a
+// job is about to be submitted, after policyRefusal passed it: the default account is one the
+// tenant may charge (the webhook holds it to the tenant's accounts).
+func chargeTo(spec *sunkv1.SlurmClusterSpec, namespace string, job *slurm.JobSubmit) {
+	if job.Account != "" {
+		return
+	}
+	if t := spec.SchedulerPolicy.TenantOf(namespace); t != nil {
+		job.Account = t.DefaultAccount
+	}
+}
+
+// chargeTo applies chargeTo with the policy the plugin reads; unreadable, the job is left
+// as it is (nothing is submitted while the policy cannot be read).
+func (p *Plugin) chargeTo(namespace string, job *slurm.JobSubmit) {
+	if spec, err := p.policy.spec(); err == nil {
+		chargeTo(spec, namespace, job)
+	}
+}
+
 // jobPartitions are the partitions a job asks for: its list, else the cluster's default.
 func jobPartitions(spec *sunkv1.SlurmClusterSpec, job *slurm.JobSubmit) []string {
 	if partitions := splitList(job.Partition); len(partitions) > 0 {

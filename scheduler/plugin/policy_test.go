@@ -207,3 +207,24 @@ func TestClusterInformer(t *testing.T) {
 		t.Fatalf("a deleted SlurmCluster: %v", err)
 	}
 }
+
+// TestChargeTo: a job that names no account is charged to its namespace's tenant's default
+// account; one that names an account keeps it; a tenant without a default and an unlisted
+// namespace leave it unset (Slurm's default account of the user).
+func TestChargeTo(t *testing.T) {
+	spec := &sunkv1.SlurmClusterSpec{SchedulerPolicy: sunkv1.SchedulerPolicy{Tenants: []sunkv1.SchedulerTenant{
+		{Name: "a", Namespaces: []string{"team-a"}, Accounts: []string{"a", "shared"}, DefaultAccount: "a"},
+		{Name: "b", Namespaces: []string{"team-b"}, Accounts: []string{"*"}},
+	}}}
+	for _, c := range []struct{ namespace, named, want string }{
+		{"team-a", "", "a"},
+		{"team-a", "shared", "shared"},
+		{"team-b", "", ""},
+		{"elsewhere", "", ""},
+	} {
+		job := slurm.JobSubmit{Account: c.named}
+		if chargeTo(spec, c.namespace, &job); job.Account != c.want {
+			t.Errorf("namespace %s, pod naming %q: account %q, want %q", c.namespace, c.named, job.Account, c.want)
+		}
+	}
+}

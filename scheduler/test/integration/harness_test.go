@@ -208,6 +208,7 @@ func setup(t testing.TB) *env {
 var testBedPartitions = []sunkv1.PartitionSpec{
 	{Name: "all", Default: true, PriorityTier: ptr.To[int32](1)},
 	{Name: "urgent", PriorityTier: ptr.To[int32](10)},
+	{Name: "requeue", PriorityTier: ptr.To[int32](1), ExtraConf: "PreemptMode=REQUEUE"},
 	{Name: "bench", PriorityTier: ptr.To[int32](1), ExtraConf: "OverSubscribe=FORCE:100"},
 }
 

@@ -571,16 +571,23 @@ func TestPolicyRefusesPartition(t *testing.T) {
 		t.Fatalf("a refused pod cost %v failed scheduling attempts and %v preemption attempts, want none", failed, preempt)
 	}
 
-	// The admin lets tenant-b use urgent, and preempt: the waiting pod goes through, and its
-	// job preempts the batch job.
-	e.setTenants(testsTenant, sunkv1.SchedulerTenant{Name: "b", Namespaces: []string{ns}, Partitions: []string{"urgent"}, Preempt: true})
+	// The admin lets tenant-b use urgent, and preempt, and charges its jobs to its own account:
+	// the waiting pod goes through, its job preempts the batch job, and Slurm has the job
+	// charged to the tenant's default account (the pod names none).
+	e.setTenants(testsTenant, sunkv1.SchedulerTenant{Name: "b", Namespaces: []string{ns}, Partitions: []string{"urgent"}, Preempt: true,
+		Accounts: []string{"team-b"}, DefaultAccount: "team-b"})
+	var bound *v1.Pod
 	e.eventually("the pod bound once its namespace may use urgent", 90*time.Second, func() (bool, string) {
 		p, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
+		bound = p
 		return p.Spec.NodeName == host, scheduledCondition(p)
 	})
 	e.waitJobState(batch, 30*time.Second, "PREEMPTED")
+	if j := e.jobOfPod(bound); j.Account != "team-b" {
+		t.Fatalf("job %d of tenant b's pod is charged to %q, want its default account team-b", j.ID, j.Account)
+	}
 	_ = e.cs.CoreV1().Pods(ns).Delete(e.ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 }

@@ -140,6 +140,9 @@ var corpusFields = []crField{
 	clusterField("spec.schedulerPolicy.tenants[0].accounts[0]", kindName, func(sc *sunkv1.SlurmCluster, v string) {
 		sc.Spec.SchedulerPolicy.Tenants = []sunkv1.SchedulerTenant{{Name: "t", Namespaces: []string{"a"}, Accounts: []string{v}}}
 	}),
+	clusterField("spec.schedulerPolicy.tenants[0].defaultAccount", kindName, func(sc *sunkv1.SlurmCluster, v string) {
+		sc.Spec.SchedulerPolicy.Tenants = []sunkv1.SchedulerTenant{{Name: "t", Namespaces: []string{"a"}, Accounts: []string{"*"}, DefaultAccount: v}}
+	}),
 	clusterField("spec.schedulerPolicy.tenants[0].qos[0]", kindName, func(sc *sunkv1.SlurmCluster, v string) {
 		sc.Spec.SchedulerPolicy.Tenants = []sunkv1.SchedulerTenant{{Name: "t", Namespaces: []string{"a"}, QOS: []string{v}}}
 	}),
