@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/kube"
@@ -150,6 +152,8 @@ func startCharts(t *testing.T) *helmEnv {
 	script(t, "hack/images.sh", "sunk")
 	cl := testenv.Cluster(t) // imports what images.sh rebuilt
 	script(t, "hack/env-kube.sh", "images")
+	// The client's warnings to stderr; unset, controller-runtime prints a stack trace about it.
+	ctrllog.SetLogger(zap.New())
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
