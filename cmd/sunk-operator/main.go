@@ -8,7 +8,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"sunk.dev/sunk/internal/cmdutil"
@@ -24,10 +23,10 @@ import (
 func main() {
 	// First: this binary is also the admission's Lua sandbox, re-executed (internal/webhook).
 	sunkwebhook.ServeLuaSandbox()
-	var metricsAddr, probeAddr, clusterDomain, certDir, allowedUnsafe, watchNamespaces, slurmImages string
+	var probeAddr, clusterDomain, certDir, allowedUnsafe, watchNamespaces, slurmImages string
 	var authorUsers, authorGroups, authorImages string
 	var leaderElect, webhooks, slurmConfigCheck bool
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	metricsOptions := cmdutil.MetricsFlags()
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain, used in slurm.conf host names")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that several replicas can run")
@@ -56,7 +55,7 @@ func main() {
 	namespaces := cmdutil.WatchNamespaces(watchNamespaces)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                metricsOptions(),
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "sunk-operator.sunk.dev",

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"sunk.dev/sunk/internal/cmdutil"
 	"sunk.dev/sunk/internal/slurmconn"
@@ -24,11 +23,11 @@ import (
 )
 
 func main() {
-	var metricsAddr, probeAddr, clusterDomain, leaderNS, watchNamespaces string
+	var probeAddr, clusterDomain, leaderNS, watchNamespaces string
 	var leaderElect bool
 	var poll, notReadyGrace time.Duration
 	var drainBudget, workers int
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	metricsOptions := cmdutil.MetricsFlags()
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that several replicas can run; only the leader syncs")
@@ -44,7 +43,7 @@ func main() {
 	computePods := labels.SelectorFromSet(labels.Set{wellknown.LabelComponent: wellknown.ComponentCompute})
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                 metricsOptions(),
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "sunk-syncer.sunk.dev",

@@ -37,6 +37,9 @@ const (
 // +kubebuilder:rbac:groups="",resources=secrets;services,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// The metrics filter (internal/metricsauth) asks the API server about each /metrics caller.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Clusters runs one Syncer for each SlurmCluster: it is a controller-runtime reconciler (started
 // after leader election, like the Syncers it starts) and a Runnable that holds their lifetime.

@@ -144,8 +144,8 @@ func (s *soak) helm(args ...string) string {
 	return out
 }
 
-// metricsToken is a ServiceAccount token allowed GET /metrics: kube-scheduler authorizes its
-// /metrics (delegated, TokenReview + SubjectAccessReview).
+// metricsToken is a ServiceAccount token allowed GET /metrics: kube-scheduler, the operator
+// and the syncer (metrics.secure) authorize their /metrics (TokenReview + SubjectAccessReview).
 func (s *soak) metricsToken() string {
 	t := s.t
 	const name = "sunk-soak-metrics"
@@ -185,10 +185,11 @@ func (s *soak) scrape(c component) ([]Series, *corev1.Pod, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	url := fmt.Sprintf("http://%s:%d/metrics", p.Status.PodIP, metricsPort)
-	if c.metrics == "https" {
-		url = fmt.Sprintf("https://%s:%d/metrics", p.Status.PodIP, schedPort)
+	port := metricsPort
+	if c.name == scheduler.name {
+		port = schedPort
 	}
+	url := fmt.Sprintf("%s://%s:%d/metrics", c.metrics, p.Status.PodIP, port)
 	req, err := http.NewRequestWithContext(s.ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, p, err

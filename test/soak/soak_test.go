@@ -52,8 +52,8 @@ type component struct {
 }
 
 var (
-	operator   = component{"operator", sunkNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=operator", "sunk-operator", "http", "sunk-operator.sunk.dev"}
-	syncerC    = component{"syncer", sunkNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=syncer", "sunk-syncer", "http", "sunk-syncer.sunk.dev"}
+	operator   = component{"operator", sunkNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=operator", "sunk-operator", "https", "sunk-operator.sunk.dev"}
+	syncerC    = component{"syncer", sunkNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=syncer", "sunk-syncer", "https", "sunk-syncer.sunk.dev"}
 	scheduler  = component{"scheduler", sunkNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=scheduler", "sunk-scheduler", "https", ""}
 	slurmrestd = component{"slurmrestd", slurmNS, "sunk.dev/cluster=demo,sunk.dev/component=restapi", "slurmrestd", "", ""}
 	slurmctld  = component{"slurmctld", slurmNS, "sunk.dev/cluster=demo,sunk.dev/component=controller", "slurmctld", "", ""}

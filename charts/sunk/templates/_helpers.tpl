@@ -27,6 +27,11 @@ app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
 helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- end -}}
 
+{{/* The name of the operator's and the syncer's metrics port: HTTPS with metrics.secure. */}}
+{{- define "sunk.metricsPort" -}}
+{{- if .Values.metrics.secure }}https-metrics{{ else }}http-metrics{{ end -}}
+{{- end -}}
+
 {{/* Object name of a component: <fullname>-<component>. */}}
 {{- define "sunk.name" -}}
 {{- printf "%s-%s" (include "sunk.fullname" .root) .component -}}
@@ -127,9 +132,9 @@ spec:
   selector:
     {{- include "sunk.selectorLabels" . | nindent 4 }}
   ports:
-    - name: http-metrics
+    - name: {{ include "sunk.metricsPort" $root }}
       port: {{ $root.Values.metrics.port }}
-      targetPort: http-metrics
+      targetPort: {{ include "sunk.metricsPort" $root }}
       protocol: TCP
 ---
 apiVersion: apps/v1
@@ -168,6 +173,7 @@ spec:
           command: ["/usr/local/bin/sunk-{{ .component }}"]
           args:
             - --metrics-bind-address=:{{ $root.Values.metrics.port }}
+            - --metrics-secure={{ $root.Values.metrics.secure }}
             - --health-probe-bind-address=:8081
             - --leader-elect={{ .values.leaderElection }}
             {{- range .args }}
@@ -177,7 +183,7 @@ spec:
             - {{ . }}
             {{- end }}
           ports:
-            - name: http-metrics
+            - name: {{ include "sunk.metricsPort" $root }}
               containerPort: {{ $root.Values.metrics.port }}
               protocol: TCP
             - name: health

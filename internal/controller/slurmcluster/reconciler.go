@@ -123,6 +123,10 @@ const pollWhileConverging = 3 * time.Second
 // Reading the first line of slurm.conf inside slurmctld's pod: whether kubelet has delivered
 // the new configuration is visible nowhere else (docs/security.md).
 // +kubebuilder:rbac:groups="",resources=pods/exec,verbs=get;create
+// The metrics filter (internal/metricsauth) asks the API server who each /metrics caller is
+// and whether it may get the path.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // Reading the Slurm containers' logs: the pods show there which auth key ring kubelet has
 // delivered (authrotation_step.go).
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
