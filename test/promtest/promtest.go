@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,6 +22,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"sunk.dev/sunk/test/testenv"
 	"sunk.dev/sunk/test/wait"
 )
 
@@ -62,7 +62,7 @@ func Start(t *testing.T, scrapeConfigs []any, ruleFiles ...string) *Server {
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), config, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freePort(t)
+	addr := testenv.FreeAddr(t, "127.0.0.1")
 	out := &syncBuffer{}
 	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
@@ -215,17 +215,6 @@ func RuleFile(t *testing.T, rules any) string {
 // Firing is the firing alerts named alertname, each with its labels (Prometheus's ALERTS series).
 func (s *Server) Firing(alertname string) ([]Sample, error) {
 	return s.Query(fmt.Sprintf(`ALERTS{alertname=%q,alertstate="firing"}`, alertname))
-}
-
-// freePort returns a loopback address that was free a moment ago.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // syncBuffer is a bytes.Buffer for a process's output, read while the process writes.

@@ -5,7 +5,6 @@ package registry
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,16 +19,6 @@ import (
 	"sunk.dev/sunk/test/testenv"
 	"sunk.dev/sunk/test/wait"
 )
-
-// FreeAddr is HOST:PORT where nothing listens (it did a moment ago).
-func FreeAddr(tb testing.TB, host string) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	must(tb, err)
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
 
 // Start runs docker-registry on a free port of host, storage and access log under dir, until
 // the test ends; it returns the registry's address and its access log.
@@ -46,7 +35,7 @@ func StartWith(tb testing.TB, dir, host string, users map[string]string) (addr, 
 		tb.Fatal("docker-registry is needed (a host package of hack/provision.sh)")
 	}
 	must(tb, os.MkdirAll(dir, 0o755))
-	addr = FreeAddr(tb, host)
+	addr = testenv.FreeAddr(tb, host)
 	conf := fmt.Sprintf("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n",
 		filepath.Join(dir, "registry"), addr)
 	if len(users) > 0 {

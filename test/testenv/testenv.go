@@ -6,6 +6,7 @@ package testenv
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,4 +91,16 @@ func StartLogged(tb testing.TB, cmd *exec.Cmd, logFile string) {
 		_ = cmd.Wait()
 		log.Close()
 	})
+}
+
+// FreeAddr is HOST:PORT where nothing listens (it did a moment ago): for a server a test
+// starts on a port of its own.
+func FreeAddr(tb testing.TB, host string) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

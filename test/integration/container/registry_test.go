@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"sunk.dev/sunk/test/registry"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // TestPullFromRegistry: sunk-container pulls from a real registry (Debian's docker-registry,
@@ -108,7 +109,7 @@ func TestPullFromRegistry(t *testing.T) {
 
 	for i, tc := range []struct{ image, want string }{
 		{addr + "#test/nothing:1", "sunk-container: --container-image: " + addr + "/test/nothing:1: "},
-		{registry.FreeAddr(t, "127.0.0.1") + "#test/busybox:1", "connection refused"},
+		{testenv.FreeAddr(t, "127.0.0.1") + "#test/busybox:1", "connection refused"},
 	} {
 		_, err := prepare(fmt.Sprint(2+i), tc.image)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
