@@ -118,7 +118,7 @@ func TestAuthKeyRotation(t *testing.T) {
 		}
 		return nil
 	})
-	e.mustSh(t, login, "login", "scancel "+forever) // a restarted held job would keep cpu-0 busy
+	e.cancel(t, login, forever) // a restarted held job would keep cpu-0 busy
 	poll(t, 8*time.Minute, "rounds 2 and 3: k2 alone, loaded, AuthKeyRotated", func() error {
 		r, loaded, err := ring()
 		if err != nil {

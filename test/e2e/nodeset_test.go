@@ -169,6 +169,27 @@ func (e *operatorEnv) release(t *testing.T, login, id string) {
 	}
 }
 
+// cancel cancels a job, asking again while slurmctld does not answer: a key rotation round or
+// an upgrade reconfigures it, and a command sent meanwhile times out (Slurm's clients do not
+// retry a request that may have been carried out). A job already ending counts as cancelled.
+func (e *operatorEnv) cancel(t *testing.T, login, id string) {
+	t.Helper()
+	poll(t, 2*time.Minute, "scancel "+id, func() error {
+		out, err := e.sh(t, login, "login", "scancel "+id)
+		if err == nil {
+			return nil
+		}
+		switch said := out + err.Error(); {
+		case strings.Contains(said, "already completing or completed"):
+			return nil
+		case strings.Contains(said, "Socket timed out"), strings.Contains(said, "Unable to contact slurm controller"):
+			return fmt.Errorf("slurmctld did not answer: %v\n%s", err, out)
+		}
+		t.Fatalf("scancel %s: %v\n%s", id, err, out)
+		return nil
+	})
+}
+
 // TestNodeSetReplicasNeverKillAJob runs a NodeSet of 3 real slurmd pods: they register
 // as IDLE nodes and run a 3-node step; a rolling update replaces the idle nodes first and
 // the busy one only after its job completed; scaling 3 → 1 waits for a job the same way
