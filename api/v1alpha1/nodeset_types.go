@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +37,8 @@ const (
 
 // NodeSetSpec describes a set of compute pods, each a dynamic Slurm node (slurmd -Z) of
 // the SlurmCluster named by clusterRef.
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Replicas' || has(self.replicas)",message="spec.replicas is required when mode is Replicas"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Replicas' || has(self.replicas) || has(self.autoscaling)",message="spec.replicas is required when mode is Replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaling) || self.mode == 'Replicas'",message="spec.autoscaling needs mode Replicas"
 type NodeSetSpec struct {
 	// ClusterRef is the name of the SlurmCluster, in the NodeSet's namespace, whose
 	// slurmctld the nodes register with. Immutable.
@@ -145,6 +148,46 @@ type NodeSetSpec struct {
 	// +kubebuilder:default={type: RollingUpdate}
 	// +optional
 	UpdateStrategy NodeSetUpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// Autoscaling lets Slurm's queue size the NodeSet (Replicas mode): the operator writes
+	// spec.replicas, growing it for jobs that pend for nodes and shrinking it, the protected
+	// way, when nodes stay idle. Slurm keeps the record of every node up to maxReplicas (in
+	// state FUTURE while it has no pod), so a job sent to a NodeSet at zero pends instead of
+	// being refused. docs/autoscaling.md.
+	// +optional
+	Autoscaling *NodeSetAutoscaling `json:"autoscaling,omitempty"`
+}
+
+// NodeSetAutoscaling bounds a demand-driven NodeSet.
+// +kubebuilder:validation:XValidation:rule="self.minReplicas <= self.maxReplicas",message="spec.autoscaling.minReplicas must not exceed spec.autoscaling.maxReplicas"
+type NodeSetAutoscaling struct {
+	// MinReplicas is the fewest nodes the NodeSet keeps, idle or not.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=0
+	// +optional
+	MinReplicas int32 `json:"minReplicas"`
+
+	// MaxReplicas is the most nodes the NodeSet grows to. Slurm knows this many nodes from
+	// the start: when the NodeSet is new, or maxReplicas grows, the operator starts each node
+	// Slurm has no record of once, so that it registers its shape (CPUs, memory, GPUs,
+	// features); it goes again, parked as a FUTURE record, after idleAfter.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	MaxReplicas int32 `json:"maxReplicas"`
+
+	// IdleAfter is how long a node stays idle (Slurm's last_busy) before the NodeSet lets it
+	// go. Only the highest-numbered nodes go, so a busy node is never drained to shrink.
+	// +kubebuilder:default="5m"
+	// +optional
+	IdleAfter *metav1.Duration `json:"idleAfter,omitempty"`
+}
+
+// IdleAfterOrDefault is spec.autoscaling.idleAfter, 5 minutes when unset.
+func (a *NodeSetAutoscaling) IdleAfterOrDefault() time.Duration {
+	if a.IdleAfter == nil {
+		return 5 * time.Minute
+	}
+	return a.IdleAfter.Duration
 }
 
 // NodeSetContainers are the settings of containers for jobs on a NodeSet's nodes. The images
@@ -271,6 +314,15 @@ type NodeSetStatus struct {
 	// +optional
 	Updated int32 `json:"updated"`
 
+	// PendingNodes is the number of nodes that jobs pending in the NodeSet's partitions ask
+	// for, read by the autoscaler (spec.autoscaling); 0 without it.
+	// +optional
+	PendingNodes int32 `json:"pendingNodes,omitempty"`
+	// Parked is the number of the NodeSet's Slurm nodes without a pod whose records Slurm
+	// keeps in state FUTURE for the autoscaler.
+	// +optional
+	Parked int32 `json:"parked,omitempty"`
+
 	// Selector selects the NodeSet's pods (the scale subresource's label selector).
 	// +optional
 	Selector string `json:"selector,omitempty"`
@@ -312,6 +364,7 @@ const (
 // +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updated`
 // +kubebuilder:printcolumn:name="Busy",type=integer,JSONPath=`.status.busy`
 // +kubebuilder:printcolumn:name="Drained",type=integer,JSONPath=`.status.drained`
+// +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingNodes`,priority=1
 // +kubebuilder:printcolumn:name="Feasible",type=integer,JSONPath=`.status.feasible`,priority=1
 // +kubebuilder:printcolumn:name="Scheduled",type=integer,JSONPath=`.status.scheduled`,priority=1
 // +kubebuilder:printcolumn:name="Unavailable",type=integer,JSONPath=`.status.unavailable`,priority=1

@@ -404,7 +404,8 @@ func (s *Syncer) sync(ctx context.Context, name string) error {
 	sn, registered := s.nodes.Get(name)
 	if pod == nil {
 		s.budget.forget(name)
-		if registered && s.cfg.Owns(&sn) {
+		// A parked record (the NodeSet autoscaler's, in state FUTURE) has no pod by design.
+		if registered && s.cfg.Owns(&sn) && !wellknown.Parked(sn.BaseState(), sn.Comment) {
 			return s.removeOrphan(ctx, &sn)
 		}
 		s.forgetOrphan(name)

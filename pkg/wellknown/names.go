@@ -181,3 +181,14 @@ const (
 	ResourceGPU     = "nvidia.com/gpu"
 	LabelGPUProduct = "nvidia.com/gpu.product"
 )
+
+// ParkedPrefix starts the Slurm node comment of a record the NodeSet autoscaler parked: the
+// node has no pod, Slurm keeps it in state FUTURE so that jobs may pend for it, and the rest of
+// the comment is the template hash of the pod that registered it (a record of an older
+// template is removed, and registered afresh). The syncer leaves parked records alone.
+const ParkedPrefix = "sunk-parked template="
+
+// Parked reports a Slurm node record the NodeSet autoscaler parked.
+func Parked(baseState, comment string) bool {
+	return baseState == "FUTURE" && strings.HasPrefix(comment, ParkedPrefix)
+}

@@ -193,7 +193,8 @@ func (e *operatorEnv) cancel(t *testing.T, login, id string) {
 // TestNodeSetReplicasNeverKillAJob runs a NodeSet of 3 real slurmd pods: they register
 // as IDLE nodes and run a 3-node step; a rolling update replaces the idle nodes first and
 // the busy one only after its job completed; scaling 3 → 1 waits for a job the same way
-// and then removes the Slurm records.
+// and then removes the Slurm records. An autoscaled NodeSet then grows and shrinks with the
+// queue on the same cluster (autoscaledNodeSet).
 func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
 	parallel(t)
 	e := startOperator(t)
@@ -315,4 +316,6 @@ func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
 	}
 	poll(t, 2*time.Minute, "only cpu-0 left in Slurm", allIdle([]string{"cpu-0"}))
 	t.Logf("busy pod deleted → its Slurm record removed: %s", time.Since(podGone).Round(time.Second))
+
+	e.autoscaledNodeSet(t, "nsc", login)
 }

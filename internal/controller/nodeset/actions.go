@@ -235,6 +235,12 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 			return removeFinalizer(ctx, r.Client, p)
 		}
 	}
+	if parked, err := r.park(ctx, ns, sl, m); err != nil {
+		o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("parking Slurm node %s: %v", m.name, err))
+		return nil
+	} else if parked {
+		return removeFinalizer(ctx, r.Client, p)
+	}
 	why := "its pod is gone for good"
 	if m.desired {
 		why = "its replacement registers afresh with the current template"

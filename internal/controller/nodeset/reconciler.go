@@ -224,6 +224,11 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		w.nodes[nodeList.Items[i].Name] = &corev1.Node{ObjectMeta: nodeList.Items[i].ObjectMeta}
 	}
 
+	// 2c. Autoscaling: Slurm's queue sets spec.replicas (autoscale.go).
+	if err := r.autoscale(ctx, w, st); err != nil {
+		return ctrl.Result{}, err
+	}
+
 	// 3. The members: those to run, and those whose pods still exist.
 	if err := r.members(ctx, w, st); err != nil {
 		return ctrl.Result{}, err
@@ -264,8 +269,8 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 	if recheck && (res.RequeueAfter == 0 || r.poll() < res.RequeueAfter) {
 		res.RequeueAfter = r.poll()
 	}
-	if held {
-		// slurmctld's rollout is no event of this controller's: look again.
+	if held || ns.Spec.Autoscaling != nil {
+		// slurmctld's rollout, and Slurm's queue, are no events of this controller's: look again.
 		if res.RequeueAfter == 0 || r.poll() < res.RequeueAfter {
 			res.RequeueAfter = r.poll()
 		}

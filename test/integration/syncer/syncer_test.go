@@ -758,6 +758,34 @@ func TestSyncer(t *testing.T) {
 			}
 		}
 	})
+
+	step("a record the NodeSet autoscaler parked stays without a pod; another pod-less one goes", func(t *testing.T) {
+		ctx := context.Background()
+		// Both are the syncer's (dynamic, the test bed's feature); only parked carries the comment.
+		const parked, orphan = "gpu-90", "gpu-91"
+		// Slurm creates a record without a comment, so parked gets the feature (which makes it
+		// the syncer's) and the comment in one update, and comes first.
+		if out, err := h.env.Exec("scontrol", "create", "NodeName="+parked, "State=FUTURE", "CPUs=1"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		t.Cleanup(func() { _, _ = h.env.Exec("scontrol", "delete", "NodeName="+parked+","+orphan) })
+		if out, err := h.env.Exec("scontrol", "update", "NodeName="+parked, "AvailableFeatures="+testFeature, "ActiveFeatures="+testFeature, "Comment="+wellknown.ParkedPrefix+"abc"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if out, err := h.env.Exec("scontrol", "create", "NodeName="+orphan, "State=FUTURE", "CPUs=1", "Features="+testFeature); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		eventually(t, 30*time.Second, func() error {
+			if _, err := h.sl.GetNode(ctx, orphan); !errors.Is(err, slurm.ErrNotFound) {
+				return fmt.Errorf("the pod-less record %s is still there (%v)", orphan, err)
+			}
+			return nil
+		})
+		// The syncer removed the later one after its grace: the parked one's was over before.
+		if n, err := h.sl.GetNode(ctx, parked); err != nil || !wellknown.Parked(n.BaseState(), n.Comment) {
+			t.Fatalf("the parked record %s: %+v %v", parked, n, err)
+		}
+	})
 }
 
 // watchNotDrained checks the Slurm node until the deadline: never drained.

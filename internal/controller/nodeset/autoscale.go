@@ -1,0 +1,292 @@
+// Autoscaling (spec.autoscaling): Slurm's queue sizes a Replicas NodeSet. Slurm keeps a record
+// of every node up to maxReplicas, those without a pod parked in state FUTURE, so that its own
+// scheduler accepts and plans jobs for nodes that do not run yet; the operator reads the jobs
+// that pend in the NodeSet's partitions and writes spec.replicas, as a HorizontalPodAutoscaler
+// writes a scale subresource. Shrinking goes through the same drain-then-delete path as any
+// scale-in, and only ever takes the highest-numbered nodes once they are idle.
+
+package nodeset
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// Event reasons of the autoscaler.
+const (
+	ReasonScaledUp       = "ScaledUp"
+	ReasonScaledDown     = "ScaledDown"
+	ReasonParked         = "SlurmNodeParked"
+	ReasonAutoscaleBlind = "AutoscalerCannotReadSlurm"
+)
+
+// scaleNode is what the autoscaler knows of one ordinal of the NodeSet.
+type scaleNode struct {
+	name   string
+	record *slurm.Node // nil: Slurm has no record of it
+	// pod is when the ordinal's pod was created; zero without a pod.
+	pod time.Time
+}
+
+// scaleInput is a snapshot for decideReplicas.
+type scaleInput struct {
+	replicas     int32
+	bounds       sunkv1.NodeSetAutoscaling
+	nodes        []scaleNode // ordinals 0 .. max(replicas, maxReplicas)-1
+	pendingJobs  int32
+	pendingNodes int32
+	now          time.Time
+}
+
+// decideReplicas is the autoscaler's whole rule, from a snapshot alone:
+//
+//   - wanted = the nodes that run jobs plus the nodes pending jobs ask for, within the bounds;
+//   - every node below maxReplicas that Slurm has no record of runs once, to register its shape
+//     (a job sent to it must pend, not be refused);
+//   - above that, the NodeSet shrinks from its highest-numbered node down, one node at a time
+//     while each is idle for idleAfter (Slurm's last_busy) or, not registered yet, has had its
+//     pod for that long; the first node that is not stops the shrink, so that a busy node is
+//     never drained to make room.
+func decideReplicas(in scaleInput) (int32, string) {
+	lo, hi := in.bounds.MinReplicas, in.bounds.MaxReplicas
+	idleAfter := in.bounds.IdleAfterOrDefault()
+	var busy int32
+	for i := 0; i < int(in.replicas) && i < len(in.nodes); i++ {
+		if r := in.nodes[i].record; r != nil && r.BaseState() != string(slurm.NodeStateFuture) && r.Busy() {
+			busy++
+		}
+	}
+	wanted := min(max(busy+in.pendingNodes, lo), hi)
+	target, why := wanted, fmt.Sprintf("%d busy, %d pending job(s) ask for %d node(s)", busy, in.pendingJobs, in.pendingNodes)
+	var unknown []string
+	for i := 0; i < int(hi) && i < len(in.nodes); i++ {
+		if in.nodes[i].record == nil {
+			unknown = append(unknown, in.nodes[i].name)
+			target = max(target, int32(i)+1)
+		}
+	}
+	if len(unknown) > 0 {
+		why += "; Slurm has no record of " + list(unknown) + ": started once to register"
+	}
+	keep := in.replicas
+	var idle []string
+	for i := in.replicas - 1; i >= target; i-- {
+		if int(i) < len(in.nodes) && i < hi && !goes(in.nodes[i], in.now, idleAfter) {
+			break
+		}
+		keep = i
+		if int(i) < len(in.nodes) {
+			idle = append(idle, in.nodes[i].name)
+		}
+	}
+	next := max(target, keep)
+	if next < in.replicas {
+		slices.Reverse(idle)
+		why += fmt.Sprintf("; %s idle for %s", list(idle), idleAfter)
+	}
+	return next, why
+}
+
+// goes reports whether an ordinal above what is wanted may go: parked or pod-less, idle for
+// idleAfter, or started that long ago without registering.
+func goes(n scaleNode, now time.Time, idleAfter time.Duration) bool {
+	r := n.record
+	switch {
+	case n.pod.IsZero():
+		return r == nil || !r.Busy() || r.BaseState() == string(slurm.NodeStateFuture)
+	case r == nil || r.BaseState() == string(slurm.NodeStateFuture):
+		return now.Sub(n.pod) >= idleAfter
+	case r.Busy():
+		return false
+	}
+	return !r.LastBusy.IsZero() && now.Sub(r.LastBusy) >= idleAfter
+}
+
+// pendingDemand counts the jobs that pend for nodes in the given partitions and the nodes they
+// ask for. A job pending for a reason more nodes cannot lift (held, a dependency, a begin time,
+// a limit) does not count.
+func pendingDemand(jobs []slurm.Job, partitions map[string]bool) (njobs, nodes int32) {
+	for i := range jobs {
+		j := &jobs[i]
+		if len(j.State) == 0 || j.State[0] != "PENDING" || j.Hold || !waitsForNodes(j.StateReason) {
+			continue
+		}
+		in := false
+		for p := range strings.SplitSeq(j.Partition, ",") {
+			in = in || partitions[p]
+		}
+		if !in {
+			continue
+		}
+		njobs++
+		nodes += int32(max(j.NodeCount, 1))
+	}
+	return njobs, nodes
+}
+
+// waitsForNodes reports a pending reason that more nodes can lift: Slurm's "Resources",
+// "Priority" (behind a job that waits for them), "ReqNodeNotAvail" (its nodes are parked or
+// down) and "None" (not looked at yet).
+func waitsForNodes(reason string) bool {
+	switch reason {
+	case "None", "", "Resources", "Priority", "NodeDown":
+		return true
+	}
+	return strings.HasPrefix(reason, "ReqNodeNotAvail")
+}
+
+// partitionsOf names the cluster's partitions that hold the NodeSet's nodes.
+func partitionsOf(sc *sunkv1.SlurmCluster, nodeSet string) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range sc.Spec.EffectivePartitions() {
+		if len(p.NodeSets) == 0 || slices.Contains(p.NodeSets, nodeSet) {
+			out[p.Name] = true
+		}
+	}
+	return out
+}
+
+// ordinalOf is i for the NodeSet's member name "<nodeSet>-<i>", or -1.
+func ordinalOf(nodeSet, name string) int {
+	s, ok := strings.CutPrefix(name, nodeSet+"-")
+	if !ok {
+		return -1
+	}
+	i, err := strconv.Atoi(s)
+	if err != nil || i < 0 || render.OrdinalMemberName(nodeSet, i) != name {
+		return -1
+	}
+	return i
+}
+
+// autoscale is step 2c: with spec.autoscaling, it reads Slurm's nodes and queue, writes the
+// replicas decideReplicas returns into spec.replicas (in memory too, for the members step),
+// and removes parked records the NodeSet no longer wants (above maxReplicas, of an older
+// template, or all of them once autoscaling is off or the NodeSet is deleted). On any Slurm
+// error it changes nothing.
+func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error {
+	ns := w.ns
+	a := ns.Spec.Autoscaling
+	if a == nil {
+		st.counts.PendingNodes = 0
+	}
+	if a == nil && ns.Status.Parked == 0 {
+		return nil
+	}
+	sl, err := r.slurmClient(ctx, w.names, w.sc.Spec.RestAPI.Version)
+	var nodes *slurm.NodeList
+	if err == nil {
+		nodes, err = sl.ListNodes(ctx, time.Time{})
+	}
+	var jobs *slurm.JobList
+	if err == nil && a != nil && ns.DeletionTimestamp.IsZero() {
+		jobs, err = sl.ListJobs(ctx, time.Time{})
+	}
+	if err != nil {
+		r.event(ns, corev1.EventTypeWarning, ReasonAutoscaleBlind, "the autoscaler changes nothing until Slurm can be read: %v", err)
+		return nil
+	}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(ns.Namespace), client.MatchingLabels{wellknown.LabelNodeSet: ns.Name}); err != nil {
+		return err
+	}
+	podAt := map[string]time.Time{}
+	for i := range pods.Items {
+		podAt[pods.Items[i].Name] = pods.Items[i].CreationTimestamp.Time
+	}
+	records := map[int]*slurm.Node{}
+	for i := range nodes.Nodes {
+		if o := ordinalOf(ns.Name, nodes.Nodes[i].Name); o >= 0 && render.RegisteredByNodeSet(nodes.Nodes[i].Name, nodes.Nodes[i].Features) {
+			records[o] = &nodes.Nodes[i]
+		}
+	}
+	if err := r.unpark(ctx, w, sl, records, podAt, st); err != nil {
+		return err
+	}
+	if a == nil || !ns.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	in := scaleInput{replicas: ptr.Deref(ns.Spec.Replicas, 0), bounds: *a, now: time.Now()}
+	in.pendingJobs, in.pendingNodes = pendingDemand(jobs.Jobs, partitionsOf(w.sc, ns.Name))
+	st.counts.PendingNodes = in.pendingNodes
+	for i := range max(in.replicas, a.MaxReplicas) {
+		name := render.OrdinalMemberName(ns.Name, int(i))
+		in.nodes = append(in.nodes, scaleNode{name: name, record: records[int(i)], pod: podAt[name]})
+	}
+	next, why := decideReplicas(in)
+	if next == in.replicas && ns.Spec.Replicas != nil {
+		return nil
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	ns.Spec.Replicas = ptr.To(next)
+	if err := r.Patch(ctx, ns, patch); err != nil {
+		return fmt.Errorf("writing spec.replicas %d: %w", next, err)
+	}
+	reason := ReasonScaledUp
+	if next < in.replicas {
+		reason = ReasonScaledDown
+	}
+	r.event(ns, corev1.EventTypeNormal, reason, "replicas %d → %d: %s", in.replicas, next, why)
+	return nil
+}
+
+// unpark removes the parked records the NodeSet no longer wants, and counts the others.
+func (r *Reconciler) unpark(ctx context.Context, w *world, sl slurm.Client, records map[int]*slurm.Node, podAt map[string]time.Time, st *status) error {
+	ns := w.ns
+	var parked int32
+	for o, n := range records {
+		if !wellknown.Parked(n.BaseState(), n.Comment) {
+			continue
+		}
+		_, hasPod := podAt[n.Name]
+		stale := ns.Spec.Autoscaling == nil || !ns.DeletionTimestamp.IsZero() ||
+			int32(o) >= ns.Spec.Autoscaling.MaxReplicas || n.Comment != wellknown.ParkedPrefix+w.hash
+		if !stale || hasPod {
+			parked++
+			continue
+		}
+		if err := sl.DeleteNode(ctx, n.Name); err != nil {
+			r.event(ns, corev1.EventTypeWarning, ReasonRecordNotRemoved, "removing parked Slurm node %s: %v", n.Name, err)
+			parked++
+			continue
+		}
+		delete(records, o)
+		r.event(ns, corev1.EventTypeNormal, ReasonRecordRemoved, "removed parked Slurm node %s: the autoscaler no longer keeps it (or it is of an older template)", n.Name)
+	}
+	st.counts.Parked = parked
+	return nil
+}
+
+// park keeps a scaled-in member's record in Slurm, in state FUTURE with the template it
+// registered with, instead of removing it: jobs may go on pending for it. Only an autoscaled
+// NodeSet parks, and only members below maxReplicas; a record of an older template is removed
+// by unpark at the next reconcile, and registered afresh.
+func (r *Reconciler) park(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.Client, m *member) (bool, error) {
+	if ns == nil || ns.Spec.Autoscaling == nil || !ns.DeletionTimestamp.IsZero() || m.desired {
+		return false, nil
+	}
+	o := ordinalOf(ns.Name, m.name)
+	hash := m.pod.Labels[wellknown.LabelTemplateHash]
+	if o < 0 || int32(o) >= ns.Spec.Autoscaling.MaxReplicas || hash == "" {
+		return false, nil
+	}
+	comment := wellknown.ParkedPrefix + hash
+	if err := sl.UpdateNode(ctx, m.name, slurm.NodeUpdate{State: slurm.NodeStateFuture, Comment: &comment}); err != nil {
+		return false, err
+	}
+	r.event(ns, corev1.EventTypeNormal, ReasonParked, "parked Slurm node %s in state FUTURE: jobs may pend for it while it has no pod", m.name)
+	return true, nil
+}

@@ -1,0 +1,96 @@
+package nodeset
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/pkg/slurm"
+)
+
+func TestDecideReplicas(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	idle := func(since time.Duration) *slurm.Node {
+		return &slurm.Node{State: []string{"IDLE", "DYNAMIC_NORM"}, LastBusy: ago(since)}
+	}
+	busy := &slurm.Node{State: []string{"ALLOCATED", "DYNAMIC_NORM"}, LastBusy: now}
+	parked := &slurm.Node{State: []string{"FUTURE", "DYNAMIC_NORM"}}
+	bounds := sunkv1.NodeSetAutoscaling{MinReplicas: 0, MaxReplicas: 4, IdleAfter: &metav1.Duration{Duration: time.Minute}}
+	running := func(r *slurm.Node) scaleNode { return scaleNode{record: r, pod: ago(time.Hour)} }
+	away := func(r *slurm.Node) scaleNode { return scaleNode{record: r} }
+	for _, tc := range []struct {
+		name         string
+		replicas     int32
+		bounds       *sunkv1.NodeSetAutoscaling
+		nodes        []scaleNode
+		pendingNodes int32
+		want         int32
+		why          string
+	}{
+		{name: "new NodeSet: every node registers once", replicas: 0,
+			nodes: []scaleNode{{}, {}, {}, {}}, want: 4, why: "started once to register"},
+		{name: "all parked, nothing pends: stays at zero", replicas: 0,
+			nodes: []scaleNode{away(parked), away(parked), away(parked), away(parked)}, want: 0},
+		{name: "a 3-node job pends at zero: 3 at once", replicas: 0, pendingNodes: 3,
+			nodes: []scaleNode{away(parked), away(parked), away(parked), away(parked)}, want: 3, why: "ask for 3 node(s)"},
+		{name: "demand above max: max", replicas: 1, pendingNodes: 9,
+			nodes: []scaleNode{running(busy), away(parked), away(parked), away(parked)}, want: 4},
+		{name: "busy nodes and a pending one: one more", replicas: 2, pendingNodes: 1,
+			nodes: []scaleNode{running(busy), running(busy), away(parked), away(parked)}, want: 3},
+		{name: "idle past idleAfter: goes", replicas: 2,
+			nodes: []scaleNode{running(busy), running(idle(2 * time.Minute)), away(parked), away(parked)}, want: 1, why: "idle for 1m0s"},
+		{name: "idle not long enough: stays", replicas: 2,
+			nodes: []scaleNode{running(busy), running(idle(30 * time.Second)), away(parked), away(parked)}, want: 2},
+		{name: "a busy tail node stops the shrink: no busy node is drained to shrink", replicas: 3,
+			nodes: []scaleNode{running(idle(time.Hour)), running(idle(time.Hour)), running(busy), away(parked)}, want: 3},
+		{name: "min holds idle nodes", replicas: 3, bounds: &sunkv1.NodeSetAutoscaling{MinReplicas: 2, MaxReplicas: 4},
+			nodes: []scaleNode{running(idle(time.Hour)), running(idle(time.Hour)), running(idle(time.Hour)), away(parked)}, want: 2},
+		{name: "a pod that has not registered for idleAfter goes", replicas: 2,
+			nodes: []scaleNode{running(busy), {record: parked, pod: ago(2 * time.Minute)}, away(parked), away(parked)}, want: 1},
+		{name: "a pod still registering stays", replicas: 2,
+			nodes: []scaleNode{running(busy), {pod: ago(10 * time.Second)}, away(parked), away(parked)}, want: 2},
+		{name: "above a lowered max: goes, busy or not (drained first)", replicas: 5,
+			nodes: []scaleNode{running(busy), running(busy), running(busy), running(busy), running(busy)}, want: 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bounds
+			if tc.bounds != nil {
+				b = *tc.bounds
+			}
+			for i := range tc.nodes {
+				tc.nodes[i].name = "cpu-" + string(rune('0'+i))
+			}
+			got, why := decideReplicas(scaleInput{replicas: tc.replicas, bounds: b, nodes: tc.nodes, pendingNodes: tc.pendingNodes, now: now})
+			if got != tc.want || !strings.Contains(why, tc.why) {
+				t.Errorf("decideReplicas = %d (%s), want %d (%q)", got, why, tc.want, tc.why)
+			}
+		})
+	}
+}
+
+func TestPendingDemand(t *testing.T) {
+	jobs := []slurm.Job{
+		{State: []string{"PENDING"}, StateReason: "Resources", Partition: "gpu", NodeCount: 4},
+		{State: []string{"PENDING"}, StateReason: "ReqNodeNotAvail, UnavailableNodes:gpu-[0-3]", Partition: "cpu,gpu", NodeCount: 1},
+		{State: []string{"PENDING"}, StateReason: "Priority", Partition: "gpu"},                 // counts as one node
+		{State: []string{"PENDING"}, StateReason: "Dependency", Partition: "gpu", NodeCount: 8}, // more nodes do not help
+		{State: []string{"PENDING"}, StateReason: "JobHeldUser", Partition: "gpu", Hold: true, NodeCount: 8},
+		{State: []string{"PENDING"}, StateReason: "Resources", Partition: "cpu", NodeCount: 8}, // another partition
+		{State: []string{"RUNNING"}, Partition: "gpu", NodeCount: 2},
+	}
+	if n, nodes := pendingDemand(jobs, map[string]bool{"gpu": true}); n != 3 || nodes != 6 {
+		t.Errorf("pendingDemand = %d jobs, %d nodes; want 3 jobs, 6 nodes", n, nodes)
+	}
+}
+
+func TestOrdinalOf(t *testing.T) {
+	for name, want := range map[string]int{"gpu-0": 0, "gpu-12": 12, "gpu-a": -1, "gpu-01": -1, "gpu2-1": -1, "cpu-1": -1, "gpu--1": -1} {
+		if got := ordinalOf("gpu", name); got != want {
+			t.Errorf("ordinalOf(gpu, %s) = %d, want %d", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/controller/nodeset"
+)
+
+// autoscaledNodeSet shows a NodeSet that Slurm's queue sizes (spec.autoscaling), on a cluster
+// another test built: new, both its nodes start once to register and are parked in Slurm
+// (state FUTURE, no pod) once idle; a 2-node job sent to it at zero pends instead of being
+// refused, the NodeSet grows to 2 at once, the job runs to completion, and the nodes go again
+// after idleAfter. The bench line gives pending → running and idle → parked.
+func (e *operatorEnv) autoscaledNodeSet(t *testing.T, cluster, login string) {
+	t.Helper()
+	const idleAfter = 15 * time.Second
+	e.createReplicasWith(t, cluster, "auto", 0, func(s *sunkv1.NodeSetSpec) {
+		s.Replicas = nil
+		s.Autoscaling = &sunkv1.NodeSetAutoscaling{MaxReplicas: 2, IdleAfter: &metav1.Duration{Duration: idleAfter}}
+	})
+	nodeSet := func() *sunkv1.NodeSet {
+		ns := &sunkv1.NodeSet{}
+		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "auto"}, ns); err != nil {
+			t.Fatal(err)
+		}
+		return ns
+	}
+	parked := func(what string) time.Time {
+		t.Helper()
+		poll(t, 4*time.Minute, what, func() error {
+			ns := nodeSet()
+			pods := e.memberPods(t, "auto")
+			out, err := e.sh(t, login, "login", "scontrol -o show node -F auto-0,auto-1 | grep -o 'State=[A-Z_+]*'")
+			if ns.Status.Parked != 2 || len(pods) != 0 || err != nil || strings.Count(out, "State=FUTURE") != 2 {
+				return fmt.Errorf("replicas %d, %d pods, %d parked; Slurm: %v %q", ptr.Deref(ns.Spec.Replicas, -1), len(pods), ns.Status.Parked, err, out)
+			}
+			return nil
+		})
+		return time.Now()
+	}
+	parked("both nodes registered once, then parked")
+
+	submitted := time.Now()
+	job := e.sbatchHeld(t, login, "-N2 --constraint=auto -J grow")
+	running := time.Since(submitted)
+	if out := e.mustSh(t, login, "login", "squeue -h -j "+job+" -o %N"); out != "auto-[0-1]" {
+		t.Fatalf("the 2-node job runs on %q, want auto-[0-1]", out)
+	}
+	if r := ptr.Deref(nodeSet().Spec.Replicas, -1); r != 2 {
+		t.Fatalf("spec.replicas %d while the 2-node job runs, want 2", r)
+	}
+	e.hasEvent(t, "auto", nodeset.ReasonScaledUp, "ask for 2 node(s)")
+	e.release(t, login, job)
+	state, exit, end := e.jobEnd(t, login, job, 2*time.Minute)
+	if state != "COMPLETED" || exit != "0:0" {
+		t.Fatalf("the job of the autoscaled nodes ended %s with exit %s", state, exit)
+	}
+	gone := parked("both nodes parked again after idleAfter").Sub(end)
+	t.Logf("bench: name=autoscale-2node pending_to_running_s=%.1f idle_to_parked_s=%.1f idle_after_s=%.0f", running.Seconds(), gone.Seconds(), idleAfter.Seconds())
+	e.hasEvent(t, "auto", nodeset.ReasonScaledDown, "idle for")
+}
+
+// hasEvent fails the test unless a NodeSet has an event of the reason whose note holds note.
+func (e *operatorEnv) hasEvent(t *testing.T, nodeSet, reason, note string) {
+	t.Helper()
+	var events eventsv1.EventList
+	if err := e.c.List(context.Background(), &events, client.InNamespace(e.ns)); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, ev := range events.Items {
+		if ev.Regarding.Kind == "NodeSet" && ev.Regarding.Name == nodeSet && ev.Reason == reason {
+			if strings.Contains(ev.Note, note) {
+				return
+			}
+			seen = append(seen, ev.Note)
+		}
+	}
+	t.Fatalf("no %s event on NodeSet %s saying %q; seen: %q", reason, nodeSet, note, seen)
+}
