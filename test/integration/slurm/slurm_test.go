@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
 	"sunk.dev/sunk/test/wait"
 )
@@ -655,6 +656,55 @@ func TestJobStatesFollowAJob(t *testing.T) {
 			})
 			if n := c.lists.Load(); n != 1 {
 				t.Fatalf("%d full job lists, want 1 (the first poll)", n)
+			}
+		})
+	}
+}
+
+// TestParkedNodeTakenOver is the contract the NodeSet autoscaler relies on (docs/autoscaling.md):
+// a dynamic node set to FUTURE with a comment stays a record (DYNAMIC_NORM kept), a job that
+// needs it is accepted and pends instead of being refused, and the node's next slurmd takes
+// the record over.
+func TestParkedNodeTakenOver(t *testing.T) {
+	env := testenv.Slurm(t)
+	name := env.Nodes[len(env.Nodes)-1]
+	for _, v := range env.APIVersions(t) {
+		t.Run(v, func(t *testing.T) {
+			c, ctx := newClient(t, env, v), ctxT(t, 2*time.Minute)
+			comment := wellknown.ParkedPrefix + "it"
+			if err := c.UpdateNode(ctx, name, slurm.NodeUpdate{State: slurm.NodeStateFuture, Comment: &comment}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if !t.Failed() {
+					return // registered again below
+				}
+				if out, err := testenv.Hack("env-slurm.sh", "restart-node", name); err != nil {
+					t.Errorf("re-registering %s: %v: %s", name, err, out)
+				}
+			})
+			n, err := c.GetNode(ctx, name)
+			if err != nil || !wellknown.Parked(n.BaseState(), n.Comment) || !n.HasState("DYNAMIC_NORM") {
+				t.Fatalf("parked node: %+v %v", n, err)
+			}
+			r, err := c.SubmitJob(ctx, slurm.JobSubmit{Name: "sunk-it-parked", Script: "#!/bin/sh\ntrue\n", Partition: "all",
+				Tasks: 1, MinNodes: 1, MaxNodes: 1, RequiredNodes: []string{name}, TimeLimit: time.Minute,
+				Environment: []string{"PATH=/usr/bin:/bin"}, WorkDir: "/tmp"})
+			if err != nil {
+				t.Fatalf("a job for the parked node was refused: %v", err)
+			}
+			j, err := c.GetJob(ctx, r.JobID)
+			if err != nil || j.State[0] != "PENDING" {
+				t.Fatalf("the job for the parked node: %+v %v", j, err)
+			}
+			if err := c.CancelJob(ctx, r.JobID); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := testenv.Hack("env-slurm.sh", "restart-node", name); err != nil {
+				t.Fatalf("restarting %s's slurmd: %v: %s", name, err, out)
+			}
+			if n, err = c.GetNode(ctx, name); err != nil || n.BaseState() != "IDLE" || !n.HasState("DYNAMIC_NORM") {
+				t.Fatalf("after its slurmd registered again: %+v %v", n, err)
 			}
 		})
 	}
