@@ -81,8 +81,11 @@ func main() {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Logs: execer, Slurm: pool,
 		Admission: admission, SlurmConfigCheck: slurmConfigCheck, Namespaces: namespaces, Images: images,
 	}).SetupWithManager(mgr))
+	nodeSetMetrics, err := nodeset.NewMetrics(crmetrics.Registry)
+	cmdutil.Must(err)
 	cmdutil.Must((&nodeset.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Slurm: pool, Images: images,
+		Metrics: nodeSetMetrics,
 	}).SetupWithManager(mgr))
 	if webhooks {
 		cmdutil.Must(sunkwebhook.SetupSlurmClusterWebhook(mgr, admission))

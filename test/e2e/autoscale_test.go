@@ -17,6 +17,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/controller/nodeset"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // autoscaledNodeSet shows a NodeSet that Slurm's queue sizes (spec.autoscaling), on a cluster
@@ -71,6 +72,14 @@ func (e *operatorEnv) autoscaledNodeSet(t *testing.T, cluster, login string) {
 	gone := parked("both nodes parked again after idleAfter").Sub(end)
 	t.Logf("bench: name=autoscale-2node pending_to_running_s=%.1f idle_to_parked_s=%.1f idle_after_s=%.0f", running.Seconds(), gone.Seconds(), idleAfter.Seconds())
 	e.hasEvent(t, "auto", nodeset.ReasonScaledDown, "idle for")
+	// Up: to register, and for the job; down: after each (a node whose idleAfter ended a
+	// moment after the other's goes on its own). Parked: both, as the status says.
+	up := testenv.SumMetric(e.metrics, "sunk_nodeset_autoscaler_decisions_total", "direction", "up")
+	down := testenv.SumMetric(e.metrics, "sunk_nodeset_autoscaler_decisions_total", "direction", "down")
+	parkedNodes := testenv.SumMetric(e.metrics, "sunk_nodeset_parked_nodes", "nodeset", "auto")
+	if up < 2 || down < 2 || parkedNodes != 2 {
+		t.Errorf("sunk_nodeset_autoscaler_decisions_total up %v down %v, sunk_nodeset_parked_nodes %v; want at least 2, at least 2, and 2", up, down, parkedNodes)
+	}
 }
 
 // hasEvent fails the test unless a NodeSet has an event of the reason whose note holds note.

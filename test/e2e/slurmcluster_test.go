@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -66,6 +67,8 @@ type operatorEnv struct {
 	c    client.Client
 	exec *kube.PodExecer
 	ns   string
+	// metrics holds the NodeSet controller's metrics (its autoscaler's).
+	metrics *prometheus.Registry
 }
 
 func startOperator(t *testing.T) *operatorEnv {
@@ -103,7 +106,12 @@ func startOperator(t *testing.T) *operatorEnv {
 	if err := (&slurmcluster.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Exec: execer, Logs: execer, Namespaces: namespaces, Images: localImages}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&nodeset.Reconciler{Client: mgr.GetClient(), Scheme: scheme, PollInterval: 2 * time.Second, Images: localImages}).SetupWithManager(mgr); err != nil {
+	reg := prometheus.NewRegistry()
+	nodeSetMetrics, err := nodeset.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&nodeset.Reconciler{Client: mgr.GetClient(), Scheme: scheme, PollInterval: 2 * time.Second, Images: localImages, Metrics: nodeSetMetrics}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -119,7 +127,7 @@ func startOperator(t *testing.T) *operatorEnv {
 	// Strict: a field the served CRD does not know fails the write instead of being dropped. An
 	// updated CRD takes a moment to be served with its new schema, and another checkout's test
 	// may install its own CRDs meanwhile; without this, a new spec field vanished silently.
-	e := &operatorEnv{ClusterEnv: cl, c: client.WithFieldValidation(direct, metav1.FieldValidationStrict), exec: execer, ns: ns}
+	e := &operatorEnv{ClusterEnv: cl, c: client.WithFieldValidation(direct, metav1.FieldValidationStrict), exec: execer, ns: ns, metrics: reg}
 	if err := direct.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}); err != nil {
 		t.Fatal(err)
 	}

@@ -182,6 +182,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	a := ns.Spec.Autoscaling
 	if a == nil {
 		st.counts.PendingNodes = 0
+		r.Metrics.forget(ns)
 	}
 	if a == nil && ns.Status.Parked == 0 {
 		return nil
@@ -217,6 +218,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 		return err
 	}
 	if a == nil || !ns.DeletionTimestamp.IsZero() {
+		r.Metrics.forget(ns)
 		return nil
 	}
 	in := scaleInput{replicas: ptr.Deref(ns.Spec.Replicas, 0), bounds: *a, now: time.Now()}
@@ -227,6 +229,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 		in.nodes = append(in.nodes, scaleNode{name: name, record: records[int(i)], pod: podAt[name]})
 	}
 	next, why := decideReplicas(in)
+	r.Metrics.observe(ns, in.pendingNodes, next, st.counts.Parked)
 	if next == in.replicas && ns.Spec.Replicas != nil {
 		return nil
 	}
@@ -239,6 +242,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	if next < in.replicas {
 		reason = ReasonScaledDown
 	}
+	r.Metrics.decided(ns, next > in.replicas)
 	r.event(ns, corev1.EventTypeNormal, reason, "replicas %d → %d: %s", in.replicas, next, why)
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
@@ -92,5 +94,26 @@ func TestOrdinalOf(t *testing.T) {
 		if got := ordinalOf("gpu", name); got != want {
 			t.Errorf("ordinalOf(gpu, %s) = %d, want %d", name, got, want)
 		}
+	}
+}
+
+func TestMetricsForgetANodeSet(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &sunkv1.NodeSet{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "a"}, Spec: sunkv1.NodeSetSpec{ClusterRef: "slurm"}}
+	b := a.DeepCopy()
+	b.Name = "b"
+	m.observe(a, 3, 2, 1)
+	m.observe(b, 1, 1, 0)
+	m.decided(a, true)
+	m.forget(a)
+	if n := testutil.CollectAndCount(reg); n != 3 { // b's pending, replicas and parked
+		t.Errorf("%d series after forgetting a, want b's 3", n)
+	}
+	if v := testutil.ToFloat64(m.pending.WithLabelValues("team/slurm", "b")); v != 1 {
+		t.Errorf("b's pending nodes %v, want 1", v)
 	}
 }

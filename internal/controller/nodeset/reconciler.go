@@ -56,6 +56,8 @@ type Reconciler struct {
 	// PollInterval is how soon Slurm is read again while the NodeSet waits on it (a job to
 	// end, a drain to be lifted); 5s when zero. Slurm has no watch to wake the controller.
 	PollInterval time.Duration
+	// Metrics are the autoscaler's (metrics.go); none when nil.
+	Metrics *Metrics
 	// ResyncInterval refreshes the Slurm half of the status when nothing is pending; 60s
 	// when zero.
 	ResyncInterval time.Duration

@@ -847,23 +847,7 @@ func (h *harness) readable() float64 {
 
 // sumMetric sums a metric family's series, those with label k=v when k is set.
 func sumMetric(reg *prometheus.Registry, name, k, v string) float64 {
-	sum := 0.0
-	mfs, _ := reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := k == ""
-			for _, lp := range m.GetLabel() {
-				match = match || (lp.GetName() == k && lp.GetValue() == v)
-			}
-			if match {
-				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
+	return testenv.SumMetric(reg, name, k, v)
 }
 
 func contains(s []string, v string) bool {
