@@ -752,6 +752,15 @@ func TestNodeSetAdmission(t *testing.T) {
 		"containers: an imagePullSecret that is no name": {func(ns *sunkv1.NodeSet) {
 			ns.Spec.Containers = &sunkv1.NodeSetContainers{Enabled: true, ImagePullSecrets: []sunkv1.SecretName{{Name: "ok"}, {Name: "Not_A_Name"}}}
 		}, "spec.containers.imagePullSecrets[1].name"},
+		"autoscaling in PerNode mode": {func(ns *sunkv1.NodeSet) {
+			ns.Spec.Autoscaling = &sunkv1.NodeSetAutoscaling{MaxReplicas: 2}
+		}, "spec.autoscaling needs mode Replicas"},
+		"autoscaling with min above max": {func(ns *sunkv1.NodeSet) {
+			ns.Spec.Mode, ns.Spec.Autoscaling = sunkv1.NodeSetReplicas, &sunkv1.NodeSetAutoscaling{MinReplicas: 3, MaxReplicas: 2}
+		}, "spec.autoscaling.minReplicas must not exceed spec.autoscaling.maxReplicas"},
+		"autoscaling without max": {func(ns *sunkv1.NodeSet) {
+			ns.Spec.Mode, ns.Spec.Autoscaling = sunkv1.NodeSetReplicas, &sunkv1.NodeSetAutoscaling{}
+		}, "spec.autoscaling.maxReplicas"},
 		"env overriding the node line": {func(ns *sunkv1.NodeSet) {
 			ns.Spec.Env = []corev1.EnvVar{{Name: "SLURMD_CONF", Value: "Features=x"}}
 		}, "spec.env[0].name"},
