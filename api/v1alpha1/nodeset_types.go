@@ -106,6 +106,14 @@ type NodeSetSpec struct {
 	// +optional
 	Sidecars []corev1.Container `json:"sidecars,omitempty"`
 
+	// PriorityClassName is the compute pods' PriorityClass. One above the Kubernetes workloads'
+	// lets a compute pod that an autoscaled NodeSet starts for a pending job preempt them from
+	// the machine they took while the NodeSet was small; without it the pod waits until
+	// Kubernetes frees room. docs/autoscaling.md.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
 	// Tolerations of the pods.
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`

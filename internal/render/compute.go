@@ -242,6 +242,9 @@ func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, gpuTyp
 		Containers:       append([]corev1.Container{c}, ns.Spec.Sidecars...),
 		Volumes:          vols,
 		Tolerations:      ns.Spec.Tolerations,
+		// With a class above the Kubernetes workloads', a compute pod takes its machine back
+		// from them by kube-scheduler's preemption (docs/autoscaling.md).
+		PriorityClassName: ns.Spec.PriorityClassName,
 		// Jobs run in this container as their users: no API token for them to find, and no
 		// service environment variables in their environment.
 		AutomountServiceAccountToken: ptr.To(false),

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -17,6 +20,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/controller/nodeset"
+	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
 )
 
@@ -99,4 +103,84 @@ func (e *operatorEnv) hasEvent(t *testing.T, nodeSet, reason, note string) {
 		}
 	}
 	t.Fatalf("no %s event on NodeSet %s saying %q; seen: %q", reason, nodeSet, note, seen)
+}
+
+// onePoolOfGPUs is the seeds' one pool on the machine of TestJobSeesOnlyItsGPUs, whose NodeSet
+// "gpu" holds all of its GPUs with a PriorityClass above ordinary pods': a GPU pod of the
+// default scheduler does not land while the compute pod holds the GPUs (no double booking);
+// once the NodeSet autoscales and its node is idle, the node is parked and the GPUs go to the
+// pod (the machine handed back); a job that needs both GPUs then grows the NodeSet again, and
+// its compute pod preempts the GPU pod (the machine taken back, by priority) and runs the job.
+func (e *operatorEnv) onePoolOfGPUs(t *testing.T, login string) {
+	t.Helper()
+	ctx := context.Background()
+	inference := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "inference"},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To(int64(0)),
+			Containers: []corev1.Container{{Name: "serve", Image: slurmImage, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sleep", "infinity"},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+					Limits:   corev1.ResourceList{wellknown.ResourceGPU: resource.MustParse("1")},
+				}}},
+		},
+	}
+	if err := e.c.Create(ctx, inference); err != nil {
+		t.Fatal(err)
+	}
+	scheduled := func(want bool, why string) {
+		t.Helper()
+		poll(t, 3*time.Minute, "the GPU pod "+map[bool]string{true: "running", false: "unschedulable"}[want], func() error {
+			p := &corev1.Pod{}
+			if err := e.c.Get(ctx, client.ObjectKeyFromObject(inference), p); err != nil {
+				return err
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && !want && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, why) {
+					return nil
+				}
+			}
+			if want && p.Status.Phase == corev1.PodRunning {
+				return nil
+			}
+			return fmt.Errorf("phase %s, conditions %+v", p.Status.Phase, p.Status.Conditions)
+		})
+	}
+	scheduled(false, "nvidia.com/gpu")
+
+	ns := &sunkv1.NodeSet{}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "gpu"}, ns); err != nil {
+		t.Fatal(err)
+	}
+	const idleAfter = 5 * time.Second
+	e.update(t, ns, func() {
+		ns.Spec.Autoscaling = &sunkv1.NodeSetAutoscaling{MaxReplicas: 1, IdleAfter: &metav1.Duration{Duration: idleAfter}}
+	})
+	asked := time.Now()
+	scheduled(true, "")
+	handedBack := time.Since(asked)
+	if out := e.mustSh(t, login, "login", "scontrol -o show node -F gpu-0 | grep -o 'State=[A-Z_+]*'"); out != "State=FUTURE+DYNAMIC_NORM" {
+		t.Fatalf("gpu-0 after it went: %q, want parked", out)
+	}
+
+	submitted := time.Now()
+	job := e.sbatchHeld(t, login, "--gres=gpu:2 -J take-back")
+	takenBack := time.Since(submitted)
+	poll(t, time.Minute, "the GPU pod preempted", func() error {
+		p := &corev1.Pod{}
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(inference), p); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		return fmt.Errorf("the GPU pod is still there: %s", p.Status.Phase)
+	})
+	e.release(t, login, job)
+	if state, exit, _ := e.jobEnd(t, login, job, 2*time.Minute); state != "COMPLETED" {
+		t.Fatalf("the job that took the machine back: %s (exit %s)", state, exit)
+	}
+	e.hasEvent(t, "gpu", nodeset.ReasonScaledUp, "ask for 1 node(s)")
+	t.Logf("bench: name=one-pool-gpus handed_back_s=%.1f taken_back_to_running_s=%.1f idle_after_s=%.0f",
+		handedBack.Seconds(), takenBack.Seconds(), idleAfter.Seconds())
 }

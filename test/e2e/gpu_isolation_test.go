@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,7 +63,8 @@ echo "readable keys: $(` + keyFiles + ` | tr '\n' ' ')"
 // job opens the GPU it was allocated and is refused the other by the device cgroup; a job
 // without GPUs is refused both; neither reads slurm.key (issue 21, docs/security.md); and
 // accounting records the GPU job's gres/gpu TRES, typed too (issue 18). The node advertises
-// nvidia.com/gpu for the test's duration.
+// nvidia.com/gpu for the test's duration. Then the NodeSet autoscales and shares the machine's
+// GPUs with an ordinary pod, one world at a time (onePoolOfGPUs).
 func TestJobSeesOnlyItsGPUs(t *testing.T) {
 	parallel(t)
 	e := startOperator(t)
@@ -73,10 +75,18 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 			Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged}},
 	})
 	gpus := resource.MustParse(fmt.Sprint(fakeGPUs))
+	// Above ordinary pods': the compute pod takes its machine back from them (onePoolOfGPUs).
+	priority := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-slurm"}, Value: 1000,
+		Description: "sunk e2e: compute pods above ordinary pods"}
+	if err := e.c.Create(context.Background(), priority); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.c.Delete(context.Background(), priority) })
 	ns := &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gpu"},
 		Spec: sunkv1.NodeSetSpec{
 			ClusterRef: "gpu", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1)), Image: slurmImage, GPUType: "fake",
+			PriorityClassName: priority.Name,
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")},
 				Limits:   corev1.ResourceList{wellknown.ResourceGPU: gpus},
@@ -200,6 +210,8 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 		t.Logf("job %s AllocTRES: %s", oneID, strings.TrimSpace(out))
 		return nil
 	})
+
+	e.onePoolOfGPUs(t, login)
 }
 
 // advertiseGPUs makes the node offer n nvidia.com/gpu (an extended resource with no device
