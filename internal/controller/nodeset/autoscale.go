@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
@@ -27,10 +28,9 @@ import (
 
 // Event reasons of the autoscaler.
 const (
-	ReasonScaledUp       = "ScaledUp"
-	ReasonScaledDown     = "ScaledDown"
-	ReasonParked         = "SlurmNodeParked"
-	ReasonAutoscaleBlind = "AutoscalerCannotReadSlurm"
+	ReasonScaledUp   = "ScaledUp"
+	ReasonScaledDown = "ScaledDown"
+	ReasonParked     = "SlurmNodeParked"
 )
 
 // scaleNode is what the autoscaler knows of one ordinal of the NodeSet.
@@ -197,7 +197,8 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 		jobs, err = sl.ListJobs(ctx, time.Time{})
 	}
 	if err != nil {
-		r.event(ns, corev1.EventTypeWarning, ReasonAutoscaleBlind, "the autoscaler changes nothing until Slurm can be read: %v", err)
+		// SlurmReachable turns False (once, with its event): the autoscaler changes nothing.
+		w.autoscaleErr = fmt.Errorf("the autoscaler changes nothing until Slurm can be read: %w", err)
 		return nil
 	}
 	var pods corev1.PodList
@@ -243,6 +244,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 		reason = ReasonScaledDown
 	}
 	r.Metrics.decided(ns, next > in.replicas)
+	log.FromContext(ctx).Info("autoscaled", "nodeSet", ns.Name, "from", in.replicas, "to", next, "why", why)
 	r.event(ns, corev1.EventTypeNormal, reason, "replicas %d → %d: %s", in.replicas, next, why)
 	return nil
 }

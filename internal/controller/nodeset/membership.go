@@ -211,9 +211,6 @@ func (r *Reconciler) readSlurm(ctx context.Context, w *world, st *status) {
 			}
 		}
 	}
-	if w.slurmErr != nil {
-		st.slurmFailure(w.slurmErr)
-	}
 }
 
 // slurmClient authenticates with the cluster's JWT key, which only the SlurmCluster

@@ -147,6 +147,8 @@ type world struct {
 	sl      slurm.Client
 	// slurmErr is why Slurm could not be read (nil: the node list was read).
 	slurmErr error
+	// autoscaleErr is why the autoscaler could not read Slurm, and changed nothing.
+	autoscaleErr error
 	// createWait is why no pod may be created yet ("" when they may: createWait), and
 	// createWaitReason its reason.
 	createWait, createWaitReason string

@@ -29,7 +29,6 @@ type status struct {
 	hash       string
 	selector   string
 	conflicts  []string
-	slurmErr   error
 }
 
 func newStatus(ns *sunkv1.NodeSet) *status {
@@ -54,8 +53,6 @@ func (s *status) set(typ string, ok bool, reason, msg string) {
 	}
 	meta.SetStatusCondition(&s.conditions, c)
 }
-
-func (s *status) slurmFailure(err error) { s.slurmErr = err }
 
 // becomes reports whether condition typ turns to want with this reconcile.
 func (s *status) becomes(typ string, want metav1.ConditionStatus) bool {
@@ -125,8 +122,10 @@ func (r *Reconciler) count(w *world, st *status) {
 func (r *Reconciler) conclude(w *world, st *status, o *outcome) ctrl.Result {
 	c := st.counts
 	slurmErrs := o.slurmErrs
-	if w.slurmErr != nil {
-		slurmErrs = append([]string{w.slurmErr.Error()}, slurmErrs...)
+	for _, err := range []error{w.autoscaleErr, w.slurmErr} {
+		if err != nil {
+			slurmErrs = append([]string{err.Error()}, slurmErrs...)
+		}
 	}
 	if len(slurmErrs) == 0 {
 		st.set(sunkv1.ConditionSlurmReachable, true, ReasonReachable, "slurmrestd answered")
