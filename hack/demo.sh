@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # demo.sh up|down: the README's first command. Provisions the machine, starts the local
 # Kubernetes cluster (hack/env-kube.sh), installs sunk and a Slurm cluster with a 3-node NodeSet
-# from the Helm charts, waits until Slurm's nodes are idle, runs a first batch job from the login
+# and an autoscaled one (burst) from the Helm charts, waits until Slurm's nodes are idle, runs a first batch job from the login
 # pod and prints its output. A second run on a warm machine only checks that all of it is there.
 #   SUNK_DEMO_NAMESPACE (slurm) the Slurm cluster's namespace; the release and cluster are "demo"
 #   SUNK_DEMO_TIMEOUT (600)     seconds to wait for the cluster to be ready
@@ -81,9 +81,14 @@ install_charts() {
   wait_for "the slurm chart to install" 60 install_slurm || install_slurm
 }
 
+# BURST is the demo's second NodeSet, sized by Slurm's queue (docs/autoscaling.md): up to 2
+# nodes when jobs wait for nodes, parked again 30 s after they are idle. Helm's --set on a list
+# element replaces the whole list: every upgrade that sets nodeSets[0] states it again.
+BURST="nodeSets[1].name=burst,nodeSets[1].mode=Replicas,nodeSets[1].autoscaling.maxReplicas=2,nodeSets[1].autoscaling.idleAfter=30s"
+
 install_slurm() {
   helm upgrade --install "$NAME" charts/slurm -n "$NS" --create-namespace \
-    --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=$NODES"
+    --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=$NODES,$BURST"
 }
 
 run_job() {
@@ -121,7 +126,8 @@ cat <<MSG
 Your Slurm cluster "$NAME" runs in namespace $NS. Next:
   export KUBECONFIG=$KUBECONFIG PATH=$SUNK_BIN:\$PATH
   kubectl -n $NS exec -it $NAME-login-0 -c login -- bash     # a shell: sinfo, sbatch, srun, squeue
-  helm -n $NS upgrade $NAME charts/slurm --reuse-values --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=5"   # scale it (Helm replaces the whole list entry)
+  helm -n $NS upgrade $NAME charts/slurm --reuse-values --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=5,$BURST"   # scale it (Helm replaces the whole list)
+  kubectl -n $NS get nodesets -o wide     # NodeSet burst grows when jobs wait for nodes, and shrinks when idle
 Tear down:
   make demo-down
 MSG

@@ -28,9 +28,10 @@ import (
 // whether any job was killed.
 func (s *soak) scale(n int, timeout time.Duration) {
 	s.logf("scaling NodeSet compute to %d", n)
-	// Helm's --set on a list element replaces the element: name and mode go with the count.
+	// Helm's --set on a list element replaces the whole list: name and mode go with the count,
+	// and the demo's autoscaled NodeSet with them.
 	s.helm("upgrade", clusterName, "charts/slurm", "-n", slurmNS, "--reuse-values",
-		"--set", fmt.Sprintf("nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=%d", n))
+		"--set", fmt.Sprintf("nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=%d,%s", n, burstNodeSet))
 	d := s.poll(timeout, 2*time.Second, fmt.Sprintf("%d Slurm nodes up", n), func() error {
 		nodes, err := s.nodes()
 		if err != nil {

@@ -116,12 +116,20 @@ func (s *soak) loginCtx(ctx context.Context, timeout time.Duration, script strin
 	return s.exec.Exec(ctx, slurmNS, pod, "login", "sh", "-c", script)
 }
 
+// nodes are the Slurm nodes of the NodeSet compute, which the soak scales; those of the
+// autoscaled NodeSet burst come and go with the queue (burstFigures).
 func (s *soak) nodes() ([]Node, error) {
 	out, err := s.login("sinfo -h -N -o '%N|%T|%E'")
 	if err != nil {
 		return nil, err
 	}
-	return ParseNodes(out), nil
+	var compute []Node
+	for _, n := range ParseNodes(out) {
+		if strings.HasPrefix(n.Name, "compute-") {
+			compute = append(compute, n)
+		}
+	}
+	return compute, nil
 }
 
 func (s *soak) helmErr(args ...string) (string, error) {

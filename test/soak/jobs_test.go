@@ -16,7 +16,7 @@ import (
 )
 
 // jobStream submits a job every few seconds from the login pod, round robin: a batch job
-// with steps, an array, an interactive srun. Their time limits are a few times their length
+// with steps, an array, an interactive srun; and every 36 s a job for the autoscaled NodeSet. Their time limits are a few times their length
 // and no more: a job running while slurmctld is SIGKILLed can come back from its state save
 // RUNNING after it ended, and then ends only at its limit (TIMEOUT, in a kill window), which
 // the end of the soak waits for. With 5 minutes that wait was 200 of a run's 530 s.
@@ -31,6 +31,10 @@ func (s *soak) jobStream(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if i%9 == 4 {
+			// For the autoscaled NodeSet alone: parked when idle, it grows for each.
+			s.submit(ctx, "burst", "sbatch --parsable -J soak-burst --constraint=burst -N1 -t 2 -o /dev/null --wrap 'sleep 5'")
 		}
 		switch i % 3 {
 		case 0:

@@ -53,6 +53,8 @@ func (s *soak) report() {
 	r.Bench = append(r.Bench, []KV{{"soak", "run"}, {"duration", s.dur.String()}, {"total_s", Num(math.Round(s.figures["total_s"]))},
 		{"samples", Num(float64(len(s.samples)))}, {"compute_pods_max", Num(bigScale)},
 		{"scale_up_s", Num(math.Round(s.figures["scale_up_s"]))}, {"scale_in_s", Num(math.Round(s.figures["scale_in_s"]))}})
+	r.Bench = append(r.Bench, []KV{{"soak", "autoscale"}, {"nodeset", "burst"}, {"up", Num(s.figures["burst_up"])},
+		{"down", Num(s.figures["burst_down"])}, {"decisions_per_hour", Num(math.Round(s.figures["burst_decisions_per_hour"]))}})
 
 	// Connections to slurmrestd.
 	maxConn := map[string]int{}
@@ -443,7 +445,7 @@ func (s *soak) report() {
 	sort.Strings(fk)
 	chKV := []KV{{"soak", "churn"}}
 	for _, k := range fk {
-		if k == "total_s" || k == "scale_up_s" || k == "scale_in_s" {
+		if k == "total_s" || k == "scale_up_s" || k == "scale_in_s" || strings.HasPrefix(k, "burst_") {
 			continue
 		}
 		chKV = append(chKV, KV{k, Num(math.Round(s.figures[k]*10) / 10)})

@@ -36,10 +36,13 @@ const (
 	smallScale    = 3
 	maxConns      = 8
 	personNode    = "compute-1" // exists at both scales
-	busybox       = "docker.io/library/busybox:local"
-	metricsPort   = 8080  // charts/sunk metrics.port
-	schedPort     = 10259 // kube-scheduler's secure port
-	restPort      = 6820
+	// burstNodeSet is hack/demo.sh's autoscaled NodeSet (BURST there), stated again by every
+	// helm upgrade of the soak.
+	burstNodeSet = "nodeSets[1].name=burst,nodeSets[1].mode=Replicas,nodeSets[1].autoscaling.maxReplicas=2,nodeSets[1].autoscaling.idleAfter=30s"
+	busybox      = "docker.io/library/busybox:local"
+	metricsPort  = 8080  // charts/sunk metrics.port
+	schedPort    = 10259 // kube-scheduler's secure port
+	restPort     = 6820
 )
 
 // component is a process the soak samples and kills once.
@@ -332,6 +335,7 @@ func (s *soak) run() {
 	s.waitJobsEnded(5 * time.Minute)
 	s.setPhase("final")
 	s.takeSample() // the last state, taken synchronously
+	s.burstFigures()
 	stop()
 	wg.Wait()
 	s.figures["total_s"] = time.Since(s.start).Seconds()
