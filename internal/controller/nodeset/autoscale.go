@@ -239,6 +239,9 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	if err := r.Patch(ctx, ns, patch); err != nil {
 		return fmt.Errorf("writing spec.replicas %d: %w", next, err)
 	}
+	if next == in.replicas {
+		return nil // replicas was unset: now it says what the autoscaler keeps
+	}
 	reason := ReasonScaledUp
 	if next < in.replicas {
 		reason = ReasonScaledDown
