@@ -190,6 +190,11 @@ type Action struct {
 //   - no causes and drained by the syncer: resume;
 //   - otherwise nothing.
 func Decide(causes []string, n *slurm.Node) Action {
+	if wellknown.Parked(n.BaseState(), n.Comment) {
+		// The NodeSet autoscaler's record waits for its next pod: a drain for the pod that
+		// went would stick to it, and Slurm 26.05 then refuses to park it again (error 2180).
+		return Action{}
+	}
 	drained := n.Drained()
 	if len(causes) > 0 {
 		want := DrainReason(causes)

@@ -153,6 +153,8 @@ func TestPodNotReady(t *testing.T) {
 func TestDecide(t *testing.T) {
 	cordon := []string{"node cordoned (bad GPU 3)"}
 	ours := DrainReason(cordon)
+	parked := snode("", "FUTURE", "DYNAMIC_NORM")
+	parked.Comment = wellknown.ParkedPrefix + "abc"
 	cases := []struct {
 		name   string
 		causes []string
@@ -170,6 +172,8 @@ func TestDecide(t *testing.T) {
 		{"resumed by someone while cordoned: drain again", cordon, snode(ours, "IDLE"), Action{Drain, ours}},
 		{"a stale reason without DRAIN is no drain", nil, snode(ours, "IDLE"), Action{}},
 		{"a busy node drains the same (Slurm lets the job finish)", cordon, snode("", "ALLOCATED"), Action{Drain, ours}},
+		{"a record the autoscaler parked is left alone", []string{"pod being deleted"}, parked, Action{}},
+		{"a FUTURE record that nobody parked drains", []string{"pod being deleted"}, snode("", "FUTURE"), Action{Drain, "k8s: pod being deleted"}},
 	}
 	for _, c := range cases {
 		if got := Decide(c.causes, c.node); got != c.want {

@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -236,29 +234,9 @@ func (h *helmEnv) promHas(t *testing.T, p *promtest.Server, expr string, want fl
 // ClusterRole, which kube-scheduler asks the API server about on every scrape of /metrics.
 func (h *helmEnv) metricsReaderToken(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus", Namespace: h.ns}}
-	if _, err := h.Clientset.CoreV1().ServiceAccounts(h.ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: h.ns + "-prometheus"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: h.sunkRelease + "-metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: h.ns}},
-	}
-	if _, err := h.Clientset.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = h.Clientset.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
-	})
-	tr, err := h.Clientset.CoreV1().ServiceAccounts(h.ns).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := testenv.ServiceAccountToken(t, h.Clientset, h.ns, "prometheus", h.sunkRelease+"-metrics-reader", time.Hour)
 	f := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(f, []byte(tr.Status.Token), 0o600); err != nil {
+	if err := os.WriteFile(f, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return f

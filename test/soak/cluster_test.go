@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -155,36 +154,14 @@ func (s *soak) helm(args ...string) string {
 // metricsToken is a ServiceAccount token allowed GET /metrics: kube-scheduler, the operator
 // and the syncer (metrics.secure) authorize their /metrics (TokenReview + SubjectAccessReview).
 func (s *soak) metricsToken() string {
-	t := s.t
 	const name = "sunk-soak-metrics"
 	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
-	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: slurmNS}}}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: slurmNS}}
-	rbac := s.cs.RbacV1()
-	if _, err := rbac.ClusterRoles().Create(s.ctx, cr, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	if _, err := s.cs.RbacV1().ClusterRoles().Create(s.ctx, cr, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		s.t.Fatal(err)
 	}
-	if _, err := rbac.ClusterRoleBindings().Create(s.ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	if _, err := s.cs.CoreV1().ServiceAccounts(slurmNS).Create(s.ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = rbac.ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = rbac.ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = s.cs.CoreV1().ServiceAccounts(slurmNS).Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	secs := int64(4 * 3600)
-	tr, err := s.cs.CoreV1().ServiceAccounts(slurmNS).CreateToken(s.ctx, name,
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
+	s.t.Cleanup(func() { _ = s.cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	return testenv.ServiceAccountToken(s.t, s.cs, slurmNS, name, name, 4*time.Hour)
 }
 
 // scrape reads a sunk component's /metrics from its pod IP (this machine's pod network).

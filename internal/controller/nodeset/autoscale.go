@@ -292,6 +292,13 @@ func (r *Reconciler) park(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.Clie
 	if o < 0 || int32(o) >= ns.Spec.Autoscaling.MaxReplicas || hash == "" {
 		return false, nil
 	}
+	// Parked already: a release whose finalizer patch lost a conflict comes back here, and
+	// Slurm 26.05 refuses FUTURE for a FUTURE node that carries a drain (error 2180).
+	if n, err := sl.GetNode(ctx, m.name); err != nil {
+		return false, err
+	} else if n.BaseState() == string(slurm.NodeStateFuture) {
+		return true, nil
+	}
 	comment := wellknown.ParkedPrefix + hash
 	if err := sl.UpdateNode(ctx, m.name, slurm.NodeUpdate{State: slurm.NodeStateFuture, Comment: &comment}); err != nil {
 		return false, err

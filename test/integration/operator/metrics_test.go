@@ -5,15 +5,12 @@ package operator
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -34,18 +31,13 @@ func TestMetricsNeedAReader(t *testing.T) {
 	cfg := testenv.API(t, testenv.APIOptions{})
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	reader, other := serviceAccountToken(t, cs, "reader"), serviceAccountToken(t, cs, "other")
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
 		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
 	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "reader", Namespace: "default"}}}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	reader := testenv.ServiceAccountToken(t, cs, "default", "reader", role.Name, time.Hour)
+	other := testenv.ServiceAccountToken(t, cs, "default", "other", "", time.Hour)
 
 	addr := testenv.FreeAddr(t, "127.0.0.1")
 	httpClient, err := rest.HTTPClientFor(cfg)
@@ -95,18 +87,4 @@ func TestMetricsNeedAReader(t *testing.T) {
 			t.Errorf("%s: %d %.200q %v, want %d with %q", c.who, code, body, err, c.code, c.body)
 		}
 	}
-}
-
-// serviceAccountToken makes a ServiceAccount in default and returns a token of it.
-func serviceAccountToken(t *testing.T, cs kubernetes.Interface, name string) string {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(fmt.Errorf("a token of %s: %w", name, err))
-	}
-	return tr.Status.Token
 }

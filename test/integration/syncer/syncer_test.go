@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -784,6 +785,48 @@ func TestSyncer(t *testing.T) {
 		// The syncer removed the later one after its grace: the parked one's was over before.
 		if n, err := h.sl.GetNode(ctx, parked); err != nil || !wellknown.Parked(n.BaseState(), n.Comment) {
 			t.Fatalf("the parked record %s: %+v %v", parked, n, err)
+		}
+	})
+
+	step("a pod going from a parked record: the record is not drained", func(t *testing.T) {
+		// The NodeSet parks a record before its pod's finalizer goes; a drain for the pod going
+		// would stick to the FUTURE record (Slurm 26.05 then refuses to park it again).
+		ctx := context.Background()
+		comment := wellknown.ParkedPrefix + "abc"
+		if err := h.sl.UpdateNode(ctx, n2, slurm.NodeUpdate{State: slurm.NodeStateFuture, Comment: &comment}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.sl.DeleteNode(context.Background(), n2) }) // restoreTestBed registers it again
+		p := &corev1.Pod{}
+		if err := h.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n2}, p); err != nil {
+			t.Fatal(err)
+		}
+		p.Finalizers = append(p.Finalizers, holdPod)
+		if err := h.c.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			eventually(t, 10*time.Second, func() error {
+				q := &corev1.Pod{}
+				if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: n2}, q); apierrors.IsNotFound(err) {
+					return nil
+				} else if err != nil {
+					return err
+				}
+				q.Finalizers = nil
+				return h.c.Update(context.Background(), q)
+			})
+		})
+		if err := h.c.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		// The syncer has seen the pod going with the parked record: it mirrored the record.
+		h.waitMirror(n2, func(m mirror) bool { return m.podState == "future" }, "the parked state on the going pod")
+		// For a few more polls (scontrol does not show FUTURE nodes: read it over REST).
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(poll) {
+			if n, err := h.sl.GetNode(ctx, n2); err != nil || n.HasState("DRAIN") || !wellknown.Parked(n.BaseState(), n.Comment) {
+				t.Fatalf("the parked record while its pod goes: %+v %v", n, err)
+			}
 		}
 	})
 }
