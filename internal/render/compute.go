@@ -79,11 +79,12 @@ func OrdinalMemberName(nodeSet string, i int) string { return fmt.Sprintf("%s-%d
 // MemberOrdinal parses a name made by OrdinalMemberName; false for any other name.
 func MemberOrdinal(nodeSet, name string) (int, bool) {
 	s, ok := strings.CutPrefix(name, nodeSet+"-")
-	if !ok || s == "" || (len(s) > 1 && s[0] == '0') {
+	if !ok {
 		return 0, false
 	}
+	// Atoi also reads "01" and "+1": only the name OrdinalMemberName makes counts.
 	i, err := strconv.Atoi(s)
-	if err != nil || i < 0 {
+	if err != nil || i < 0 || OrdinalMemberName(nodeSet, i) != name {
 		return 0, false
 	}
 	return i, true

@@ -120,7 +120,7 @@ func TestMemberNames(t *testing.T) {
 			t.Errorf("MemberOrdinal(%q) = %d, %v", name, i, ok)
 		}
 	}
-	for _, name := range []string{"gpu-", "gpu-01", "gpu--1", "gpu-a", "gpux-1", "cpu-1", "gpu-1-2"} {
+	for _, name := range []string{"gpu-", "gpu-01", "gpu--1", "gpu-a", "gpux-1", "cpu-1", "gpu-1-2", "gpu2-1", "gpu-+1"} {
 		if _, ok := MemberOrdinal("gpu", name); ok {
 			t.Errorf("MemberOrdinal(%q) accepted", name)
 		}

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -159,19 +158,6 @@ func partitionsOf(sc *sunkv1.SlurmCluster, nodeSet string) map[string]bool {
 	return out
 }
 
-// ordinalOf is i for the NodeSet's member name "<nodeSet>-<i>", or -1.
-func ordinalOf(nodeSet, name string) int {
-	s, ok := strings.CutPrefix(name, nodeSet+"-")
-	if !ok {
-		return -1
-	}
-	i, err := strconv.Atoi(s)
-	if err != nil || i < 0 || render.OrdinalMemberName(nodeSet, i) != name {
-		return -1
-	}
-	return i
-}
-
 // autoscale is step 2c: with spec.autoscaling, it reads Slurm's nodes and queue, writes the
 // replicas decideReplicas returns into spec.replicas (in memory too, for the members step),
 // and removes parked records the NodeSet no longer wants (above maxReplicas, of an older
@@ -211,7 +197,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	}
 	records := map[int]*slurm.Node{}
 	for i := range nodes.Nodes {
-		if o := ordinalOf(ns.Name, nodes.Nodes[i].Name); o >= 0 && render.RegisteredByNodeSet(nodes.Nodes[i].Name, nodes.Nodes[i].Features) {
+		if o, ok := render.MemberOrdinal(ns.Name, nodes.Nodes[i].Name); ok && render.RegisteredByNodeSet(nodes.Nodes[i].Name, nodes.Nodes[i].Features) {
 			records[o] = &nodes.Nodes[i]
 		}
 	}
@@ -287,9 +273,9 @@ func (r *Reconciler) park(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.Clie
 	if ns == nil || ns.Spec.Autoscaling == nil || !ns.DeletionTimestamp.IsZero() || m.desired {
 		return false, nil
 	}
-	o := ordinalOf(ns.Name, m.name)
+	o, ok := render.MemberOrdinal(ns.Name, m.name)
 	hash := m.pod.Labels[wellknown.LabelTemplateHash]
-	if o < 0 || int32(o) >= ns.Spec.Autoscaling.MaxReplicas || hash == "" {
+	if !ok || int32(o) >= ns.Spec.Autoscaling.MaxReplicas || hash == "" {
 		return false, nil
 	}
 	// Parked already: a release whose finalizer patch lost a conflict comes back here, and

@@ -89,14 +89,6 @@ func TestPendingDemand(t *testing.T) {
 	}
 }
 
-func TestOrdinalOf(t *testing.T) {
-	for name, want := range map[string]int{"gpu-0": 0, "gpu-12": 12, "gpu-a": -1, "gpu-01": -1, "gpu2-1": -1, "cpu-1": -1, "gpu--1": -1} {
-		if got := ordinalOf("gpu", name); got != want {
-			t.Errorf("ordinalOf(gpu, %s) = %d, want %d", name, got, want)
-		}
-	}
-}
-
 func TestMetricsForgetANodeSet(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
