@@ -64,7 +64,7 @@ func decideReplicas(in scaleInput) (int32, string) {
 	idleAfter := in.bounds.IdleAfterOrDefault()
 	var busy int32
 	for i := 0; i < int(in.replicas) && i < len(in.nodes); i++ {
-		if r := in.nodes[i].record; r != nil && r.BaseState() != string(slurm.NodeStateFuture) && r.Busy() {
+		if r := in.nodes[i].record; r != nil && r.Busy() { // a FUTURE record is not busy
 			busy++
 		}
 	}
@@ -105,7 +105,7 @@ func goes(n scaleNode, now time.Time, idleAfter time.Duration) bool {
 	r := n.record
 	switch {
 	case n.pod.IsZero():
-		return r == nil || !r.Busy() || r.BaseState() == string(slurm.NodeStateFuture)
+		return r == nil || !r.Busy()
 	case r == nil || r.BaseState() == string(slurm.NodeStateFuture):
 		return now.Sub(n.pod) >= idleAfter
 	case r.Busy():
@@ -166,9 +166,12 @@ func partitionsOf(sc *sunkv1.SlurmCluster, nodeSet string) map[string]bool {
 func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error {
 	ns := w.ns
 	a := ns.Spec.Autoscaling
+	scales := a != nil && ns.DeletionTimestamp.IsZero()
+	if !scales {
+		r.Metrics.forget(ns)
+	}
 	if a == nil {
 		st.counts.PendingNodes = 0
-		r.Metrics.forget(ns)
 	}
 	if a == nil && ns.Status.Parked == 0 {
 		return nil
@@ -179,7 +182,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 		nodes, err = sl.ListNodes(ctx, time.Time{})
 	}
 	var jobs *slurm.JobList
-	if err == nil && a != nil && ns.DeletionTimestamp.IsZero() {
+	if err == nil && scales {
 		jobs, err = sl.ListJobs(ctx, time.Time{})
 	}
 	if err != nil {
@@ -204,8 +207,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	if err := r.unpark(ctx, w, sl, records, podAt, st); err != nil {
 		return err
 	}
-	if a == nil || !ns.DeletionTimestamp.IsZero() {
-		r.Metrics.forget(ns)
+	if !scales {
 		return nil
 	}
 	in := scaleInput{replicas: ptr.Deref(ns.Spec.Replicas, 0), bounds: *a, now: time.Now()}

@@ -39,7 +39,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 
 func clusterLabel(ns *sunkv1.NodeSet) string { return ns.Namespace + "/" + ns.Spec.ClusterRef }
 
-// observe records one autoscale reading; replicas < 0 leaves the decision unrecorded.
+// observe records one autoscale reading and its decision.
 func (m *Metrics) observe(ns *sunkv1.NodeSet, pending, replicas, parked int32) {
 	if m == nil {
 		return
@@ -47,9 +47,7 @@ func (m *Metrics) observe(ns *sunkv1.NodeSet, pending, replicas, parked int32) {
 	c := clusterLabel(ns)
 	m.pending.WithLabelValues(c, ns.Name).Set(float64(pending))
 	m.parked.WithLabelValues(c, ns.Name).Set(float64(parked))
-	if replicas >= 0 {
-		m.wanted.WithLabelValues(c, ns.Name).Set(float64(replicas))
-	}
+	m.wanted.WithLabelValues(c, ns.Name).Set(float64(replicas))
 }
 
 func (m *Metrics) decided(ns *sunkv1.NodeSet, up bool) {
