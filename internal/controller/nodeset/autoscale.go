@@ -190,6 +190,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 		w.autoscaleErr = fmt.Errorf("the autoscaler changes nothing until Slurm can be read: %w", err)
 		return nil
 	}
+	w.slurmNodes, w.slurmNodesRead = nodes.Nodes, true
 	var pods corev1.PodList
 	if err := r.List(ctx, &pods, client.InNamespace(ns.Namespace), client.MatchingLabels{wellknown.LabelNodeSet: ns.Name}); err != nil {
 		return err

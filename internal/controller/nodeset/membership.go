@@ -192,16 +192,20 @@ func maxUnavailable(ns *sunkv1.NodeSet, desired int) int {
 	return v
 }
 
-// readSlurm attaches each member's Slurm node from the cluster's node table: the node
-// watchers' cache when the cluster has them, else one list (slurmconn.Pool.Nodes). It fails
+// readSlurm attaches each member's Slurm node from the cluster's node table: the list the
+// autoscaler read in this reconcile, else the node watchers' cache when the cluster has them,
+// else one list (slurmconn.Pool.Nodes). It fails
 // closed: on any error (an unreadable watcher, a cache not synced yet) no member has a Slurm
 // node and the plan does nothing that depends on Slurm. What deletes a pod or a record reads
 // its node afresh first (retire, release): the cache may be a poll behind.
-func (r *Reconciler) readSlurm(ctx context.Context, w *world, st *status) {
+func (r *Reconciler) readSlurm(ctx context.Context, w *world) {
 	w.sl, w.slurmErr = r.slurmClient(ctx, w.names, w.sc.Spec.RestAPI.Version)
 	if w.slurmErr == nil {
-		var nodes []slurm.Node
-		if nodes, w.slurmErr = r.Slurm.Nodes(ctx, w.names, w.sc.Spec.Controller.NodeWatcher, w.sl); w.slurmErr == nil {
+		nodes := w.slurmNodes // the autoscaler's list of this reconcile, when it read one
+		if !w.slurmNodesRead {
+			nodes, w.slurmErr = r.Slurm.Nodes(ctx, w.names, w.sc.Spec.Controller.NodeWatcher, w.sl)
+		}
+		if w.slurmErr == nil {
 			byName := make(map[string]*slurm.Node, len(nodes))
 			for i := range nodes {
 				byName[nodes[i].Name] = &nodes[i]

@@ -149,6 +149,10 @@ type world struct {
 	slurmErr error
 	// autoscaleErr is why the autoscaler could not read Slurm, and changed nothing.
 	autoscaleErr error
+	// slurmNodes is the node list the autoscaler read (GET /nodes/, FUTURE records too), which
+	// readSlurm uses instead of reading again when slurmNodesRead.
+	slurmNodes     []slurm.Node
+	slurmNodesRead bool
 	// createWait is why no pod may be created yet ("" when they may: createWait), and
 	// createWaitReason its reason.
 	createWait, createWaitReason string
@@ -239,7 +243,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 	}
 
 	// 4. Slurm: one list for every member's node. An error leaves every node unknown.
-	r.readSlurm(ctx, w, st)
+	r.readSlurm(ctx, w)
 
 	// 5. The s6 services the pods mount, and the disruption budget that keeps evictions
 	// off pods whose Slurm node may run a job.
