@@ -59,6 +59,9 @@ const (
 	whyService  = "the service runs as root in the pod"
 	whySidecar  = "the container runs in the pod with its volumes and any securityContext"
 	whyHostPath = "a hostPath volume reaches the host's files"
+	// Not root, but acting on others: the operator creates the pods, so a NodeSet author who
+	// may not create pods would otherwise have kube-scheduler evict other namespaces' pods.
+	whyPriority = "a PriorityClass lets the compute pods preempt other namespaces' pods"
 )
 
 // clusterRootPowers are the root powers a SlurmCluster update sets or changes (a creation's old
@@ -89,6 +92,7 @@ func nodeSetRootPowers(old, spec *sunkv1.NodeSetSpec, a Authors) []rootPower {
 	out = appendChanged(out, p.Child("sidecars"), old.Sidecars, spec.Sidecars, whySidecar)
 	out = appendChanged(out, p.Child("volumes"), hostPaths(old.Volumes), hostPaths(spec.Volumes), whyHostPath)
 	out = appendChanged(out, p.Child("containers", "cacheVolume"), cacheHostPath(old.Containers), cacheHostPath(spec.Containers), whyHostPath)
+	out = appendChanged(out, p.Child("priorityClassName"), old.PriorityClassName, spec.PriorityClassName, whyPriority)
 	return out
 }
 

@@ -47,6 +47,9 @@ func TestRootPowers(t *testing.T) {
 	if got := paths(nodeSetRootPowers(&sunkv1.NodeSetSpec{}, cache, a)); got != "spec.containers.cacheVolume" {
 		t.Errorf("a host path cache: %q", got)
 	}
+	if got := paths(nodeSetRootPowers(&sunkv1.NodeSetSpec{}, &sunkv1.NodeSetSpec{PriorityClassName: "slurm-batch"}, a)); got != "spec.priorityClassName" {
+		t.Errorf("setting a PriorityClass: %q, want spec.priorityClassName", got)
+	}
 }
 
 // TestCheckAuthor: refusals only in admission, only for users outside the authors.

@@ -77,6 +77,11 @@ func TestPrivilegedAuthors(t *testing.T) {
 			ns.Spec.Sidecars = []corev1.Container{{Name: "x", Image: "busybox"}}
 			return ns
 		}(), "spec.sidecars: Forbidden"},
+		{"a NodeSet PriorityClass", func() client.Object {
+			ns := newNodeSet(h.ns, "priority", "c")
+			ns.Spec.PriorityClassName = "system-node-critical"
+			return ns
+		}(), "spec.priorityClassName: Forbidden: a PriorityClass lets the compute pods preempt other namespaces' pods"},
 	} {
 		if err := alice.Create(ctx, c.object); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "alice is not one of") {
 			t.Errorf("alice creates %s: %v, want an error containing %q", c.name, err, c.want)
