@@ -41,7 +41,11 @@ func TestUpgrade2411To2605(t *testing.T) {
 	e.createReady(t, sc)
 	if err := e.c.Create(ctx, &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "compute"},
-		Spec:       sunkv1.NodeSetSpec{ClusterRef: "up", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1))},
+		// Containers: plugstack.conf then requires the release's SPANK plugin, so every srun
+		// below, before and after the upgrade, proves that image's plugin loads in srun and
+		// slurmstepd (TestContainersForJobs runs containers on 26.05 only).
+		Spec: sunkv1.NodeSetSpec{ClusterRef: "up", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1)),
+			Containers: &sunkv1.NodeSetContainers{Enabled: true}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +69,9 @@ func TestUpgrade2411To2605(t *testing.T) {
 		}
 		return nil
 	})
+	if out, err := login("srun --help"); err != nil || !strings.Contains(out, "--container-image") {
+		t.Errorf("srun --help on 24.11 does not offer the container plugin's --container-image: %v\n%s", err, out)
+	}
 	out, err := login(`srun -J before-upgrade sh -c 'echo job=$SLURM_JOB_ID'`)
 	m := regexp.MustCompile(`job=(\d+)`).FindStringSubmatch(out)
 	if err != nil || m == nil {
