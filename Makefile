@@ -5,6 +5,9 @@ BIN := $(SUNK_CACHE)/bin
 ENV ?= cluster
 DURATION ?= 30m
 export SUNK_CACHE
+# hack/lib.sh's build flags, so that make's own go commands share the scripts' build cache.
+export CGO_ENABLED := 0
+export GOFLAGS := -buildvcs=false -trimpath -ldflags=-w
 
 .PHONY: help build install generate slurm-conf-keys slurm-openapi lint test test-slurm-26.05 unit provision testbed-up testbed-down demo demo-down soak
 

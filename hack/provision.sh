@@ -31,15 +31,16 @@ host() {
 }
 
 # go_tools MODULE_DIR LDFLAGS PKG...: build tool binaries pinned by a checked-in tools module.
-# CGO_ENABLED=0 go_tools ... builds static binaries (for images); it is part of the stamp.
+# Every tool is static (CGO_ENABLED=0, hack/lib.sh); the flags are part of the stamp.
 go_tools() {
   local dir=$SUNK_ROOT/hack/tools/$1 ldflags=$2; shift 2
-  local what="$ldflags $*${CGO_ENABLED:+ CGO_ENABLED=$CGO_ENABLED}"
+  local what="$ldflags $* CGO_ENABLED=$CGO_ENABLED GOFLAGS=$GOFLAGS"
   stamp_ok "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" <(echo "$what") && return 0
   log "building $(basename "$dir") tools (cold: minutes; cached afterwards)"
   mkdir -p "$SUNK_BIN"
-  # No -trimpath: the tools then compile k8s.io/kubernetes with the flags of go vet and go test
-  # (sunk-scheduler's module imports it), and a cold machine compiles it once, not twice.
+  # The flags of every build (hack/lib.sh): the tools compile k8s.io/kubernetes as go vet, go
+  # test and sunk's image do (sunk-scheduler's module imports it), so a cold machine compiles it
+  # once, not three times.
   (cd "$dir" && go build -ldflags "$ldflags" -o "$SUNK_BIN/" "$@")
   stamp_set "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" <(echo "$what")
 }
@@ -57,7 +58,7 @@ tools() {
   go_tools kwok "-s -w" sigs.k8s.io/kwok/cmd/kwok
   # The cluster DNS of env-kube.sh (hack/manifests/coredns.yaml), packed by images.sh: CoreDNS
   # with the Corefile's plugins only (hack/tools/coredns/main.go).
-  CGO_ENABLED=0 go_tools coredns "-s -w" .
+  go_tools coredns "-s -w" .
   # envtest wants etcd, kube-apiserver and kubectl in one folder (KUBEBUILDER_ASSETS).
   mkdir -p "$SUNK_CACHE/envtest"
   ln -sf "$(command -v etcd)" "$SUNK_CACHE/envtest/etcd"

@@ -10,17 +10,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 )
 
-// RepoRoot is the root of the sunk checkout the tests run from.
+// RepoRoot is the root of the sunk checkout the tests run from: the nearest directory above
+// the working directory (go test runs a test in its package's) whose go.mod is sunk's. Not the
+// test's own file path: hack/lib.sh builds with -trimpath, which leaves no checkout path in it.
 func RepoRoot() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		panic("testenv: cannot locate source file")
+	dir, err := os.Getwd()
+	if err != nil {
+		panic("testenv: " + err.Error())
 	}
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	for {
+		if mod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(mod, []byte("module sunk.dev/sunk\n")) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			panic("testenv: no sunk checkout (a go.mod of module sunk.dev/sunk) above the working directory")
+		}
+		dir = parent
+	}
 }
 
 // CacheDir is where hack/ keeps binaries, root filesystems and environment state.

@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -54,9 +53,14 @@ const (
 	testNS        = "default"
 )
 
+// repoRoot is the sunk checkout: go test runs this package in scheduler/test/integration. Not
+// the file's own path: hack/lib.sh builds with -trimpath, which leaves no checkout path in it.
 func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+	wd, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	return filepath.Clean(filepath.Join(wd, "..", "..", ".."))
 }
 
 func cacheDir() string {
