@@ -30,17 +30,16 @@ host() {
   fi
 }
 
-# go_tools MODULE_DIR LDFLAGS PKG...: build tool binaries pinned by a checked-in tools module.
-# Every tool is static (CGO_ENABLED=0, hack/lib.sh); the flags are part of the stamp.
+# go_tools MODULE_DIR LDFLAGS PKG...: build tool binaries pinned by a checked-in module
+# (MODULE_DIR relative to the checkout). Every tool is static (CGO_ENABLED=0, hack/lib.sh); the
+# flags are part of the stamp.
 go_tools() {
-  local dir=$SUNK_ROOT/hack/tools/$1 ldflags=$2; shift 2
+  local dir=$SUNK_ROOT/$1 ldflags=$2; shift 2
   local what="$ldflags $* CGO_ENABLED=$CGO_ENABLED GOFLAGS=$GOFLAGS"
   stamp_ok "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" <(echo "$what") && return 0
   log "building $(basename "$dir") tools (cold: minutes; cached afterwards)"
   mkdir -p "$SUNK_BIN"
-  # The flags of every build (hack/lib.sh): the tools compile k8s.io/kubernetes as go vet, go
-  # test and sunk's image do (sunk-scheduler's module imports it), so a cold machine compiles it
-  # once, not three times.
+  # The flags of every build (hack/lib.sh), so that a cold machine compiles each package once.
   (cd "$dir" && go build -ldflags "$ldflags" -o "$SUNK_BIN/" "$@")
   stamp_set "tools-$(basename "$dir")" "$dir/go.mod" "$dir/go.sum" <(echo "$what")
 }
@@ -52,13 +51,15 @@ tools() {
     ldf+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
     ldf+=" -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.buildDate=2025-01-01T00:00:00Z"
   done
-  go_tools kube "$ldf" k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,kube-proxy,kubectl}
-  go_tools helm "-s -w -X helm.sh/helm/v3/internal/version.version=v3.16.4 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" \
+  # From sunk-scheduler's module (its tool directives), which imports k8s.io/kubernetes: the
+  # tools, sunk's image and the scheduler's vet and tests then compile its tree once.
+  go_tools scheduler "$ldf" k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,kube-proxy,kubectl}
+  go_tools hack/tools/helm "-s -w -X helm.sh/helm/v3/internal/version.version=v3.16.4 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" \
     helm.sh/helm/v3/cmd/helm
-  go_tools kwok "-s -w" sigs.k8s.io/kwok/cmd/kwok
+  go_tools hack/tools/kwok "-s -w" sigs.k8s.io/kwok/cmd/kwok
   # The cluster DNS of env-kube.sh (hack/manifests/coredns.yaml), packed by images.sh: CoreDNS
   # with the Corefile's plugins only (hack/tools/coredns/main.go).
-  go_tools coredns "-s -w" .
+  go_tools hack/tools/coredns "-s -w" .
   # envtest wants etcd, kube-apiserver and kubectl in one folder (KUBEBUILDER_ASSETS).
   mkdir -p "$SUNK_CACHE/envtest"
   ln -sf "$(command -v etcd)" "$SUNK_CACHE/envtest/etcd"
@@ -69,7 +70,7 @@ tools() {
 # codegen: controller-gen and oapi-codegen, which only `make generate` and
 # hack/gen-slurm-openapi.sh need (not the tests): built on their first use, not by `all`.
 codegen() {
-  go_tools codegen "-s -w" sigs.k8s.io/controller-tools/cmd/controller-gen github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+  go_tools hack/tools/codegen "-s -w" sigs.k8s.io/controller-tools/cmd/controller-gen github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
 }
 
 # The Slurm root filesystem of $SUNK_SLURM_VERSION (hack/lib.sh): Debian trixie for 24.11, sid
