@@ -60,6 +60,12 @@ func PerNodeMemberName(nodeSet, node string) string {
 	return strings.TrimRight(name[:MaxSlurmNodeName-len(suffix)], "-") + suffix
 }
 
+// NodeFeatures are the Slurm features of every node of the NodeSet: its name, then
+// spec.features.
+func NodeFeatures(ns *sunkv1.NodeSet) []string {
+	return append([]string{ns.Name}, ns.Spec.Features...)
+}
+
 // RegisteredByNodeSet says whether a Slurm node of this name, with these features, is a
 // NodeSet's compute pod: its pod registers as <nodeset>-<suffix> (PerNodeMemberName,
 // OrdinalMemberName) with the NodeSet's name among its features (computeConf). A dynamic node
@@ -155,7 +161,7 @@ func slurmdConf(ns *sunkv1.NodeSet, gpuType, topology string) (line, gresConf st
 		add("Gres", wellknown.GPUGres(gpuType, gpus))
 		gresConf = GPUGresConf(gpuType, gpus)
 	}
-	parts = append(parts, "Features="+strings.Join(append([]string{ns.Name}, ns.Spec.Features...), ","))
+	parts = append(parts, "Features="+strings.Join(NodeFeatures(ns), ","))
 	add("Weight", strconv.Itoa(int(ptr.Deref(ns.Spec.Weight, 1))))
 	if topology != "" {
 		add("Topology", topology)

@@ -145,15 +145,17 @@ type Job struct {
 	Reservation      string
 	RequiredNodes    string
 	ExcludedNodes    string
-	Exclusive        bool // always false from v0.0.45, whose answers do not say (a submit's Exclusive still holds)
-	Comment          string
-	WorkDir          string
-	StdOut           string
-	ExitCode         int // return code of the batch script, when set
-	ExitSignal       int
-	SubmitTime       time.Time
-	StartTime        time.Time
-	EndTime          time.Time
+	// Features is the job's --constraint expression (ConstraintAdmits reads it).
+	Features   string
+	Exclusive  bool // always false from v0.0.45, whose answers do not say (a submit's Exclusive still holds)
+	Comment    string
+	WorkDir    string
+	StdOut     string
+	ExitCode   int // return code of the batch script, when set
+	ExitSignal int
+	SubmitTime time.Time
+	StartTime  time.Time
+	EndTime    time.Time
 	// EligibleTime is when the job may start (its begin time; a requeued job's is Slurm's
 	// credential lifetime, AuthInfo cred_expire, after the requeue). RestartCount counts its
 	// requeues.

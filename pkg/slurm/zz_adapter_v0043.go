@@ -337,7 +337,7 @@ func (v *v0043) readJobs(resp *http.Response) (*decoded[[]Job], error) {
 			StateReason: str(j.StateReason), StateDescription: str(j.StateDescription), Nodes: str(j.Nodes),
 			BatchHost: str(j.BatchHost), TRESPerNode: str(j.TresPerNode), TRESAlloc: str(j.TresAllocStr),
 			Nice: num(j.Nice), Hold: boolean(j.Hold), Reservation: str(j.ResvName),
-			RequiredNodes: str(j.RequiredNodes), ExcludedNodes: str(j.ExcludedNodes), Comment: str(j.Comment),
+			RequiredNodes: str(j.RequiredNodes), ExcludedNodes: str(j.ExcludedNodes), Features: str(j.Features), Comment: str(j.Comment),
 			WorkDir: str(j.CurrentWorkingDirectory), StdOut: str(j.StandardOutput),
 			SubmitTime: unixTime(noValue(j.SubmitTime)), StartTime: unixTime(noValue(j.StartTime)),
 			EndTime: unixTime(noValue(j.EndTime)), TimeLimit: minutes(noValue(j.TimeLimit)),

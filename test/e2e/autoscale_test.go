@@ -28,17 +28,21 @@ import (
 // another test built: new, both its nodes start once to register and are parked in Slurm
 // (state FUTURE, no pod) once idle; a 2-node job sent to it at zero pends instead of being
 // refused, the NodeSet grows to 2 at once, the job runs to completion, and the nodes go again
-// after idleAfter. The bench line gives pending → running and idle → parked.
+// after idleAfter. A second autoscaled NodeSet of the same partition, whose nodes lack the
+// job's feature, stays parked throughout: the job asks only the NodeSet that could run it. The
+// bench line gives pending → running and idle → parked.
 func (e *operatorEnv) autoscaledNodeSet(t *testing.T, cluster, login string) {
 	t.Helper()
 	const idleAfter = 15 * time.Second
-	e.createReplicasWith(t, cluster, "auto", 0, func(s *sunkv1.NodeSetSpec) {
-		s.Replicas = nil
-		s.Autoscaling = &sunkv1.NodeSetAutoscaling{MaxReplicas: 2, IdleAfter: &metav1.Duration{Duration: idleAfter}}
-	})
-	nodeSet := func() *sunkv1.NodeSet {
+	for name, max := range map[string]int32{"auto": 2, "other": 1} {
+		e.createReplicasWith(t, cluster, name, 0, func(s *sunkv1.NodeSetSpec) {
+			s.Replicas = nil
+			s.Autoscaling = &sunkv1.NodeSetAutoscaling{MaxReplicas: max, IdleAfter: &metav1.Duration{Duration: idleAfter}}
+		})
+	}
+	nodeSet := func(name string) *sunkv1.NodeSet {
 		ns := &sunkv1.NodeSet{}
-		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "auto"}, ns); err != nil {
+		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, ns); err != nil {
 			t.Fatal(err)
 		}
 		return ns
@@ -46,17 +50,20 @@ func (e *operatorEnv) autoscaledNodeSet(t *testing.T, cluster, login string) {
 	parked := func(what string) time.Time {
 		t.Helper()
 		poll(t, 4*time.Minute, what, func() error {
-			ns := nodeSet()
-			pods := e.memberPods(t, "auto")
-			out, err := e.sh(t, login, "login", "scontrol -o show node -F auto-0,auto-1 | grep -o 'State=[A-Z_+]*'")
-			if ns.Status.Parked != 2 || len(pods) != 0 || err != nil || strings.Count(out, "State=FUTURE") != 2 {
-				return fmt.Errorf("replicas %d, %d pods, %d parked; Slurm: %v %q", ptr.Deref(ns.Spec.Replicas, -1), len(pods), ns.Status.Parked, err, out)
+			for name, nodes := range map[string]string{"auto": "auto-0,auto-1", "other": "other-0"} {
+				ns := nodeSet(name)
+				pods := e.memberPods(t, name)
+				want := int32(strings.Count(nodes, ",") + 1)
+				out, err := e.sh(t, login, "login", "scontrol -o show node -F "+nodes+" | grep -o 'State=[A-Z_+]*'")
+				if ns.Status.Parked != want || len(pods) != 0 || err != nil || strings.Count(out, "State=FUTURE") != int(want) {
+					return fmt.Errorf("%s: replicas %d, %d pods, %d parked; Slurm: %v %q", name, ptr.Deref(ns.Spec.Replicas, -1), len(pods), ns.Status.Parked, err, out)
+				}
 			}
 			return nil
 		})
 		return time.Now()
 	}
-	parked("both nodes registered once, then parked")
+	parked("every node registered once, then parked")
 
 	submitted := time.Now()
 	job := e.sbatchHeld(t, login, "-N2 --constraint=auto -J grow")
@@ -64,16 +71,27 @@ func (e *operatorEnv) autoscaledNodeSet(t *testing.T, cluster, login string) {
 	if out := e.mustSh(t, login, "login", "squeue -h -j "+job+" -o %N"); out != "auto-[0-1]" {
 		t.Fatalf("the 2-node job runs on %q, want auto-[0-1]", out)
 	}
-	if r := ptr.Deref(nodeSet().Spec.Replicas, -1); r != 2 {
+	if r := ptr.Deref(nodeSet("auto").Spec.Replicas, -1); r != 2 {
 		t.Fatalf("spec.replicas %d while the 2-node job runs, want 2", r)
 	}
-	e.hasEvent(t, "auto", nodeset.ReasonScaledUp, "ask for 2 node(s)")
+	poll(t, time.Minute, "sunk_nodeset_autoscaler_busy_nodes 2 while the job runs", func() error {
+		if v := testenv.SumMetric(e.metrics, "sunk_nodeset_autoscaler_busy_nodes", "nodeset", "auto"); v != 2 {
+			return fmt.Errorf("busy nodes %v", v)
+		}
+		return nil
+	})
+	e.hasEvent(t, "auto", nodeset.ReasonScaledUp, "1 pending job(s) ask for 2 node(s)")
+	// The other NodeSet is in the job's partition but lacks its feature: it was not asked.
+	if o := nodeSet("other"); ptr.Deref(o.Spec.Replicas, -1) != 0 || o.Status.PendingNodes != 0 {
+		t.Errorf("NodeSet other: replicas %d, pendingNodes %d while a job it cannot run pends or runs; want 0 and 0", ptr.Deref(o.Spec.Replicas, -1), o.Status.PendingNodes)
+	}
+	e.hasNoEvent(t, "other", nodeset.ReasonScaledUp, "1 pending job(s)")
 	e.release(t, login, job)
 	state, exit, end := e.jobEnd(t, login, job, 2*time.Minute)
 	if state != "COMPLETED" || exit != "0:0" {
 		t.Fatalf("the job of the autoscaled nodes ended %s with exit %s", state, exit)
 	}
-	gone := parked("both nodes parked again after idleAfter").Sub(end)
+	gone := parked("every node parked again after idleAfter").Sub(end)
 	t.Logf("bench: name=autoscale-2node pending_to_running_s=%.1f idle_to_parked_s=%.1f idle_after_s=%.0f", running.Seconds(), gone.Seconds(), idleAfter.Seconds())
 	e.hasEvent(t, "auto", nodeset.ReasonScaledDown, "idle for")
 	// Up: to register, and for the job; down: after each (a node whose idleAfter ended a
@@ -89,20 +107,39 @@ func (e *operatorEnv) autoscaledNodeSet(t *testing.T, cluster, login string) {
 // hasEvent fails the test unless a NodeSet has an event of the reason whose note holds note.
 func (e *operatorEnv) hasEvent(t *testing.T, nodeSet, reason, note string) {
 	t.Helper()
+	notes := e.nodeSetEvents(t, nodeSet, reason)
+	for _, n := range notes {
+		if strings.Contains(n, note) {
+			return
+		}
+	}
+	t.Fatalf("no %s event on NodeSet %s saying %q; seen: %q", reason, nodeSet, note, notes)
+}
+
+// hasNoEvent fails the test if a NodeSet has an event of the reason whose note holds note.
+func (e *operatorEnv) hasNoEvent(t *testing.T, nodeSet, reason, note string) {
+	t.Helper()
+	for _, n := range e.nodeSetEvents(t, nodeSet, reason) {
+		if strings.Contains(n, note) {
+			t.Errorf("NodeSet %s has a %s event saying %q: %s", nodeSet, reason, note, n)
+		}
+	}
+}
+
+// nodeSetEvents are the notes of a NodeSet's events of the reason.
+func (e *operatorEnv) nodeSetEvents(t *testing.T, nodeSet, reason string) []string {
+	t.Helper()
 	var events eventsv1.EventList
 	if err := e.c.List(context.Background(), &events, client.InNamespace(e.ns)); err != nil {
 		t.Fatal(err)
 	}
-	var seen []string
+	var notes []string
 	for _, ev := range events.Items {
 		if ev.Regarding.Kind == "NodeSet" && ev.Regarding.Name == nodeSet && ev.Reason == reason {
-			if strings.Contains(ev.Note, note) {
-				return
-			}
-			seen = append(seen, ev.Note)
+			notes = append(notes, ev.Note)
 		}
 	}
-	t.Fatalf("no %s event on NodeSet %s saying %q; seen: %q", reason, nodeSet, note, seen)
+	return notes
 }
 
 // onePoolOfGPUs is the seeds' one pool on the machine of TestJobSeesOnlyItsGPUs, whose NodeSet

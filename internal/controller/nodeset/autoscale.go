@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,12 +61,7 @@ type scaleInput struct {
 func decideReplicas(in scaleInput) (int32, string) {
 	lo, hi := in.bounds.MinReplicas, in.bounds.MaxReplicas
 	idleAfter := in.bounds.IdleAfterOrDefault()
-	var busy int32
-	for i := 0; i < int(in.replicas) && i < len(in.nodes); i++ {
-		if r := in.nodes[i].record; r != nil && r.Busy() { // a FUTURE record is not busy
-			busy++
-		}
-	}
+	busy, _ := in.count()
 	wanted := min(max(busy+in.pendingNodes, lo), hi)
 	target, why := wanted, fmt.Sprintf("%d busy, %d pending job(s) ask for %d node(s)", busy, in.pendingJobs, in.pendingNodes)
 	var unknown []string
@@ -99,6 +93,21 @@ func decideReplicas(in scaleInput) (int32, string) {
 	return next, why
 }
 
+// count is how many of the NodeSet's members run jobs (busy) and how many have a pod and a
+// record that runs none (idle); a parked (FUTURE) record is neither.
+func (in scaleInput) count() (busy, idle int32) {
+	for i := 0; i < int(in.replicas) && i < len(in.nodes); i++ {
+		switch r := in.nodes[i].record; {
+		case r == nil || r.BaseState() == string(slurm.NodeStateFuture):
+		case r.Busy():
+			busy++
+		case !in.nodes[i].pod.IsZero():
+			idle++
+		}
+	}
+	return busy, idle
+}
+
 // goes reports whether an ordinal above what is wanted may go: parked or pod-less, idle for
 // idleAfter, or started that long ago without registering.
 func goes(n scaleNode, now time.Time, idleAfter time.Duration) bool {
@@ -112,50 +121,6 @@ func goes(n scaleNode, now time.Time, idleAfter time.Duration) bool {
 		return false
 	}
 	return !r.LastBusy.IsZero() && now.Sub(r.LastBusy) >= idleAfter
-}
-
-// pendingDemand counts the jobs that pend for nodes in the given partitions and the nodes they
-// ask for. A job pending for a reason more nodes cannot lift (held, a dependency, a begin time,
-// a limit) does not count.
-func pendingDemand(jobs []slurm.Job, partitions map[string]bool) (njobs, nodes int32) {
-	for i := range jobs {
-		j := &jobs[i]
-		if len(j.State) == 0 || j.State[0] != "PENDING" || j.Hold || !waitsForNodes(j.StateReason) {
-			continue
-		}
-		in := false
-		for p := range strings.SplitSeq(j.Partition, ",") {
-			in = in || partitions[p]
-		}
-		if !in {
-			continue
-		}
-		njobs++
-		nodes += int32(max(j.NodeCount, 1))
-	}
-	return njobs, nodes
-}
-
-// waitsForNodes reports a pending reason that more nodes can lift: Slurm's "Resources",
-// "Priority" (behind a job that waits for them), "ReqNodeNotAvail" (its nodes are parked or
-// down) and "None" (not looked at yet).
-func waitsForNodes(reason string) bool {
-	switch reason {
-	case "None", "", "Resources", "Priority", "NodeDown":
-		return true
-	}
-	return strings.HasPrefix(reason, "ReqNodeNotAvail")
-}
-
-// partitionsOf names the cluster's partitions that hold the NodeSet's nodes.
-func partitionsOf(sc *sunkv1.SlurmCluster, nodeSet string) map[string]bool {
-	out := map[string]bool{}
-	for _, p := range sc.Spec.EffectivePartitions() {
-		if len(p.NodeSets) == 0 || slices.Contains(p.NodeSets, nodeSet) {
-			out[p.Name] = true
-		}
-	}
-	return out
 }
 
 // autoscale is step 2c: with spec.autoscaling, it reads Slurm's nodes and queue, writes the
@@ -212,14 +177,19 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 		return nil
 	}
 	in := scaleInput{replicas: ptr.Deref(ns.Spec.Replicas, 0), bounds: *a, now: time.Now()}
-	in.pendingJobs, in.pendingNodes = pendingDemand(jobs.Jobs, partitionsOf(w.sc, ns.Name))
+	mine, err := r.demandFor(ctx, w, nodes.Nodes, jobs.Jobs)
+	if err != nil {
+		return err
+	}
+	in.pendingJobs, in.pendingNodes = mine.jobs, mine.nodes
 	st.counts.PendingNodes = in.pendingNodes
 	for i := range max(in.replicas, a.MaxReplicas) {
 		name := render.OrdinalMemberName(ns.Name, int(i))
 		in.nodes = append(in.nodes, scaleNode{name: name, record: records[int(i)], pod: podAt[name]})
 	}
 	next, why := decideReplicas(in)
-	r.Metrics.observe(ns, in.pendingNodes, next, st.counts.Parked)
+	busy, idle := in.count()
+	r.Metrics.observe(ns, reading{pending: in.pendingNodes, replicas: next, parked: st.counts.Parked, busy: busy, idle: idle})
 	if next == in.replicas && ns.Spec.Replicas != nil {
 		return nil
 	}
@@ -239,6 +209,34 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	log.FromContext(ctx).Info("autoscaled", "nodeSet", ns.Name, "from", in.replicas, "to", next, "why", why)
 	r.event(ns, corev1.EventTypeNormal, reason, "replicas %d → %d: %s", in.replicas, next, why)
 	return nil
+}
+
+// demandFor is what the cluster's pending jobs ask this NodeSet for, once split among the
+// cluster's autoscaled NodeSets (splitDemand), each with the busy nodes Slurm lists for it.
+func (r *Reconciler) demandFor(ctx context.Context, w *world, nodes []slurm.Node, jobs []slurm.Job) (demand, error) {
+	var list sunkv1.NodeSetList
+	if err := r.List(ctx, &list, client.InNamespace(w.ns.Namespace)); err != nil {
+		return demand{}, err
+	}
+	sets := []*sunkv1.NodeSet{w.ns} // this reconcile's copy, whatever the cache holds
+	for i := range list.Items {
+		if o := &list.Items[i]; o.Name != w.ns.Name && o.Spec.ClusterRef == w.ns.Spec.ClusterRef &&
+			o.Spec.Autoscaling != nil && o.DeletionTimestamp.IsZero() {
+			sets = append(sets, o)
+		}
+	}
+	targets := make([]demandTarget, 0, len(sets))
+	for _, o := range sets {
+		var busy int32
+		for i := range nodes {
+			n := &nodes[i]
+			if _, ok := render.MemberOrdinal(o.Name, n.Name); ok && render.RegisteredByNodeSet(n.Name, n.Features) && n.Busy() {
+				busy++
+			}
+		}
+		targets = append(targets, targetOf(w.sc, o, busy))
+	}
+	return splitDemand(jobs, targets)[w.ns.Name], nil
 }
 
 // unpark removes the parked records the NodeSet no longer wants, and counts the others.

@@ -74,18 +74,18 @@ func TestDecideReplicas(t *testing.T) {
 	}
 }
 
-func TestPendingDemand(t *testing.T) {
-	jobs := []slurm.Job{
-		{State: []string{"PENDING"}, StateReason: "Resources", Partition: "gpu", NodeCount: 4},
-		{State: []string{"PENDING"}, StateReason: "ReqNodeNotAvail, UnavailableNodes:gpu-[0-3]", Partition: "cpu,gpu", NodeCount: 1},
-		{State: []string{"PENDING"}, StateReason: "Priority", Partition: "gpu"},                 // counts as one node
-		{State: []string{"PENDING"}, StateReason: "Dependency", Partition: "gpu", NodeCount: 8}, // more nodes do not help
-		{State: []string{"PENDING"}, StateReason: "JobHeldUser", Partition: "gpu", Hold: true, NodeCount: 8},
-		{State: []string{"PENDING"}, StateReason: "Resources", Partition: "cpu", NodeCount: 8}, // another partition
-		{State: []string{"RUNNING"}, Partition: "gpu", NodeCount: 2},
-	}
-	if n, nodes := pendingDemand(jobs, map[string]bool{"gpu": true}); n != 3 || nodes != 6 {
-		t.Errorf("pendingDemand = %d jobs, %d nodes; want 3 jobs, 6 nodes", n, nodes)
+func TestScaleInputCount(t *testing.T) {
+	pod := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	in := scaleInput{replicas: 5, nodes: []scaleNode{
+		{record: &slurm.Node{State: []string{"MIXED"}}, pod: pod},
+		{record: &slurm.Node{State: []string{"IDLE", "COMPLETING"}}, pod: pod}, // Busy: a job still ends there
+		{record: &slurm.Node{State: []string{"IDLE"}}, pod: pod},
+		{record: &slurm.Node{State: []string{"FUTURE"}}, pod: pod}, // a new pod, not registered yet
+		{pod: pod},
+		{record: &slurm.Node{State: []string{"ALLOCATED"}}, pod: pod}, // above replicas: not counted
+	}}
+	if busy, idle := in.count(); busy != 2 || idle != 1 {
+		t.Errorf("count = %d busy, %d idle; want 2 and 1", busy, idle)
 	}
 }
 
@@ -98,12 +98,12 @@ func TestMetricsForgetANodeSet(t *testing.T) {
 	a := &sunkv1.NodeSet{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "a"}, Spec: sunkv1.NodeSetSpec{ClusterRef: "slurm"}}
 	b := a.DeepCopy()
 	b.Name = "b"
-	m.observe(a, 3, 2, 1)
-	m.observe(b, 1, 1, 0)
+	m.observe(a, reading{pending: 3, replicas: 2, parked: 1, busy: 1, idle: 1})
+	m.observe(b, reading{pending: 1, replicas: 1, busy: 1})
 	m.decided(a, true)
 	m.forget(a)
-	if n := testutil.CollectAndCount(reg); n != 3 { // b's pending, replicas and parked
-		t.Errorf("%d series after forgetting a, want b's 3", n)
+	if n := testutil.CollectAndCount(reg); n != 5 { // b's pending, replicas, parked, busy and idle
+		t.Errorf("%d series after forgetting a, want b's 5", n)
 	}
 	if v := testutil.ToFloat64(m.pending.WithLabelValues("team/slurm", "b")); v != 1 {
 		t.Errorf("b's pending nodes %v, want 1", v)

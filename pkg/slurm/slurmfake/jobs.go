@@ -71,7 +71,7 @@ func (f *Fake) newJob(s slurm.JobSubmit, endpoint string) (slurm.Job, error) {
 		ID: id, Name: s.Name, UserName: "root", Account: s.Account, Partition: part, QOS: s.QOS,
 		State: []string{"PENDING"}, StateReason: "None", CPUsPerTask: s.CPUsPerTask, MemoryPerNodeMB: s.MemoryPerNodeMB,
 		TRESPerNode: s.GRES, Hold: s.Hold, TimeLimit: s.TimeLimit, Reservation: s.Reservation,
-		Exclusive: s.Exclusive, Comment: s.Comment, WorkDir: s.WorkDir, StdOut: s.StdOut, SubmitTime: f.now(),
+		Exclusive: s.Exclusive, Features: s.Constraints, Comment: s.Comment, WorkDir: s.WorkDir, StdOut: s.StdOut, SubmitTime: f.now(),
 		NodeCount: max(s.MinNodes, 1), Priority: 1,
 		// As slurmctld records them: hostlist expressions.
 		RequiredNodes: slurm.CompressHostlist(s.RequiredNodes), ExcludedNodes: slurm.CompressHostlist(s.ExcludedNodes),

@@ -334,6 +334,7 @@ func TestSubmitRunComplete(t *testing.T) {
 				Partition: "all", Tasks: 1, CPUsPerTask: 2, MemoryPerNodeMB: 256, MinNodes: 1, MaxNodes: 1,
 				TimeLimit: 5 * time.Minute, Priority: &prio, RequiredNodes: []string{env.Nodes[2]},
 				ExcludedNodes: []string{env.Nodes[0]}, Comment: "sunk integration", Exclusive: true,
+				Constraints: "sunk-test&(sunk-test|gpu)", // the test bed's nodes have sunk-test
 				Environment: []string{"PATH=/usr/bin:/bin", "SUNK_TEST=yes"}, WorkDir: "/tmp", StdOut: out,
 			})
 			if err != nil {
@@ -357,7 +358,8 @@ func TestSubmitRunComplete(t *testing.T) {
 			}
 			if j.ExitCode != 0 || j.Nodes != env.Nodes[2] || j.CPUs < 2 || j.MemoryPerNodeMB != 256 ||
 				j.TimeLimit != 5*time.Minute || j.Comment != "sunk integration" || j.Name != "sunk-it-run" ||
-				j.StartTime.IsZero() || j.EndTime.Before(j.StartTime) || !j.Exclusive && v != slurm.V0045 {
+				j.StartTime.IsZero() || j.EndTime.Before(j.StartTime) || !j.Exclusive && v != slurm.V0045 ||
+				j.Features != "sunk-test&(sunk-test|gpu)" {
 				t.Fatalf("completed job: %+v", j)
 			}
 			// v0.0.45's answers do not say whether a job is exclusive: slurmctld does.
