@@ -78,7 +78,7 @@ func TestUpgrade2411To2605(t *testing.T) {
 		t.Fatalf("srun: %v\n%s", err, out)
 	}
 	before := m[1]
-	out, err = login("sbatch --parsable -J across-upgrade --wrap 'sleep 90'")
+	out, err = login("sbatch --parsable -J across-upgrade --wrap '" + heldScript + "'")
 	running := strings.TrimSpace(out)
 	if err != nil || !regexp.MustCompile(`^\d+$`).MatchString(running) {
 		t.Fatalf("sbatch: %v %q", err, out)
@@ -93,9 +93,10 @@ func TestUpgrade2411To2605(t *testing.T) {
 
 	start := time.Now()
 	e.update(t, sc, func() { sc.Spec.SlurmVersion = sunkv1.SlurmVersion2605 })
-	// Each daemon's first start on 26.05, as its pod's release label shows.
+	// Each daemon's first start on 26.05, as its pod's release label shows; on2605 records them
+	// and says which of the components have none yet.
 	moved := map[string]time.Duration{}
-	poll(t, 12*time.Minute, "every pod on 26.05 and the job COMPLETED", func() error {
+	on2605 := func(components ...string) error {
 		var pods corev1.PodList
 		if err := e.c.List(ctx, &pods, client.InNamespace(e.ns), client.MatchingLabels{wellknown.LabelCluster: "up"}); err != nil {
 			return err
@@ -109,11 +110,34 @@ func TestUpgrade2411To2605(t *testing.T) {
 				}
 			}
 		}
-		for _, c := range []string{wellknown.ComponentDatabase, wellknown.ComponentAccounting, wellknown.ComponentController,
-			wellknown.ComponentRestAPI, wellknown.ComponentLogin, wellknown.ComponentCompute} {
+		for _, c := range components {
 			if _, ok := moved[c]; !ok {
 				return fmt.Errorf("%s not on 26.05 yet", c)
 			}
+		}
+		return nil
+	}
+	// The job runs on while slurmdbd and slurmctld move; the compute node waits for it. Released
+	// once slurmctld runs 26.05, it ends, and the node follows.
+	poll(t, 8*time.Minute, "slurmdbd and slurmctld on 26.05, the job running", func() error {
+		if err := on2605(wellknown.ComponentDatabase, wellknown.ComponentAccounting, wellknown.ComponentController); err != nil {
+			return err
+		}
+		if out, err := login("squeue -h -j " + running + " -o %T"); err != nil || strings.TrimSpace(out) != "RUNNING" {
+			return fmt.Errorf("squeue: %v %q", err, out)
+		}
+		return nil
+	})
+	if _, ok := moved[wellknown.ComponentCompute]; ok {
+		t.Fatalf("the compute pod moved to 26.05 while a job ran on it")
+	}
+	if out, err := login("scancel --batch --signal=USR1 " + running); err != nil {
+		t.Fatalf("releasing job %s: %v\n%s", running, err, out)
+	}
+	poll(t, 8*time.Minute, "every pod on 26.05 and the job COMPLETED", func() error {
+		if err := on2605(wellknown.ComponentDatabase, wellknown.ComponentAccounting, wellknown.ComponentController,
+			wellknown.ComponentRestAPI, wellknown.ComponentLogin, wellknown.ComponentCompute); err != nil {
+			return err
 		}
 		out, err := login("sinfo -h -N -o '%N %t %v'")
 		if err != nil || !strings.Contains(out, "compute-0 idle 26.05") {
