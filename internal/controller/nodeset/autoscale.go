@@ -164,12 +164,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	for i := range pods.Items {
 		podAt[pods.Items[i].Name] = pods.Items[i].CreationTimestamp.Time
 	}
-	records := map[int]*slurm.Node{}
-	for i := range nodes.Nodes {
-		if o, ok := render.MemberOrdinal(ns.Name, nodes.Nodes[i].Name); ok && render.RegisteredByNodeSet(nodes.Nodes[i].Name, nodes.Nodes[i].Features) {
-			records[o] = &nodes.Nodes[i]
-		}
-	}
+	records := memberRecords(ns.Name, nodes.Nodes)
 	if err := r.unpark(ctx, w, sl, records, podAt, st); err != nil {
 		return err
 	}
@@ -211,6 +206,18 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	return nil
 }
 
+// memberRecords are the Slurm records of a NodeSet's members by ordinal: named as its members
+// and registered by its pods (render.RegisteredByNodeSet).
+func memberRecords(nodeSet string, nodes []slurm.Node) map[int]*slurm.Node {
+	records := map[int]*slurm.Node{}
+	for i := range nodes {
+		if o, ok := render.MemberOrdinal(nodeSet, nodes[i].Name); ok && render.RegisteredByNodeSet(nodes[i].Name, nodes[i].Features) {
+			records[o] = &nodes[i]
+		}
+	}
+	return records
+}
+
 // demandFor is what the cluster's pending jobs ask this NodeSet for, once split among the
 // cluster's autoscaled NodeSets (splitDemand), each with the busy nodes Slurm lists for it.
 func (r *Reconciler) demandFor(ctx context.Context, w *world, nodes []slurm.Node, jobs []slurm.Job) (demand, error) {
@@ -228,9 +235,8 @@ func (r *Reconciler) demandFor(ctx context.Context, w *world, nodes []slurm.Node
 	targets := make([]demandTarget, 0, len(sets))
 	for _, o := range sets {
 		var busy int32
-		for i := range nodes {
-			n := &nodes[i]
-			if _, ok := render.MemberOrdinal(o.Name, n.Name); ok && render.RegisteredByNodeSet(n.Name, n.Features) && n.Busy() {
+		for _, n := range memberRecords(o.Name, nodes) {
+			if n.Busy() {
 				busy++
 			}
 		}

@@ -1,11 +1,9 @@
 // The autoscaler's demand: which pending jobs ask an autoscaled NodeSet for nodes. A job counts
-// for a NodeSet only if Slurm could run it there (one of the job's partitions holds the NodeSet,
-// the NodeSet's node features satisfy the job's --constraint, and one node's share of the job
-// fits one of its nodes), and when several autoscaled
-// NodeSets could, for one of them only, in Slurm's own order (lowest node Weight first), so
-// that one job never starts machines in two NodeSets, and a job no NodeSet can serve (a
-// misspelt feature pends for ever: nodes come and go, so Slurm accepts any feature), or one
-// larger than a NodeSet's nodes, starts none there.
+// for a NodeSet only if Slurm could run it there: one of the job's partitions holds the
+// NodeSet, the NodeSet's node features satisfy the job's --constraint, and one node's share of
+// the job fits one of its nodes. When several autoscaled NodeSets could, the job's nodes go to
+// them in Slurm's own order (lowest node Weight first), so that one job does not start machines
+// in two NodeSets unless it needs both.
 
 package nodeset
 
@@ -22,9 +20,8 @@ import (
 // demandTarget is what splitDemand knows of one autoscaled NodeSet of the cluster.
 type demandTarget struct {
 	name       string
-	weight     int64
-	features   map[string]bool
-	size       render.NodeShape // its CPUs, memory and GPUs
+	shape      render.NodeShape
+	features   map[string]bool // shape.Features, to look up
 	partitions map[string]bool
 	// room is how many more nodes it may run jobs on: maxReplicas less its busy nodes.
 	room int32
@@ -40,7 +37,7 @@ func targetOf(sc *sunkv1.SlurmCluster, ns *sunkv1.NodeSet, busy int32) demandTar
 	for _, f := range shape.Features {
 		features[f] = true
 	}
-	return demandTarget{name: ns.Name, weight: shape.Weight, features: features, size: shape,
+	return demandTarget{name: ns.Name, shape: shape, features: features,
 		partitions: partitionsOf(sc, ns.Name), room: max(ns.Spec.Autoscaling.MaxReplicas-busy, 0)}
 }
 
@@ -51,12 +48,12 @@ func targetOf(sc *sunkv1.SlurmCluster, ns *sunkv1.NodeSet, busy int32) demandTar
 func splitDemand(jobs []slurm.Job, targets []demandTarget) map[string]demand {
 	order := slices.Clone(targets)
 	slices.SortFunc(order, func(a, b demandTarget) int {
-		return cmp.Or(cmp.Compare(a.weight, b.weight), strings.Compare(a.name, b.name))
+		return cmp.Or(cmp.Compare(a.shape.Weight, b.shape.Weight), strings.Compare(a.name, b.name))
 	})
 	var waiting []*slurm.Job
 	for i := range jobs {
 		j := &jobs[i]
-		if len(j.State) > 0 && j.State[0] == "PENDING" && !j.Hold && waitsForNodes(j.StateReason) {
+		if j.BaseState() == "PENDING" && !j.Hold && waitsForNodes(j.StateReason) {
 			waiting = append(waiting, j)
 		}
 	}
@@ -107,7 +104,7 @@ func (t *demandTarget) canRun(j *slurm.Job) bool {
 	for p := range strings.SplitSeq(j.Partition, ",") {
 		in = in || t.partitions[p]
 	}
-	return in && slurm.ConstraintAdmits(j.Features, func(f string) bool { return t.features[f] }) && fits(j, t.size)
+	return in && slurm.ConstraintAdmits(j.Features, func(f string) bool { return t.features[f] }) && fits(j, t.shape)
 }
 
 // fits reports whether one node's share of the job (its CPUs spread over its nodes, its

@@ -16,7 +16,11 @@ func pending(reason, partition string, nodes int) slurm.Job {
 	return slurm.Job{State: []string{"PENDING"}, StateReason: reason, Partition: partition, NodeCount: nodes}
 }
 
-func sized(t demandTarget, shape render.NodeShape) demandTarget { t.size = shape; return t }
+func sized(t demandTarget, shape render.NodeShape) demandTarget {
+	shape.Weight = t.shape.Weight
+	t.shape = shape
+	return t
+}
 
 func TestSplitDemand(t *testing.T) {
 	target := func(name string, weight int64, room int32, features ...string) demandTarget {
@@ -24,7 +28,7 @@ func TestSplitDemand(t *testing.T) {
 		for _, x := range features {
 			f[x] = true
 		}
-		return demandTarget{name: name, weight: weight, features: f, partitions: map[string]bool{"gpu": true}, room: room}
+		return demandTarget{name: name, shape: render.NodeShape{Weight: weight}, features: f, partitions: map[string]bool{"gpu": true}, room: room}
 	}
 	withFeatures := func(j slurm.Job, expr string) slurm.Job { j.Features = expr; return j }
 	withPriority := func(j slurm.Job, p uint32) slurm.Job { j.Priority = p; return j }
@@ -101,7 +105,7 @@ func TestTargetOf(t *testing.T) {
 	ns := &sunkv1.NodeSet{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: sunkv1.NodeSetSpec{
 		Features: []string{"a100"}, Weight: ptr.To(int32(5)), Autoscaling: &sunkv1.NodeSetAutoscaling{MaxReplicas: 4}}}
 	got := targetOf(sc, ns, 3)
-	if got.name != "gpu" || got.weight != 5 || got.room != 1 || got.size.CPUs != 0 || got.size.GPUs != 0 ||
+	if got.name != "gpu" || got.shape.Weight != 5 || got.room != 1 || got.shape.CPUs != 0 || got.shape.GPUs != 0 ||
 		!maps.Equal(got.features, map[string]bool{"gpu": true, "a100": true}) ||
 		!maps.Equal(got.partitions, map[string]bool{"main": true, "big": true}) {
 		t.Errorf("targetOf = %+v", got)
