@@ -74,7 +74,7 @@ func (l *lifecycle) event(p *Plugin, pod *v1.Pod, typ, reason, format string, a 
 // it: pods and jobs are kept together even while it cannot be read.
 func (p *Plugin) run(ctx context.Context, podsSynced cache.InformerSynced) {
 	logger := klog.FromContext(ctx).WithName(Name)
-	go p.policy.run(ctx)
+	go p.policy.run(ctx, p.policyChanged)
 	if !cache.WaitForCacheSync(ctx.Done(), podsSynced) {
 		return
 	}

@@ -185,11 +185,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err != nil {
 		return nil, err
 	}
-	var p *Plugin
-	// The informer runs from p.run, after p is set.
-	policy := newClusterInformer(dyn, args.Namespace, args.Cluster, func() { p.policyChanged() })
-	p = newPlugin(ctx, h, args, c, nodes, mark, policy)
-	return p, nil
+	return newPlugin(ctx, h, args, c, nodes, mark, newClusterInformer(dyn, args.Namespace, args.Cluster)), nil
 }
 
 // validate names the first arg that is missing or contradicts another.

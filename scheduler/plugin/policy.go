@@ -179,7 +179,8 @@ func allowedList(always string, allowed []string) string {
 // policySource is the SlurmCluster whose policy applies: its spec (shared: read only), or why
 // there is none.
 type policySource interface {
-	run(ctx context.Context)
+	// run watches until ctx ends and calls changed on each change of the policy.
+	run(ctx context.Context, changed func())
 	spec() (*sunkv1.SlurmClusterSpec, error)
 	hasSynced() bool
 }
@@ -197,12 +198,18 @@ type clusterInformer struct {
 
 var slurmClusters = sunkv1.GroupVersion.WithResource("slurmclusters")
 
-// newClusterInformer watches the SlurmCluster and calls changed on each change of it.
-func newClusterInformer(dyn dynamic.Interface, namespace, name string, changed func()) *clusterInformer {
+// newClusterInformer watches the SlurmCluster once run.
+func newClusterInformer(dyn dynamic.Interface, namespace, name string) *clusterInformer {
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, namespace, func(o *metav1.ListOptions) {
 		o.FieldSelector = "metadata.name=" + name
 	})
-	c := &clusterInformer{namespace: namespace, name: name, informer: f.ForResource(slurmClusters).Informer()}
+	return &clusterInformer{namespace: namespace, name: name, informer: f.ForResource(slurmClusters).Informer()}
+}
+
+// run takes changed here, not at construction: the handler fires from the informer's first
+// list, and the plugin it calls must exist by then (a callback into a plugin still being
+// built crashed sunk-scheduler at start-up).
+func (c *clusterInformer) run(ctx context.Context, changed func()) {
 	_, _ = c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { changed() },
 		// Only a spec change (a new generation) can change the policy; the operator writes the
@@ -216,10 +223,8 @@ func newClusterInformer(dyn dynamic.Interface, namespace, name string, changed f
 		},
 		DeleteFunc: func(any) { changed() },
 	})
-	return c
+	c.informer.Run(ctx.Done())
 }
-
-func (c *clusterInformer) run(ctx context.Context) { c.informer.Run(ctx.Done()) }
 
 func (c *clusterInformer) hasSynced() bool { return c.informer.HasSynced() }
 
@@ -251,7 +256,7 @@ func (c *clusterInformer) spec() (*sunkv1.SlurmClusterSpec, error) {
 // staticPolicy is a fixed spec (tests).
 type staticPolicy struct{ s *sunkv1.SlurmClusterSpec }
 
-func (s staticPolicy) run(context.Context)                     {}
+func (s staticPolicy) run(context.Context, func())             {}
 func (s staticPolicy) spec() (*sunkv1.SlurmClusterSpec, error) { return s.s, nil }
 func (s staticPolicy) hasSynced() bool                         { return true }
 

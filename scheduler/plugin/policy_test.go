@@ -186,8 +186,8 @@ func TestClusterInformer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	changed := make(chan struct{}, 10)
-	c := newClusterInformer(dyn, "slurm", "c1", func() { changed <- struct{}{} })
-	go c.run(ctx)
+	c := newClusterInformer(dyn, "slurm", "c1")
+	go c.run(ctx, func() { changed <- struct{}{} })
 	if !cache.WaitForCacheSync(ctx.Done(), c.hasSynced) {
 		t.Fatal("not synced")
 	}
