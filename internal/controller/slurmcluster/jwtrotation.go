@@ -158,12 +158,6 @@ func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	return ctrl.Result{RequeueAfter: jwtPollWhileRotating}, nil
 }
 
-// slurmFor is the cluster's REST client from the pool, with keys the caller has read, speaking
-// the version the SlurmCluster names (or the newest both sides know).
-func (r *Reconciler) slurmFor(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, keys slurmconn.Keys) (slurm.Client, error) {
-	return r.Slurm.ForKeys(ctx, n, sc.Spec.RestAPI.Version, keys)
-}
-
 // annotate sets an annotation on the slurmctld pod unless it has the value already. Any update
 // of the pod also makes kubelet refresh its ConfigMap and Secret volumes now.
 func (r *Reconciler) annotate(ctx context.Context, pod *corev1.Pod, key, value string) error {

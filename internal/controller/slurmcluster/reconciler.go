@@ -81,6 +81,10 @@ type Reconciler struct {
 
 	// unsafeReported is the spec.controller.unsafeConfKeys use last reported per cluster.
 	unsafeReported sync.Map // types.UID -> string
+
+	// uids is each cluster's UID by name, so that a reconcile finding the cluster gone can
+	// forget what the maps above hold for it (memory.go).
+	uids sync.Map // types.NamespacedName -> types.UID
 }
 
 // Reasons of conditions and events.
@@ -140,9 +144,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, sc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Slurm.Forget(req.NamespacedName)
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.rememberUID(sc)
 	if !sc.DeletionTimestamp.IsZero() {
 		// Once finalize lets go, owner references remove everything but the keys, the
 		// database password and the state and database claims, which outlive the cluster on
