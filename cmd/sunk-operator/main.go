@@ -16,13 +16,15 @@ import (
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/internal/slurmversion"
+	"sunk.dev/sunk/internal/validation"
 	sunkwebhook "sunk.dev/sunk/internal/webhook"
 	"sunk.dev/sunk/pkg/slurm"
 )
 
 func main() {
-	// First: this binary is also the admission's Lua sandbox, re-executed (internal/webhook).
-	sunkwebhook.ServeLuaSandbox()
+	// First: this binary is also the Lua sandbox of job_submit.lua's check, re-executed
+	// (internal/validation).
+	validation.ServeLuaSandbox()
 	var probeAddr, clusterDomain, certDir, allowedUnsafe, watchNamespaces, slurmImages string
 	var authorUsers, authorGroups, authorImages string
 	var leaderElect, webhooks, slurmConfigCheck bool
@@ -42,7 +44,8 @@ func main() {
 	log := cmdutil.ParseFlags()
 	images, err := slurmversion.ParseImages(slurmImages)
 	cmdutil.Must(err)
-	admission := sunkwebhook.Options{AllowedUnsafeConfKeys: cmdutil.CommaList(allowedUnsafe), Authors: sunkwebhook.Authors{
+	rules := validation.Options{AllowedUnsafeConfKeys: cmdutil.CommaList(allowedUnsafe)}
+	admission := sunkwebhook.Options{Validation: rules, Authors: sunkwebhook.Authors{
 		Users: cmdutil.CommaList(authorUsers), Groups: cmdutil.CommaList(authorGroups), Images: cmdutil.CommaList(authorImages)}}
 	// The releases' own images are the installer's choice already.
 	for _, ref := range images {
@@ -79,7 +82,7 @@ func main() {
 	pool := slurmconn.New(slurmconn.Options{Reader: reader, Metrics: restMetrics})
 	cmdutil.Must((&slurmcluster.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Logs: execer, Slurm: pool,
-		Admission: admission, SlurmConfigCheck: slurmConfigCheck, Namespaces: namespaces, Images: images,
+		Validation: rules, SlurmConfigCheck: slurmConfigCheck, Namespaces: namespaces, Images: images,
 	}).SetupWithManager(mgr))
 	nodeSetMetrics, err := nodeset.NewMetrics(crmetrics.Registry)
 	cmdutil.Must(err)
@@ -97,8 +100,8 @@ func main() {
 		// Ready only once the webhook serves: the API server rejects SlurmClusters until then.
 		cmdutil.Must(mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()))
 	}
-	log.Info("starting sunk-operator", "allowedUnsafeConfKeys", admission.AllowedUnsafeConfKeys,
-		"luaSandbox", sunkwebhook.SandboxConfinement())
+	log.Info("starting sunk-operator", "allowedUnsafeConfKeys", rules.AllowedUnsafeConfKeys,
+		"luaSandbox", validation.SandboxConfinement())
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
 		os.Exit(1)

@@ -9,13 +9,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/validation"
 )
 
 // validateConfigMapScripts checks, at admission, the prolog and epilog scripts that come from
-// ConfigMaps which exist already, as ValidateScript checks inline ones: a bad one is refused
-// with the field, instead of only showing later in the cluster's conditions. A ConfigMap that
-// does not exist yet or cannot be read passes: the controller checks every script each time
-// it reads it, which also covers later edits of the ConfigMap.
+// ConfigMaps which exist already, with validation.ValidateScript as inline ones: a bad one is
+// refused with the field, instead of only showing later in the cluster's conditions. A
+// ConfigMap that does not exist yet or cannot be read passes: the controller checks every
+// script each time it reads it, which also covers later edits of the ConfigMap. (Admission's,
+// not internal/validation's: validation judges a spec by itself, without the API, and the
+// controller reads the ConfigMaps its own way, where a missing one stops the render.)
 func validateConfigMapScripts(ctx context.Context, r client.Reader, sc *sunkv1.SlurmCluster, path *field.Path) field.ErrorList {
 	if r == nil {
 		return nil
@@ -38,7 +41,7 @@ func validateConfigMapScripts(ctx context.Context, r client.Reader, sc *sunkv1.S
 			if !ok {
 				continue
 			}
-			if err := ValidateScript(text); err != nil {
+			if err := validation.ValidateScript(text); err != nil {
 				errs = append(errs, field.Invalid(path.Child(kind.name).Index(i).Child("configMapKeyRef"), ref.Name+"/"+ref.Key, err.Error()))
 			}
 		}

@@ -9,13 +9,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/validation"
 )
 
 // An update that leaves a spec as it was, or of an object being deleted, passes even when the
 // spec fails today's rules: the operator must still be able to remove its finalizer.
 func TestValidateUpdateOnlyChangedSpecs(t *testing.T) {
 	v := validator[*sunkv1.SlurmCluster](func(_ context.Context, _, sc *sunkv1.SlurmCluster) (admission.Warnings, error) {
-		errs, w := ValidateSpec(&sc.Spec, field.NewPath("spec"))
+		errs, w := validation.ValidateSpec(&sc.Spec, field.NewPath("spec"))
 		return w, errs.ToAggregate()
 	})
 	bad := &sunkv1.SlurmCluster{Spec: sunkv1.SlurmClusterSpec{Controller: sunkv1.ControllerSpec{ExtraConf: "AuthType=auth/none"}}}

@@ -2,9 +2,6 @@ package webhook
 
 import (
 	"context"
-	"slices"
-
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 )
@@ -28,13 +25,4 @@ func DefaultSlurmVersion(sc *sunkv1.SlurmCluster) {
 	if sc.Spec.SlurmVersion == "" {
 		sc.Spec.SlurmVersion = sunkv1.SlurmVersionDefault
 	}
-}
-
-// validateSlurmVersion repeats the CRD's enum for the controller's own check (a cluster
-// whose CRD predates the field may store any value).
-func validateSlurmVersion(spec *sunkv1.SlurmClusterSpec, path *field.Path) field.ErrorList {
-	if v := spec.SlurmVersion; v != "" && !slices.Contains(sunkv1.SlurmVersions(), v) {
-		return field.ErrorList{field.NotSupported(path.Child("slurmVersion"), v, sunkv1.SlurmVersions())}
-	}
-	return nil
 }

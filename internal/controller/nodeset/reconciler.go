@@ -32,7 +32,7 @@ import (
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/internal/slurmversion"
-	"sunk.dev/sunk/internal/webhook"
+	"sunk.dev/sunk/internal/validation"
 	"sunk.dev/sunk/pkg/slurm"
 )
 
@@ -167,7 +167,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 
 	// 0. A spec the webhook would reject never reaches slurmd, even without the webhook. (A
 	// deleted NodeSet only retires pods, which needs no valid spec.)
-	if errs := webhook.ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec")); len(errs) > 0 && ns.DeletionTimestamp.IsZero() {
+	if errs := validation.ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec")); len(errs) > 0 && ns.DeletionTimestamp.IsZero() {
 		msg := errs.ToAggregate().Error()
 		r.event(ns, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", msg)
 		st.set(sunkv1.ConditionReady, false, ReasonInvalidSpec, msg)

@@ -24,7 +24,7 @@ import (
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/internal/slurmversion"
-	"sunk.dev/sunk/internal/webhook"
+	"sunk.dev/sunk/internal/validation"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -47,9 +47,9 @@ type Reconciler struct {
 	// cache holds only the objects it labels, and a prolog's ConfigMap, an admin's key
 	// Secret or the external database's password Secret are someone else's.
 	APIReader client.Reader
-	// Admission are the operator's admission settings, the webhook's own: the controller
+	// Validation are the operator's validation settings, the webhook's own: the controller
 	// re-checks every spec with them before it renders anything.
-	Admission webhook.Options
+	Validation validation.Options
 	// SlurmConfigCheck has Slurm's own parser check each new configuration in a pod of the
 	// cluster's image before it is applied (configcheck.go).
 	SlurmConfigCheck bool

@@ -10,7 +10,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
-	"sunk.dev/sunk/internal/webhook"
+	"sunk.dev/sunk/internal/validation"
 )
 
 // scriptError is a prolog or epilog the controller cannot use: its ConfigMap or key is
@@ -54,7 +54,7 @@ func (r *Reconciler) resolve(ctx context.Context, ns, kind string, scripts []sun
 		if !ok {
 			return nil, &scriptError{ReasonScriptNotFound, fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s has no key %q", kind, i, ref.Name, ref.Key)}
 		}
-		if err := webhook.ValidateScript(text); err != nil {
+		if err := validation.ValidateScript(text); err != nil {
 			return nil, &scriptError{ReasonInvalidScript, fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s key %q: %v (the last good scripts stay in place)", kind, i, ref.Name, ref.Key, err)}
 		}
 		out = append(out, render.ResolvedScript{Name: s.Name, Text: text})

@@ -10,12 +10,12 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 )
 
-// validSpec re-checks the spec with the webhook's own rules and the operator's admission
-// settings (a cluster without the webhook, or admitted while it was down, is checked all the
-// same). A bad spec sets ConfigApplied=False InvalidSpec naming the fields, and the caller
+// validSpec re-checks the spec with the webhook's own rules (internal/validation) and the
+// operator's validation settings (a cluster without the webhook, or admitted while it was
+// down, is checked all the same). A bad spec sets ConfigApplied=False InvalidSpec naming the fields, and the caller
 // renders nothing new: the running cluster keeps its last good configuration.
 func (r *Reconciler) validSpec(sc *sunkv1.SlurmCluster, st *status) bool {
-	if errs, _ := r.Admission.ValidateSpec(&sc.Spec, field.NewPath("spec")); len(errs) > 0 {
+	if errs, _ := r.Validation.ValidateSpec(&sc.Spec, field.NewPath("spec")); len(errs) > 0 {
 		msg := errs.ToAggregate().Error()
 		r.event(sc, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
 		st.set(sunkv1.ConditionConfigApplied, false, ReasonInvalidSpec, msg)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/webhook"
+	"sunk.dev/sunk/internal/validation"
 )
 
 // The string fields of both custom resources, as the API server admits them (CRD schema, CEL
@@ -27,7 +27,7 @@ import (
 //   - params: the parameters of one rendered line (a partition's, a node's).
 //
 // Fields left out, and why: scripts (jobSubmitLua, prolog/epilog inline, s6 run) are free
-// text checked as scripts (TestAdmissionRejectsBadSpecsNamingTheField, internal/webhook);
+// text checked as scripts (TestAdmissionRejectsBadSpecsNamingTheField, internal/validation);
 // references to Secrets and ConfigMaps are only looked up by name, never written into a
 // file; Kubernetes' own types (resources, sidecars, volumes, tolerations, affinity, env
 // values, node selectors) are Kubernetes' to validate.
@@ -190,7 +190,7 @@ func corpusFor(f crField) map[string]string {
 			out[k] = badNames[k]
 		}
 		if f.path == "spec.controller.extraConf" {
-			for key := range webhook.DeniedSlurmConfKeys() {
+			for key := range validation.DeniedSlurmConfKeys() {
 				out["denied "+key] = "1\n" + key + "=x"
 				out["denied "+key+", spaced and upper case"] = "1 " + strings.ToUpper(key) + " = x"
 			}

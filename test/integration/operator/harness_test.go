@@ -33,6 +33,7 @@ import (
 	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/slurmconn"
+	"sunk.dev/sunk/internal/validation"
 	sunkwebhook "sunk.dev/sunk/internal/webhook"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/slurm/slurmfake"
@@ -94,7 +95,7 @@ func startAPI(t *testing.T) *envtest.Environment {
 // admissionOptions are the operator's admission settings in these tests: the admin lets
 // SlurmClusters take over SlurmctldPort (TestConfigChangeReconfiguresWithoutRestart), and no
 // other key sunk keeps.
-var admissionOptions = sunkwebhook.Options{AllowedUnsafeConfKeys: []string{"SlurmctldPort"},
+var admissionOptions = sunkwebhook.Options{Validation: validation.Options{AllowedUnsafeConfKeys: []string{"SlurmctldPort"}},
 	Authors: sunkwebhook.Authors{Groups: []string{sunkwebhook.DefaultPrivilegedGroup}, Images: []string{"sunk.dev/slurm:*"}}}
 
 // startOperator runs the operator's controllers and webhook against env, and creates the
@@ -130,7 +131,7 @@ func startOperator(t *testing.T, env *envtest.Environment, options ...func(*slur
 	// The test reads with a direct client: the manager's cache may lag behind its writes.
 	h := &harness{c: direct, exec: &fakeExec{seen: map[string]string{}}, slurm: slurmfake.New()}
 	r := &slurmcluster.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Exec: h.exec, Admission: admissionOptions,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: scheme, Exec: h.exec, Validation: admissionOptions.Validation,
 		Slurm: slurmconn.New(slurmconn.Options{Reader: kube.CacheThenAPIReader{Cache: mgr.GetClient(), API: mgr.GetAPIReader()},
 			Factory: func(url string, keys slurmconn.Keys, _ *http.Client) (slurm.Client, error) {
 				if len(keys.Current) < 32 {

@@ -6,11 +6,11 @@ import (
 	"os"
 	"testing"
 
-	sunkwebhook "sunk.dev/sunk/internal/webhook"
+	"sunk.dev/sunk/internal/validation"
 )
 
-// TestMain lets this test binary serve as the webhook's Lua sandbox, as sunk-operator does.
+// TestMain lets this test binary serve as validation's Lua sandbox, as sunk-operator does.
 func TestMain(m *testing.M) {
-	sunkwebhook.ServeLuaSandbox()
+	validation.ServeLuaSandbox()
 	os.Exit(m.Run())
 }

@@ -20,7 +20,7 @@ import (
 // while it is down), a real kube-apiserver's CRD rules alone refuse tree and block together
 // and partitions' topologies on Slurm 24.11, and a partition's topology that spec.topology
 // does not define, each naming the field; 26.05 admits them. (The webhook's own refusals are
-// table-tested in internal/webhook; the controller repeats them as InvalidSpec.)
+// table-tested in internal/validation; the controller repeats them as InvalidSpec.)
 func TestCRDRulesForTopologyPerPartition(t *testing.T) {
 	env := testenv.APIEnv(t, testenv.APIOptions{CRDDirectoryPaths: []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")}})
 	scheme := runtime.NewScheme()

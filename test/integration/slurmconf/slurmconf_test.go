@@ -2,7 +2,7 @@
 
 // Package slurmconf_test runs Slurm 24.11's own config parser (scontrol, which parses
 // slurm.conf before it does anything) in the test bed (hack/env-slurm.sh) on what sunk renders
-// and on values admission lets through: the reading of Slurm's parser that internal/webhook
+// and on values admission lets through: the reading of Slurm's parser that internal/validation
 // encodes is checked against the parser itself. Each check is a throwaway scontrol process on
 // files of its own; the test bed's slurmctld is not contacted.
 package slurmconf_test
@@ -20,7 +20,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
-	"sunk.dev/sunk/internal/webhook"
+	"sunk.dev/sunk/internal/validation"
 	"sunk.dev/sunk/test/testenv"
 )
 
@@ -74,7 +74,7 @@ func parse(t *testing.T, env *testenv.SlurmEnv, sc *sunkv1.SlurmCluster) (string
 func TestRenderedConfigParsesInSlurm(t *testing.T) {
 	env := testenv.Slurm(t)
 	sc := cluster()
-	if errs, _ := webhook.ValidateSpec(&sc.Spec, field.NewPath("spec")); len(errs) > 0 {
+	if errs, _ := validation.ValidateSpec(&sc.Spec, field.NewPath("spec")); len(errs) > 0 {
 		t.Fatalf("the spec is not admitted: %v", errs)
 	}
 	out, err := parse(t, env, sc)
@@ -93,7 +93,7 @@ func TestSlurmReadsEscapedCommentAsKeys(t *testing.T) {
 	if err == nil || !strings.Contains(out, "BogusKey") {
 		t.Fatalf("Slurm did not read the key after \\#: %v\n%s", err, out)
 	}
-	if errs, _ := webhook.ValidateSpec(&sc.Spec, field.NewPath("spec")); len(errs) == 0 {
+	if errs, _ := validation.ValidateSpec(&sc.Spec, field.NewPath("spec")); len(errs) == 0 {
 		t.Error("admission lets a backslash through")
 	}
 }
@@ -106,7 +106,7 @@ func TestSlurmCatchesWhatAdmissionPasses(t *testing.T) {
 	env := testenv.Slurm(t)
 	sc := cluster()
 	sc.Spec.Controller.ExtraConf = "MaxJobCount=abc"
-	if errs, _ := webhook.ValidateSpec(&sc.Spec, field.NewPath("spec")); len(errs) > 0 {
+	if errs, _ := validation.ValidateSpec(&sc.Spec, field.NewPath("spec")); len(errs) > 0 {
 		t.Fatalf("admission refuses it already: %v", errs)
 	}
 	out, err := parse(t, env, sc)

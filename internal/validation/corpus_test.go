@@ -1,4 +1,4 @@
-package webhook
+package validation
 
 import (
 	"strings"
@@ -168,7 +168,7 @@ func TestNodeSetWarnings(t *testing.T) {
 		// Slurm reads "Gres = gpu:8" as Gres=gpu:8, and so does the warning.
 		"GPUs and a spaced Gres line": {sunkv1.NodeSetSpec{Resources: gpus, ExtraConf: "TmpDisk=1 Gres = gpu:8"}, []string{"extraConf sets Gres"}},
 	} {
-		got := nodeSetWarnings(&c.spec)
+		got := NodeSetWarnings(&c.spec)
 		if len(got) != len(c.want) {
 			t.Errorf("%s: %q, want %d warnings", name, got, len(c.want))
 			continue

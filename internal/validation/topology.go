@@ -1,4 +1,4 @@
-package webhook
+package validation
 
 import (
 	"fmt"
@@ -7,9 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
+	kvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/slurmversion"
@@ -22,13 +21,13 @@ import (
 // are not the base times a power of two, up to 2^15); and, as the CRD's rules do for a cluster
 // without the webhook, tree and block together and partitions' topologies only where Slurm
 // reads topology.yaml.
-func validateTopology(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorList, admission.Warnings) {
+func validateTopology(spec *sunkv1.SlurmClusterSpec, path *field.Path) (field.ErrorList, []string) {
 	errs := validatePartitionTopologies(spec, path.Root().Child("partitions"))
 	t := spec.Topology
 	if t == nil {
 		return errs, nil
 	}
-	var warnings admission.Warnings
+	var warnings []string
 	yaml := slurmversion.FeaturesOf(spec.Version()).TopologyYAML
 	switch {
 	case t.Tree == nil && t.Block == nil:
@@ -106,7 +105,7 @@ func validatePartitionTopologies(spec *sunkv1.SlurmClusterSpec, path *field.Path
 }
 
 func validateLabelKey(k string, p *field.Path) field.ErrorList {
-	if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+	if msgs := kvalidation.IsQualifiedName(k); len(msgs) > 0 {
 		return field.ErrorList{field.Invalid(p, k, "must be a label key: "+strings.Join(msgs, "; "))}
 	}
 	return nil

@@ -1,6 +1,6 @@
 // Confining the Lua sandbox's child process with the Landlock LSM.
 
-package webhook
+package validation
 
 import (
 	"fmt"
