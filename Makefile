@@ -35,7 +35,7 @@ generate: ## regenerate generated code (CRDs, deepcopy, RBAC, REST clients and t
 	cp config/rbac/syncer/role.yaml charts/sunk/files/syncer-role.yaml
 	cp config/webhook/manifests.yaml charts/sunk/files/webhook.yaml
 
-slurm-conf-keys: ## regenerate the slurm.conf/cgroup.conf keys the webhook knows from a Slurm git clone: SLURM_SRC=dir SLURM_TAG=slurm-24-11-7-1
+slurm-conf-keys: ## regenerate the slurm.conf/cgroup.conf keys validation knows (internal/validation) from a Slurm git clone: SLURM_SRC=dir SLURM_TAG=slurm-24-11-7-1
 	hack/gen-slurm-conf-keys.sh $(SLURM_SRC) $(or $(SLURM_TAG),slurm-24-11-7-1)
 
 slurm-openapi: ## refetch Slurm's OpenAPI specs from the test bed's slurmrestd and regenerate the client
