@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	goldenfile "sunk.dev/sunk/internal/golden"
-	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/test/testenv"
 )
 
@@ -205,8 +205,8 @@ func golden(t *testing.T, name, got string) {
 
 // checkSchedulerConfig: the scheduler runs in the release's namespace, not the SlurmCluster's
 // (docs/security.md: its account may patch pods everywhere); its configuration parses, and names
-// the cluster's slurmrestd and the cluster's JWT key Secret, read through the API (internal/render
-// names); it mounts only its own mark key Secret.
+// the cluster's slurmrestd and the cluster's JWT key Secret, read through the API
+// (internal/clusternames); it mounts only its own mark key Secret.
 func checkSchedulerConfig(t *testing.T, docs []map[string]any) {
 	var config string
 	mounted := map[string]bool{} // Secrets the Deployment mounts
@@ -247,7 +247,7 @@ func checkSchedulerConfig(t *testing.T, docs []map[string]any) {
 	}
 	sc := &sunkv1.SlurmCluster{}
 	sc.Name, sc.Namespace = "c1", "slurm"
-	names := render.NamesFor(sc, "cluster.local")
+	names := clusternames.For(sc, "cluster.local")
 	args := c.Profiles[0].PluginConfig[0].Args
 	if want := "http://" + names.RestAPI + ".slurm.svc:6820"; args["slurmURL"] != want {
 		t.Errorf("slurmURL %v, want %s", args["slurmURL"], want)

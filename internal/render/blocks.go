@@ -11,15 +11,16 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // SelectorLabels select the pods of one component of one cluster.
-func SelectorLabels(n Names, component string) map[string]string {
+func SelectorLabels(n clusternames.Names, component string) map[string]string {
 	return map[string]string{wellknown.LabelCluster: n.Cluster, wellknown.LabelComponent: component}
 }
 
-func labels(n Names, component string) map[string]string {
+func labels(n clusternames.Names, component string) map[string]string {
 	l := SelectorLabels(n, component)
 	l["app.kubernetes.io/name"] = "slurm"
 	l["app.kubernetes.io/instance"] = n.Cluster
@@ -31,7 +32,7 @@ func labels(n Names, component string) map[string]string {
 	return l
 }
 
-func meta(n Names, name, component string) metav1.ObjectMeta {
+func meta(n clusternames.Names, name, component string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: n.Namespace, Labels: labels(n, component)}
 }
 
@@ -91,7 +92,7 @@ func secretVolume(name, secret string) corev1.Volume {
 // reconfigure loads what kubelet refreshed (docs/security.md, "Rotating keys"). The ring is an
 // optional item of its own: a Secret without it (every cluster before its first rotation)
 // still mounts, and the file appears once a rotation writes it.
-func KeysVolume(n Names, withJWT bool) corev1.Volume {
+func KeysVolume(n clusternames.Names, withJWT bool) corev1.Volume {
 	sources := []corev1.VolumeProjection{
 		{Secret: &corev1.SecretProjection{
 			LocalObjectReference: corev1.LocalObjectReference{Name: n.AuthSecret},
@@ -104,7 +105,7 @@ func KeysVolume(n Names, withJWT bool) corev1.Volume {
 	if withJWT {
 		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 			LocalObjectReference: corev1.LocalObjectReference{Name: n.JWTSecret},
-			Items:                []corev1.KeyToPath{{Key: JWTKeyName, Path: JWTKeyName}}}})
+			Items:                []corev1.KeyToPath{{Key: wellknown.SecretJWTKey, Path: wellknown.SecretJWTKey}}}})
 	}
 	return corev1.Volume{Name: "keys", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		Sources: sources, DefaultMode: ptr.To(int32(0o400))}}}
@@ -128,7 +129,7 @@ func podSecurity() *corev1.PodSecurityContext {
 // Capabilities the Slurm image's root entrypoint (sunk-entrypoint) needs before its daemon runs
 // as its own user: it copies the keys owned by that user and chowns the state and run
 // directories (CHOWN; DAC_OVERRIDE and FOWNER for a volume a former uid owns), and the daemon
-// drops to SlurmUser itself, or is started by setpriv (SETUID, SETGID). docs/security.md.
+// drops to wellknown.SlurmUser itself, or is started by setpriv (SETUID, SETGID). docs/security.md.
 var daemonCapabilities = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID"}
 
 // daemonSecurity is the container security of slurmctld, slurmdbd, slurmrestd and the managed
@@ -172,7 +173,7 @@ func claimTemplate(name string, s sunkv1.StorageSpec, mode corev1.PersistentVolu
 	}
 }
 
-func headlessService(n Names, name, component string, port int32) *corev1.Service {
+func headlessService(n clusternames.Names, name, component string, port int32) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: meta(n, name, component),
 		Spec: corev1.ServiceSpec{
@@ -186,7 +187,7 @@ func headlessService(n Names, name, component string, port int32) *corev1.Servic
 	}
 }
 
-func service(n Names, name, component string, typ corev1.ServiceType, port int32) *corev1.Service {
+func service(n clusternames.Names, name, component string, typ corev1.ServiceType, port int32) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: meta(n, name, component),
 		Spec: corev1.ServiceSpec{
@@ -197,7 +198,7 @@ func service(n Names, name, component string, typ corev1.ServiceType, port int32
 	}
 }
 
-func podTemplate(n Names, component, restartHash string, pod corev1.PodSpec) corev1.PodTemplateSpec {
+func podTemplate(n clusternames.Names, component, restartHash string, pod corev1.PodSpec) corev1.PodTemplateSpec {
 	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels(n, component)},
 		Spec:       pod,

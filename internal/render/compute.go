@@ -2,8 +2,6 @@ package render
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -16,13 +14,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/slurmversion"
 	"sunk.dev/sunk/pkg/slurmconf"
 	"sunk.dev/sunk/pkg/wellknown"
 )
-
-// MaxSlurmNodeName is the longest pod and Slurm node name: a host name is a DNS label.
-const MaxSlurmNodeName = 63
 
 // ComputeMember is one member of a NodeSet: a compute pod and the Slurm node of the same name.
 type ComputeMember struct {
@@ -39,68 +35,11 @@ type ComputeMember struct {
 	Topology string
 }
 
-// PerNodeMemberName is the member name of a NodeSet on a Kubernetes node: <nodeset>-<node>
-// as a DNS label (dots and other characters become dashes). A name that would be longer than
-// a host name may be is cut and ends with a hash of the node name, so it stays unique.
-func PerNodeMemberName(nodeSet, node string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(node) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	name := nodeSet + "-" + strings.Trim(b.String(), "-")
-	if len(name) <= MaxSlurmNodeName {
-		return name
-	}
-	sum := sha256.Sum256([]byte(node))
-	suffix := "-" + hex.EncodeToString(sum[:])[:8]
-	return strings.TrimRight(name[:MaxSlurmNodeName-len(suffix)], "-") + suffix
-}
-
-// NodeFeatures are the Slurm features of every node of the NodeSet: its name, then
-// spec.features.
-func NodeFeatures(ns *sunkv1.NodeSet) []string {
-	return append([]string{ns.Name}, ns.Spec.Features...)
-}
-
-// RegisteredByNodeSet says whether a Slurm node of this name, with these features, is a
-// NodeSet's compute pod: its pod registers as <nodeset>-<suffix> (PerNodeMemberName,
-// OrdinalMemberName) with the NodeSet's name among its features (computeConf). A dynamic node
-// a person or another tool registered has no such pair, and the syncer leaves its record alone.
-func RegisteredByNodeSet(name string, features []string) bool {
-	for _, f := range features {
-		if f != "" && len(name) > len(f)+1 && strings.HasPrefix(name, f+"-") {
-			return true
-		}
-	}
-	return false
-}
-
-// OrdinalMemberName is the name of member i of a NodeSet in Replicas mode.
-func OrdinalMemberName(nodeSet string, i int) string { return fmt.Sprintf("%s-%d", nodeSet, i) }
-
-// MemberOrdinal parses a name made by OrdinalMemberName; false for any other name.
-func MemberOrdinal(nodeSet, name string) (int, bool) {
-	s, ok := strings.CutPrefix(name, nodeSet+"-")
-	if !ok {
-		return 0, false
-	}
-	// Atoi also reads "01" and "+1": only the name OrdinalMemberName makes counts.
-	i, err := strconv.Atoi(s)
-	if err != nil || i < 0 || OrdinalMemberName(nodeSet, i) != name {
-		return 0, false
-	}
-	return i, true
-}
-
 // ComputeServicesName is the ConfigMap of a NodeSet's s6 services.
 func ComputeServicesName(nodeSet string) string { return nodeSet + "-slurmd-services" }
 
 // ComputeSelectorLabels select the pods of one NodeSet.
-func ComputeSelectorLabels(n Names, nodeSet string) map[string]string {
+func ComputeSelectorLabels(n clusternames.Names, nodeSet string) map[string]string {
 	l := SelectorLabels(n, wellknown.ComponentCompute)
 	l[wellknown.LabelNodeSet] = nodeSet
 	return l
@@ -161,44 +100,12 @@ func slurmdConf(ns *sunkv1.NodeSet, gpuType, topology string) (line, gresConf st
 		add("Gres", wellknown.GPUGres(gpuType, gpus))
 		gresConf = GPUGresConf(gpuType, gpus)
 	}
-	parts = append(parts, "Features="+strings.Join(NodeFeatures(ns), ","))
+	parts = append(parts, "Features="+strings.Join(clusternames.NodeFeatures(ns), ","))
 	add("Weight", strconv.Itoa(int(ptr.Deref(ns.Spec.Weight, 1))))
 	if topology != "" {
 		add("Topology", topology)
 	}
 	return strings.Join(append(parts, extra...), " "), gresConf
-}
-
-// EnvSlurmdConf is the compute pod's variable with its node line (SlurmdConf), which sunk's
-// image passes to slurmd -Z --conf.
-const EnvSlurmdConf = "SLURMD_CONF"
-
-// RegisteredGres is the Gres= of the node line a compute pod's slurmd registers with: read
-// back from the pod (its slurmd container's EnvSlurmdConf, which SlurmdConf wrote), so that
-// it is what this pod asked Slurm for, not what the NodeSet would render today. "" when the
-// line has no Gres; ok is false when the pod has no such line (not a pod sunk rendered).
-func RegisteredGres(pod *corev1.Pod) (gres string, ok bool) {
-	return registeredField(pod, "gres")
-}
-
-// registeredField is key's value on the node line of a compute pod's slurmd (EnvSlurmdConf):
-// "" when the line lacks it; ok is false when the pod has no such line.
-func registeredField(pod *corev1.Pod, key string) (value string, ok bool) {
-	for _, c := range pod.Spec.Containers {
-		if c.Name != "slurmd" {
-			continue
-		}
-		for _, e := range c.Env {
-			if e.Name != EnvSlurmdConf {
-				continue
-			}
-			// A later key wins (Value), as extraConf's replaces sunk's.
-			line, _ := slurmconf.Parse(e.Value)
-			value, _ = line.Value(key)
-			return value, true
-		}
-	}
-	return "", false
 }
 
 // MemberGPUType is the GRES type of a member's GPUs: spec.gpuType, else the product label of
@@ -217,14 +124,14 @@ func MemberGPUType(ns *sunkv1.NodeSet, nodeLabels map[string]string) (string, er
 
 // computePodSpec is the part of a compute pod that is the same for every member but its GPU
 // type: what the template hash covers (with spec.gpuType as the type).
-func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, gpuType, topology string) corev1.PodSpec {
-	c := slurmContainer(sc, "slurmd", ns.Spec.Image, ns.Spec.Resources)
+func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n clusternames.Names, gpuType, topology string) corev1.PodSpec {
+	c := slurmContainer(sc, clusternames.SlurmdContainer, ns.Spec.Image, ns.Spec.Resources)
 	c.ReadinessProbe = slurmdReadiness(sc, c.ReadinessProbe)
-	c.Ports = []corev1.ContainerPort{{Name: "slurmd", ContainerPort: SlurmdPort}}
+	c.Ports = []corev1.ContainerPort{{Name: "slurmd", ContainerPort: clusternames.SlurmdPort}}
 	line, gresConf := slurmdConf(ns, gpuType, topology)
 	c.Env = []corev1.EnvVar{
 		{Name: "SLURM_CONF_SERVER", Value: n.ConfServer(Controllers(sc))},
-		{Name: EnvSlurmdConf, Value: line},
+		{Name: clusternames.EnvSlurmdConf, Value: line},
 	}
 	// Only with GPUs: a NodeSet without them keeps its template hash.
 	if gresConf != "" {
@@ -279,7 +186,7 @@ func slurmdReadiness(sc *sunkv1.SlurmCluster, exec *corev1.Probe) *corev1.Probe 
 // its placement and its readiness probe: when it changes, the NodeSet's pods are replaced (the
 // protected way). A probe is kubelet's business, not the pod's work: a new one reaches new pods
 // without draining every compute pod of every cluster on an operator upgrade.
-func ComputeTemplateHash(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names) string {
+func ComputeTemplateHash(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n clusternames.Names) string {
 	hashed := computePodSpec(ns, sc, n, ns.Spec.GPUType, "")
 	hashed.Containers[0].ReadinessProbe = nil
 	spec, err := json.Marshal(hashed)
@@ -294,7 +201,7 @@ func ComputeTemplateHash(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names) s
 // required node affinity on the node's name (not spec.nodeName), so that the scheduler
 // still checks resources and taints; in Replicas mode it goes where the NodeSet's selection
 // allows.
-func ComputePod(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, m ComputeMember) *corev1.Pod {
+func ComputePod(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n clusternames.Names, m ComputeMember) *corev1.Pod {
 	spec := computePodSpec(ns, sc, n, cmp.Or(ns.Spec.GPUType, m.GPUType), m.Topology)
 	spec.Hostname = m.Name
 	if m.NodeName != "" {
@@ -325,7 +232,7 @@ func ComputePod(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n Names, m ComputeM
 }
 
 // ComputeServicesConfigMap holds a NodeSet's s6 services (nil without services).
-func ComputeServicesConfigMap(ns *sunkv1.NodeSet, n Names) *corev1.ConfigMap {
+func ComputeServicesConfigMap(ns *sunkv1.NodeSet, n clusternames.Names) *corev1.ConfigMap {
 	if len(ns.Spec.Services) == 0 {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -64,10 +65,10 @@ func TestComputePodGolden(t *testing.T) {
 		ns   *sunkv1.NodeSet
 		m    ComputeMember
 	}{
-		{"minimal", minimal(), minimalNodeSet(), ComputeMember{Name: PerNodeMemberName("cpu", "node-1.example.com"), NodeName: "node-1.example.com"}},
-		{"full", full(), fullNodeSet(), ComputeMember{Name: OrdinalMemberName("gpu", 2)}},
+		{"minimal", minimal(), minimalNodeSet(), ComputeMember{Name: clusternames.PerNodeMemberName("cpu", "node-1.example.com"), NodeName: "node-1.example.com"}},
+		{"full", full(), fullNodeSet(), ComputeMember{Name: clusternames.OrdinalMemberName("gpu", 2)}},
 	} {
-		n := NamesFor(c.sc, "")
+		n := clusternames.For(c.sc, "")
 		objs := []any{ComputePod(c.ns, c.sc, n, c.m)}
 		if cm := ComputeServicesConfigMap(c.ns, n); cm != nil {
 			objs = append(objs, cm)
@@ -103,33 +104,9 @@ func TestSlurmdConf(t *testing.T) {
 	}
 }
 
-func TestMemberNames(t *testing.T) {
-	if got := PerNodeMemberName("cpu", "Node_1.Example.com"); got != "cpu-node-1-example-com" {
-		t.Errorf("sanitized: %q", got)
-	}
-	long := strings.Repeat("a", 50) + ".zone-b.example.internal"
-	a, b := PerNodeMemberName("cpu", long), PerNodeMemberName("cpu", long+"x")
-	if len(a) > MaxSlurmNodeName || len(b) > MaxSlurmNodeName || a == b || !strings.HasPrefix(a, "cpu-aaaa") {
-		t.Errorf("long names: %q (%d), %q (%d)", a, len(a), b, len(b))
-	}
-	if PerNodeMemberName("cpu", long) != a {
-		t.Error("not stable")
-	}
-	for name, want := range map[string]int{"gpu-0": 0, "gpu-12": 12} {
-		if i, ok := MemberOrdinal("gpu", name); !ok || i != want {
-			t.Errorf("MemberOrdinal(%q) = %d, %v", name, i, ok)
-		}
-	}
-	for _, name := range []string{"gpu-", "gpu-01", "gpu--1", "gpu-a", "gpux-1", "cpu-1", "gpu-1-2", "gpu2-1", "gpu-+1"} {
-		if _, ok := MemberOrdinal("gpu", name); ok {
-			t.Errorf("MemberOrdinal(%q) accepted", name)
-		}
-	}
-}
-
 func TestComputeTemplateHash(t *testing.T) {
 	sc, ns := full(), fullNodeSet()
-	n := NamesFor(sc, "")
+	n := clusternames.For(sc, "")
 	base := ComputeTemplateHash(ns, sc, n)
 	a, b := ComputePod(ns, sc, n, ComputeMember{Name: "gpu-0"}), ComputePod(ns, sc, n, ComputeMember{Name: "gpu-1"})
 	if a.Labels[wellknown.LabelTemplateHash] != base || b.Labels[wellknown.LabelTemplateHash] != base {
@@ -160,35 +137,10 @@ func TestComputeTemplateHash(t *testing.T) {
 	}
 }
 
-func TestRegisteredByNodeSet(t *testing.T) {
-	for _, tt := range []struct {
-		name     string
-		features []string
-		want     bool
-	}{
-		{"cpu-0", []string{"cpu"}, true},
-		{"gpu-node-a-1", []string{"gpu", "h100"}, true},
-		{"gpu-node-a-1", []string{"h100", "gpu"}, true},
-		{OrdinalMemberName("cpu", 12), []string{"cpu", "x"}, true},
-		{PerNodeMemberName("pn", "ip-10-0-0-1.ec2.internal"), []string{"pn"}, true},
-		// a person's dynamic node: its name is not <feature>-...
-		{"slurm-n1", []string{"sunk-test"}, false},
-		{"login-extra", nil, false},
-		{"cpu", []string{"cpu"}, false},
-		{"cpu-", []string{"cpu"}, false},
-		{"cpux-0", []string{"cpu"}, false},
-		{"-0", []string{""}, false},
-	} {
-		if got := RegisteredByNodeSet(tt.name, tt.features); got != tt.want {
-			t.Errorf("RegisteredByNodeSet(%q, %q) = %v, want %v", tt.name, tt.features, got, tt.want)
-		}
-	}
-}
-
 // TestContainersPod: a NodeSet with containers gets the helper's settings and the volume at
 // ContainersDir (an emptyDir, or cacheVolume); one without gets neither.
 func TestContainersPod(t *testing.T) {
-	sc, n := minimal(), NamesFor(minimal(), "")
+	sc, n := minimal(), clusternames.For(minimal(), "")
 	env := func(p *corev1.Pod) (string, bool) {
 		for _, e := range p.Spec.Containers[0].Env {
 			if e.Name == EnvContainers {
@@ -245,7 +197,7 @@ func TestSlurmdReadiness(t *testing.T) {
 	} {
 		sc := full()
 		sc.Spec.SlurmVersion = c.version
-		p := ComputePod(ns, sc, NamesFor(sc, ""), ComputeMember{Name: "gpu-0"}).Spec.Containers[0].ReadinessProbe
+		p := ComputePod(ns, sc, clusternames.For(sc, ""), ComputeMember{Name: "gpu-0"}).Spec.Containers[0].ReadinessProbe
 		if p.PeriodSeconds != computeReadinessPeriod {
 			t.Errorf("%s: period %d, want %d", c.version, p.PeriodSeconds, computeReadinessPeriod)
 		}
@@ -260,7 +212,7 @@ func TestSlurmdReadiness(t *testing.T) {
 	// two releases' pods differ in their probe alone here (same image, same spec).
 	old, cur := full(), full()
 	old.Spec.SlurmVersion, cur.Spec.SlurmVersion = sunkv1.SlurmVersion2411, sunkv1.SlurmVersion2605
-	if ho, hc := ComputeTemplateHash(ns, old, NamesFor(old, "")), ComputeTemplateHash(ns, cur, NamesFor(cur, "")); ho != hc {
+	if ho, hc := ComputeTemplateHash(ns, old, clusternames.For(old, "")), ComputeTemplateHash(ns, cur, clusternames.For(cur, "")); ho != hc {
 		t.Errorf("template hash covers the readiness probe: %s (exec) != %s (TCP)", ho, hc)
 	}
 }

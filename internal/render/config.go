@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Config is the rendered configuration of a SlurmCluster.
@@ -40,7 +42,7 @@ type ResolvedScript struct {
 
 // ConfigInputs are what the controller reads from the cluster before rendering.
 type ConfigInputs struct {
-	Names  Names
+	Names  clusternames.Names
 	Prolog []ResolvedScript
 	Epilog []ResolvedScript
 	// Topology is the rendered topology.conf, with spec.topology set; nil renders one
@@ -300,14 +302,14 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 	}
 	lines = append(lines, ctld...)
 	lines = append(lines,
-		fmt.Sprintf("SlurmctldPort=%d", SlurmctldPort),
-		fmt.Sprintf("SlurmdPort=%d", SlurmdPort),
+		fmt.Sprintf("SlurmctldPort=%d", clusternames.SlurmctldPort),
+		fmt.Sprintf("SlurmdPort=%d", clusternames.SlurmdPort),
 		"SlurmUser=slurm",
 		"SlurmdUser=root",
 		"AuthType=auth/slurm",
 		"CredType=cred/slurm",
 		"AuthAltTypes=auth/jwt",
-		"AuthAltParameters=jwt_key="+KeysMountDir+"/"+JWTKeyName,
+		"AuthAltParameters=jwt_key="+KeysMountDir+"/"+wellknown.SecretJWTKey,
 		// configless: slurmd and sackd fetch this file from slurmctld. (24.11 takes a dynamic
 		// node's address from where it registers; cloud_reg_addrs is defunct and logs an error.)
 		slurmctldParameters(in),
@@ -356,7 +358,7 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 		lines = append(lines,
 			"AccountingStorageType=accounting_storage/slurmdbd",
 			"AccountingStorageHost="+n.ServiceHost(n.Accounting),
-			fmt.Sprintf("AccountingStoragePort=%d", SlurmdbdPort),
+			fmt.Sprintf("AccountingStoragePort=%d", clusternames.SlurmdbdPort),
 			"AccountingStorageTRES="+AccountingTRES(in.GPUTypes),
 		)
 	}

@@ -6,6 +6,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -31,17 +32,14 @@ exit $rc
 // configuration than the pod's (a newer spec replaced it).
 const ExitStaleCandidate = 3
 
-// ConfigCheckName is the check pod of a configuration.
-func (n Names) ConfigCheckName(hash string) string { return n.ConfigCheck + "-" + hash }
-
 // ConfigCheckConfigMap holds the candidate files the check pod reads.
-func ConfigCheckConfigMap(n Names, cfg *Config) *corev1.ConfigMap {
+func ConfigCheckConfigMap(n clusternames.Names, cfg *Config) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: meta(n, n.ConfigCheck, wellknown.ComponentConfigCheck), Data: cfg.Files}
 }
 
 // ConfigCheckPod runs Slurm's parser on the candidate files of cfg; it ends Succeeded when
 // Slurm accepts them, else Failed with Slurm's message as its termination message.
-func ConfigCheckPod(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *corev1.Pod {
+func ConfigCheckPod(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *Config) *corev1.Pod {
 	m := meta(n, n.ConfigCheckName(cfg.Hash), wellknown.ComponentConfigCheck)
 	m.Annotations = map[string]string{wellknown.AnnotationConfigHash: cfg.Hash}
 	small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")}

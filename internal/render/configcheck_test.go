@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestConfigCheckPod(t *testing.T) {
 	sc := full()
 	sc.Spec.Controller.Image = "example.com/slurm:custom"
-	n := NamesFor(sc, "")
+	n := clusternames.For(sc, "")
 	cfg, err := RenderConfig(sc, ConfigInputs{Names: n})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/slurmconf"
 )
 
@@ -53,7 +54,7 @@ func TestRenderedLinesSlurmReads(t *testing.T) {
 		sc *sunkv1.SlurmCluster
 		in ConfigInputs
 	}{
-		"minimal": {minimal(), ConfigInputs{Names: NamesFor(minimal(), "")}},
+		"minimal": {minimal(), ConfigInputs{Names: clusternames.For(minimal(), "")}},
 		"full":    {full(), fullInputs(full())},
 	} {
 		cfg, err := RenderConfig(c.sc, c.in)

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -18,7 +19,7 @@ func ComputeDisruptionBudgetName(nodeSet string) string { return nodeSet + "-slu
 // once the cordon's `k8s: node cordoned` drain has let the jobs end, the syncer labels the pod
 // and the eviction goes through. The NodeSet controller deletes pods itself (after its own
 // drain), so the budget never holds up scale-in or updates.
-func ComputeDisruptionBudget(ns *sunkv1.NodeSet, n Names) *policyv1.PodDisruptionBudget {
+func ComputeDisruptionBudget(ns *sunkv1.NodeSet, n clusternames.Names) *policyv1.PodDisruptionBudget {
 	zero := intstr.FromInt32(0)
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{
@@ -42,7 +43,7 @@ func ComputeDisruptionBudget(ns *sunkv1.NodeSet, n Names) *policyv1.PodDisruptio
 // would stop scheduling, where one at a time fails over), slurmrestd and the login pods.
 // maxUnavailable 1 never blocks a drain of a component with one pod; slurmdbd and MariaDB,
 // one pod each, have none. Named as the component's workload.
-func ControlPlaneDisruptionBudgets(n Names) []*policyv1.PodDisruptionBudget {
+func ControlPlaneDisruptionBudgets(n clusternames.Names) []*policyv1.PodDisruptionBudget {
 	one := intstr.FromInt32(1)
 	var out []*policyv1.PodDisruptionBudget
 	for _, c := range []struct{ name, component string }{

@@ -7,13 +7,14 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
 func TestComputeDisruptionBudgetProtectsAllButEvictable(t *testing.T) {
 	sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	ns := &sunkv1.NodeSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gpu"}}
-	pdb := ComputeDisruptionBudget(ns, NamesFor(sc, "cluster.local"))
+	pdb := ComputeDisruptionBudget(ns, clusternames.For(sc, "cluster.local"))
 	if pdb.Name != "gpu-slurm-jobs" || pdb.Namespace != "ns" || pdb.Spec.MaxUnavailable.IntValue() != 0 || pdb.Spec.MinAvailable != nil {
 		t.Fatalf("budget %s/%s maxUnavailable %v minAvailable %v", pdb.Namespace, pdb.Name, pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable)
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -89,7 +90,7 @@ func TestSlurmdGres(t *testing.T) {
 func TestGresConfIncludesDevicesOnlyWithGPUs(t *testing.T) {
 	sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "n"}}
 	for _, gpus := range []bool{false, true} {
-		cfg, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), GPUs: gpus})
+		cfg, err := RenderConfig(sc, ConfigInputs{Names: clusternames.For(sc, ""), GPUs: gpus})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,16 +120,16 @@ func TestRegisteredGres(t *testing.T) {
 	} {
 		ns := ns.DeepCopy()
 		ns.Spec.ExtraConf = c.extra
-		pod := ComputePod(ns, sc, NamesFor(sc, ""), ComputeMember{Name: "cpu-0", GPUType: c.typ})
-		if got, ok := RegisteredGres(pod); !ok || got != c.want {
+		pod := ComputePod(ns, sc, clusternames.For(sc, ""), ComputeMember{Name: "cpu-0", GPUType: c.typ})
+		if got, ok := clusternames.RegisteredGres(pod); !ok || got != c.want {
 			t.Errorf("%s: RegisteredGres = %q, %v; want %q", c.name, got, ok, c.want)
 		}
 	}
-	pod := ComputePod(minimalNodeSet(), sc, NamesFor(sc, ""), ComputeMember{Name: "cpu-0"})
-	if got, ok := RegisteredGres(pod); !ok || got != "" {
+	pod := ComputePod(minimalNodeSet(), sc, clusternames.For(sc, ""), ComputeMember{Name: "cpu-0"})
+	if got, ok := clusternames.RegisteredGres(pod); !ok || got != "" {
 		t.Errorf("no GPUs: RegisteredGres = %q, %v; want \"\", true", got, ok)
 	}
-	if got, ok := RegisteredGres(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd"}}}}); ok {
-		t.Errorf("a pod without %s: RegisteredGres = %q, true; want not ok", EnvSlurmdConf, got)
+	if got, ok := clusternames.RegisteredGres(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd"}}}}); ok {
+		t.Errorf("a pod without %s: RegisteredGres = %q, true; want not ok", clusternames.EnvSlurmdConf, got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 )
 
 // TestLoginContainerHoldsNoKey: in a login pod only the sackd container, which nobody logs into,
@@ -15,7 +16,7 @@ import (
 func TestLoginContainerHoldsNoKey(t *testing.T) {
 	for name, sc := range map[string]func() *sunkv1.SlurmCluster{"minimal": minimal, "full": full} {
 		sc := sc()
-		n := NamesFor(sc, "")
+		n := clusternames.For(sc, "")
 		c, err := RenderConfig(sc, ConfigInputs{Names: n})
 		if err != nil {
 			t.Fatal(err)
@@ -74,7 +75,7 @@ func TestLoginContainerHoldsNoKey(t *testing.T) {
 // TestRootLoginOptIn: sshd lets root in only when the spec says so (the image's default is no).
 func TestRootLoginOptIn(t *testing.T) {
 	permits := func(sc *sunkv1.SlurmCluster) bool {
-		n := NamesFor(sc, "")
+		n := clusternames.For(sc, "")
 		c, err := RenderConfig(sc, ConfigInputs{Names: n})
 		if err != nil {
 			t.Fatal(err)

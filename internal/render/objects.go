@@ -13,26 +13,27 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // ControllerService is slurmctld's headless Service: it gives each controller pod the
 // stable DNS name slurm.conf's SlurmctldHost uses.
-func ControllerService(n Names) *corev1.Service {
-	return headlessService(n, n.Controller, wellknown.ComponentController, SlurmctldPort)
+func ControllerService(n clusternames.Names) *corev1.Service {
+	return headlessService(n, n.Controller, wellknown.ComponentController, clusternames.SlurmctldPort)
 }
 
 // ControllerPodServices are, with a backup, one ClusterIP Service per controller pod
-// (Names.ControllerAddr): its name resolves whether or not the pod exists, and while it does not,
+// (clusternames.Names.ControllerAddr): its name resolves whether or not the pod exists, and while it does not,
 // kube-proxy refuses connections to it. The addresses of pods that are not ready are published:
 // slurmctld's readiness probe pings itself at this address, and the standby must be reachable.
-func ControllerPodServices(sc *sunkv1.SlurmCluster, n Names) []*corev1.Service {
+func ControllerPodServices(sc *sunkv1.SlurmCluster, n clusternames.Names) []*corev1.Service {
 	if Controllers(sc) == 1 {
 		return nil
 	}
 	var out []*corev1.Service
 	for i := 0; i < Controllers(sc); i++ {
-		s := service(n, n.ControllerPod(i), wellknown.ComponentController, corev1.ServiceTypeClusterIP, SlurmctldPort)
+		s := service(n, n.ControllerPod(i), wellknown.ComponentController, corev1.ServiceTypeClusterIP, clusternames.SlurmctldPort)
 		s.Spec.Selector[appsv1.StatefulSetPodNameLabel] = n.ControllerPod(i)
 		s.Spec.PublishNotReadyAddresses = true
 		out = append(out, s)
@@ -41,9 +42,9 @@ func ControllerPodServices(sc *sunkv1.SlurmCluster, n Names) []*corev1.Service {
 }
 
 // ControllerStatefulSet runs slurmctld (and its backup) with the state volume.
-func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.StatefulSet {
+func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *Config) *appsv1.StatefulSet {
 	c := slurmContainer(sc, ControllerContainer, sc.Spec.Controller.Image, sc.Spec.Controller.Resources)
-	c.Ports = []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: SlurmctldPort}}
+	c.Ports = []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: clusternames.SlurmctldPort}}
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir), {Name: "state", MountPath: StateSaveDir}}
 	c.SecurityContext = daemonSecurity()
 	// slurmctld is PID 1 of its container and reaps no child it did not start. A probe that
@@ -100,8 +101,8 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv
 // keeps a syncer on one watcher: each has an epoch of its own, so alternating between the
 // primary's and the backup's would cost a whole table per request. Both read the same table
 // through whichever slurmctld is in charge, so when one pod goes, the other serves.
-func NodeWatchService(n Names) *corev1.Service {
-	s := service(n, n.NodeWatch, wellknown.ComponentController, corev1.ServiceTypeClusterIP, NodeWatchPort)
+func NodeWatchService(n clusternames.Names) *corev1.Service {
+	s := service(n, n.NodeWatch, wellknown.ComponentController, corev1.ServiceTypeClusterIP, clusternames.NodeWatchPort)
 	s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 	s.Spec.Ports[0].Name = NodeWatchContainer
 	return s
@@ -117,13 +118,13 @@ const slurmctldRunVolume = "slurmctld-run"
 // nodeWatchJWTVolume is the JWT Secret's key, and during a rotation the key it replaces, for
 // the node watcher to check its readers' tokens with: not the keys volume, which holds the auth
 // key too.
-func nodeWatchJWTVolume(n Names) corev1.Volume {
+func nodeWatchJWTVolume(n clusternames.Names) corev1.Volume {
 	return corev1.Volume{Name: nodeWatchJWTVolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		Sources: []corev1.VolumeProjection{
 			{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: n.JWTSecret},
-				Items: []corev1.KeyToPath{{Key: JWTKeyName, Path: JWTKeyName}}}},
+				Items: []corev1.KeyToPath{{Key: wellknown.SecretJWTKey, Path: wellknown.SecretJWTKey}}}},
 			{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: n.JWTSecret},
-				Items: []corev1.KeyToPath{{Key: JWTPreviousKeyName, Path: JWTPreviousKeyName}}, Optional: ptr.To(true)}},
+				Items: []corev1.KeyToPath{{Key: wellknown.SecretJWTPreviousKey, Path: wellknown.SecretJWTPreviousKey}}, Optional: ptr.To(true)}},
 		},
 		DefaultMode: ptr.To(int32(0o400))}}}
 }
@@ -134,7 +135,7 @@ const nodeWatchJWTVolumeName = "nodewatch-jwt"
 // slurm.conf and, read-only, its auth socket (no auth key: a client gets its token from the
 // socket, which vouches for the caller's uid): its reader loads the node table through Slurm's
 // own library from whichever slurmctld is in charge, so the one beside the backup serves as
-// well as the primary's. It answers only tokens of the cluster's JWT key naming SlurmUser
+// well as the primary's. It answers only tokens of the cluster's JWT key naming wellknown.SlurmUser
 // (pkg/nodewatch, JWTAuth): the table shows every node's address, reasons and who set them.
 // No readiness probe: a watcher that cannot read Slurm answers 503, which the syncer reports,
 // and must not take slurmctld's pod out of its Services. Its memory is bounded: a watcher that
@@ -143,10 +144,10 @@ func nodeWatchContainer(sc *sunkv1.SlurmCluster) corev1.Container {
 	c := slurmContainer(sc, NodeWatchContainer, sc.Spec.Controller.Image, corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}})
-	c.Args = []string{NodeWatchContainer, fmt.Sprintf("--listen=:%d", NodeWatchPort),
-		"--jwt-key=" + NodeWatchJWTDir + "/" + JWTKeyName, "--user=" + SlurmUser}
+	c.Args = []string{NodeWatchContainer, fmt.Sprintf("--listen=:%d", clusternames.NodeWatchPort),
+		"--jwt-key=" + NodeWatchJWTDir + "/" + wellknown.SecretJWTKey, "--user=" + wellknown.SlurmUser}
 	c.ReadinessProbe = nil
-	c.Ports = []corev1.ContainerPort{{Name: NodeWatchContainer, ContainerPort: NodeWatchPort}}
+	c.Ports = []corev1.ContainerPort{{Name: NodeWatchContainer, ContainerPort: clusternames.NodeWatchPort}}
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount(slurmctldRunVolume, SlurmctldRunDir),
 		mount(nodeWatchJWTVolumeName, NodeWatchJWTDir)}
 	c.SecurityContext = daemonSecurity()
@@ -154,18 +155,18 @@ func nodeWatchContainer(sc *sunkv1.SlurmCluster) corev1.Container {
 }
 
 // StateClaim is the shared state claim of a controller with a backup.
-func StateClaim(n Names) string { return n.Controller + "-state" }
+func StateClaim(n clusternames.Names) string { return n.Controller + "-state" }
 
 // SharedStateClaim is the ReadWriteMany claim that primary and backup slurmctld share.
-func SharedStateClaim(sc *sunkv1.SlurmCluster, n Names) *corev1.PersistentVolumeClaim {
+func SharedStateClaim(sc *sunkv1.SlurmCluster, n clusternames.Names) *corev1.PersistentVolumeClaim {
 	pvc := claimTemplate(StateClaim(n), sc.Spec.Controller.StateStorage, corev1.ReadWriteMany)
 	pvc.ObjectMeta = meta(n, StateClaim(n), wellknown.ComponentController)
 	return &pvc
 }
 
 // RestAPIService is slurmrestd's Service.
-func RestAPIService(n Names) *corev1.Service {
-	return service(n, n.RestAPI, wellknown.ComponentRestAPI, corev1.ServiceTypeClusterIP, SlurmrestdPort)
+func RestAPIService(n clusternames.Names) *corev1.Service {
+	return service(n, n.RestAPI, wellknown.ComponentRestAPI, corev1.ServiceTypeClusterIP, clusternames.SlurmrestdPort)
 }
 
 // slurmrestd's size when the spec sets none; the reasons are on RestAPISpec's fields.
@@ -177,7 +178,7 @@ const (
 )
 
 // RestAPIDeployment runs slurmrestd.
-func RestAPIDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.Deployment {
+func RestAPIDeployment(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *Config) *appsv1.Deployment {
 	c := slurmContainer(sc, "slurmrestd", sc.Spec.RestAPI.Image, sc.Spec.RestAPI.Resources)
 	// slurmrestd refuses to start when a plugin it loads cannot work: openapi/slurmdbd needs
 	// accounting, so it is only loaded with it.
@@ -188,7 +189,7 @@ func RestAPIDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.De
 	c.Args = append(c.Args, "-s", plugins,
 		"-t", fmt.Sprint(ptr.Deref(sc.Spec.RestAPI.Threads, DefaultRestAPIThreads)),
 		"--max-connections", fmt.Sprint(ptr.Deref(sc.Spec.RestAPI.MaxConnections, DefaultRestAPIMaxConnections)))
-	c.Ports = []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: SlurmrestdPort}}
+	c.Ports = []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: clusternames.SlurmrestdPort}}
 	// No keys: slurmrestd with rest_auth/jwt forwards each client's token and has no
 	// identity of its own (24.11 even rejects tokens when given SLURM_SACK_KEY).
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir)}
@@ -219,15 +220,15 @@ func RestAPIDeployment(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.De
 }
 
 // AccountingService is slurmdbd's Service (AccountingStorageHost).
-func AccountingService(n Names) *corev1.Service {
-	return service(n, n.Accounting, wellknown.ComponentAccounting, corev1.ServiceTypeClusterIP, SlurmdbdPort)
+func AccountingService(n clusternames.Names) *corev1.Service {
+	return service(n, n.Accounting, wellknown.ComponentAccounting, corev1.ServiceTypeClusterIP, clusternames.SlurmdbdPort)
 }
 
 // AccountingStatefulSet runs slurmdbd. A StatefulSet, because slurmdbd.conf's DbdHost must
 // name the pod's host name ahead of time.
-func AccountingStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config, slurmdbdConfHash string) *appsv1.StatefulSet {
+func AccountingStatefulSet(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *Config, slurmdbdConfHash string) *appsv1.StatefulSet {
 	c := slurmContainer(sc, "slurmdbd", sc.Spec.Accounting.Image, sc.Spec.Accounting.Resources)
-	c.Ports = []corev1.ContainerPort{{Name: "slurmdbd", ContainerPort: SlurmdbdPort}}
+	c.Ports = []corev1.ContainerPort{{Name: "slurmdbd", ContainerPort: clusternames.SlurmdbdPort}}
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount("keys", KeysMountDir), mount("slurmdbd", SlurmdbdConfDir)}
 	c.SecurityContext = daemonSecurity()
 	pod := corev1.PodSpec{
@@ -250,14 +251,14 @@ func AccountingStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config, slurmd
 }
 
 // DatabaseService is the managed MariaDB's Service.
-func DatabaseService(n Names) *corev1.Service {
-	return service(n, n.Database, wellknown.ComponentDatabase, corev1.ServiceTypeClusterIP, MariaDBPort)
+func DatabaseService(n clusternames.Names) *corev1.Service {
+	return service(n, n.Database, wellknown.ComponentDatabase, corev1.ServiceTypeClusterIP, clusternames.MariaDBPort)
 }
 
 // DatabaseStatefulSet runs the managed MariaDB from the Slurm image (sunk-entrypoint mariadb).
-func DatabaseStatefulSet(sc *sunkv1.SlurmCluster, n Names) *appsv1.StatefulSet {
+func DatabaseStatefulSet(sc *sunkv1.SlurmCluster, n clusternames.Names) *appsv1.StatefulSet {
 	c := slurmContainer(sc, "mariadb", sc.Spec.Accounting.Image, sc.Spec.Accounting.DatabaseResources)
-	c.Ports = []corev1.ContainerPort{{Name: "mariadb", ContainerPort: MariaDBPort}}
+	c.Ports = []corev1.ContainerPort{{Name: "mariadb", ContainerPort: clusternames.MariaDBPort}}
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: MariaDBDataDir}}
 	secretEnv := func(name, key string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -289,12 +290,12 @@ func DatabaseStatefulSet(sc *sunkv1.SlurmCluster, n Names) *appsv1.StatefulSet {
 }
 
 // LoginService exposes sshd of the login pods.
-func LoginService(sc *sunkv1.SlurmCluster, n Names) *corev1.Service {
+func LoginService(sc *sunkv1.SlurmCluster, n clusternames.Names) *corev1.Service {
 	typ := sc.Spec.Login.SSH.ServiceType
 	if typ == "" {
 		typ = corev1.ServiceTypeClusterIP
 	}
-	return service(n, n.Login, wellknown.ComponentLogin, typ, SSHPort)
+	return service(n, n.Login, wellknown.ComponentLogin, typ, clusternames.SSHPort)
 }
 
 // SSHEnabled says whether login pods run sshd.
@@ -308,13 +309,13 @@ func SSHEnabled(sc *sunkv1.SlurmCluster) bool { return ptr.Deref(sc.Spec.Login.S
 // stalled every other RPC, GET /nodes included, for as long. With this Service and the
 // StatefulSet's stable hostnames, "<login>-0" resolves through the search domain slurmctld's
 // pods get (loginHostsSearch).
-func LoginHostsService(n Names) *corev1.Service {
-	return headlessService(n, n.LoginHosts, wellknown.ComponentLogin, SSHPort)
+func LoginHostsService(n clusternames.Names) *corev1.Service {
+	return headlessService(n, n.LoginHosts, wellknown.ComponentLogin, clusternames.SSHPort)
 }
 
 // loginHostsSearch adds the login pods' domain to a pod's DNS search list, so that a login
 // pod's short hostname, as srun reports it, resolves there.
-func loginHostsSearch(n Names) *corev1.PodDNSConfig {
+func loginHostsSearch(n clusternames.Names) *corev1.PodDNSConfig {
 	return &corev1.PodDNSConfig{Searches: []string{n.ServiceHost(n.LoginHosts)}}
 }
 
@@ -329,13 +330,13 @@ const (
 // the pod that signs with slurm.key, runs in a container of its own that nobody logs into, and
 // shares with it only /run/slurm, its socket and configless cache (docs/security.md). A
 // StatefulSet, not a Deployment, for the stable hostnames srun needs (LoginHostsService).
-func LoginStatefulSet(sc *sunkv1.SlurmCluster, n Names, cfg *Config) *appsv1.StatefulSet {
+func LoginStatefulSet(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *Config) *appsv1.StatefulSet {
 	l := sc.Spec.Login
 	c := slurmContainer(sc, LoginContainer, l.Image, l.Resources)
 	if !SSHEnabled(sc) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "SUNK_SSHD", Value: "false"})
 	} else {
-		c.Ports = []corev1.ContainerPort{{Name: "ssh", ContainerPort: SSHPort}}
+		c.Ports = []corev1.ContainerPort{{Name: "ssh", ContainerPort: clusternames.SSHPort}}
 		c.VolumeMounts = append(c.VolumeMounts, mount("ssh-host-key", SSHHostKeysDir))
 		if l.SSH.PermitRootLogin {
 			c.Env = append(c.Env, corev1.EnvVar{Name: "SUNK_SSH_PERMIT_ROOT_LOGIN", Value: "true"})
@@ -392,7 +393,7 @@ const slurmRunVolume = "slurm-run"
 // sackdContainer runs sackd (sunk-entrypoint sackd) with the auth key. It needs what the other
 // daemons need, plus KILL: s6-supervise, root, stops sackd, which runs as slurm. Its processes
 // are invisible to the login container (the pod does not share its process namespace).
-func sackdContainer(sc *sunkv1.SlurmCluster, n Names) corev1.Container {
+func sackdContainer(sc *sunkv1.SlurmCluster, n clusternames.Names) corev1.Container {
 	s := slurmContainer(sc, SackdContainer, sc.Spec.Login.Image, corev1.ResourceRequirements{})
 	s.Env = []corev1.EnvVar{{Name: "SLURM_CONF_SERVER", Value: n.ConfServer(Controllers(sc))}}
 	s.VolumeMounts = []corev1.VolumeMount{mount("keys", KeysMountDir), {Name: slurmRunVolume, MountPath: SlurmRunDir}}
@@ -413,7 +414,7 @@ func SharedVolumeMounts(shared []sunkv1.SharedVolume) ([]corev1.Volume, []corev1
 }
 
 // ConfigMaps of the rendered configuration.
-func ConfigMaps(n Names, cfg *Config) []*corev1.ConfigMap {
+func ConfigMaps(n clusternames.Names, cfg *Config) []*corev1.ConfigMap {
 	return []*corev1.ConfigMap{
 		{ObjectMeta: meta(n, n.Config, wellknown.ComponentController), Data: cfg.Files},
 		{ObjectMeta: meta(n, n.Scripts, wellknown.ComponentController), Data: cfg.Scripts},
@@ -421,6 +422,6 @@ func ConfigMaps(n Names, cfg *Config) []*corev1.ConfigMap {
 }
 
 // ScriptsVolume mounts the prolog/epilog scripts, executable, at ScriptsDir (compute pods).
-func ScriptsVolume(n Names) (corev1.Volume, corev1.VolumeMount) {
+func ScriptsVolume(n clusternames.Names) (corev1.Volume, corev1.VolumeMount) {
 	return configMapVolume("scripts", n.Scripts, 0o755), mount("scripts", ScriptsDir)
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	goldenfile "sunk.dev/sunk/internal/golden"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -70,7 +71,7 @@ func full() *sunkv1.SlurmCluster {
 
 func fullInputs(sc *sunkv1.SlurmCluster) ConfigInputs {
 	return ConfigInputs{
-		Names:  NamesFor(sc, ""),
+		Names:  clusternames.For(sc, ""),
 		Prolog: []ResolvedScript{{Name: "check-gpus", Text: "#!/bin/sh\nexit 0\n"}, {Name: "marker", Text: "#!/bin/sh\ntouch /tmp/m\n"}},
 		Epilog: []ResolvedScript{{Name: "cleanup", Text: "#!/bin/sh\nrm -f /tmp/m\n"}},
 		// Two NodeSets name their type, one twice; a third has untyped GPUs.
@@ -99,7 +100,7 @@ func files(c *Config) string {
 
 func TestRenderConfigGolden(t *testing.T) {
 	for name, sc := range map[string]*sunkv1.SlurmCluster{"minimal": minimal(), "full": full()} {
-		in := ConfigInputs{Names: NamesFor(sc, "")}
+		in := ConfigInputs{Names: clusternames.For(sc, "")}
 		if name == "full" {
 			in = fullInputs(sc)
 		}
@@ -118,7 +119,7 @@ func TestRenderConfigGolden(t *testing.T) {
 
 func TestObjectsGolden(t *testing.T) {
 	for name, sc := range map[string]*sunkv1.SlurmCluster{"minimal": minimal(), "full": full()} {
-		n := NamesFor(sc, "")
+		n := clusternames.For(sc, "")
 		c, err := RenderConfig(sc, ConfigInputs{Names: n})
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +157,7 @@ func TestObjectsGolden(t *testing.T) {
 
 func TestExtraConfReplacesDefaultsAndHashes(t *testing.T) {
 	sc := minimal()
-	n := NamesFor(sc, "")
+	n := clusternames.For(sc, "")
 	base, _ := RenderConfig(sc, ConfigInputs{Names: n})
 
 	sc.Spec.Controller.ExtraConf = "slurmdtimeout=120"
@@ -194,7 +195,7 @@ func TestExtraConfReplacesDefaultsAndHashes(t *testing.T) {
 // whole SchedulerParameters list included.
 func TestProductionDefaults(t *testing.T) {
 	sc := minimal()
-	n := NamesFor(sc, "")
+	n := clusternames.For(sc, "")
 	base, err := RenderConfig(sc, ConfigInputs{Names: n})
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +244,7 @@ func TestProductionDefaults(t *testing.T) {
 // values when set, as the options Slurm 24.11's slurmrestd reads (-t, --max-connections).
 func TestRestAPISize(t *testing.T) {
 	sc := minimal()
-	n := NamesFor(sc, "")
+	n := clusternames.For(sc, "")
 	c, err := RenderConfig(sc, ConfigInputs{Names: n})
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +296,7 @@ func TestStoragePassword(t *testing.T) {
 // The login container is the one Slurm container that may gain privileges (users' su, sudo).
 func TestNonComputePodsHardened(t *testing.T) {
 	sc := full()
-	n := NamesFor(sc, "")
+	n := clusternames.For(sc, "")
 	c, err := RenderConfig(sc, ConfigInputs{Names: n})
 	if err != nil {
 		t.Fatal(err)

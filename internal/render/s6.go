@@ -8,10 +8,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 )
 
 // S6ServicesConfigMap holds s6 services as <name>/run and <name>/type items.
-func S6ServicesConfigMap(n Names, name, component string, services []sunkv1.S6Service) *corev1.ConfigMap {
+func S6ServicesConfigMap(n clusternames.Names, name, component string, services []sunkv1.S6Service) *corev1.ConfigMap {
 	data := map[string]string{}
 	for _, s := range services {
 		data[s.Name+".run"] = s.Run

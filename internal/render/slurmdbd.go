@@ -6,6 +6,8 @@ import (
 	"unicode"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // DatabaseUser and DatabaseName of the managed MariaDB.
@@ -16,8 +18,8 @@ const (
 
 // SlurmdbdConf renders slurmdbd.conf. It carries the database password, so it lives in a
 // Secret, not in the config ConfigMap.
-func SlurmdbdConf(sc *sunkv1.SlurmCluster, n Names, password string) string {
-	host, port, user, db := n.ServiceHost(n.Database), int32(MariaDBPort), ManagedDatabaseUser, ManagedDatabaseName
+func SlurmdbdConf(sc *sunkv1.SlurmCluster, n clusternames.Names, password string) string {
+	host, port, user, db := n.ServiceHost(n.Database), int32(clusternames.MariaDBPort), ManagedDatabaseUser, ManagedDatabaseName
 	if ext := sc.Spec.Accounting.External; sc.Spec.Accounting.Mode == sunkv1.AccountingExternal && ext != nil {
 		host, user = ext.Host, ext.User
 		if ext.Port != 0 {
@@ -31,10 +33,10 @@ func SlurmdbdConf(sc *sunkv1.SlurmCluster, n Names, password string) string {
 		"# Rendered by sunk for SlurmCluster " + n.Namespace + "/" + n.Cluster + ".",
 		"AuthType=auth/slurm",
 		"AuthAltTypes=auth/jwt",
-		"AuthAltParameters=jwt_key=" + KeysMountDir + "/" + JWTKeyName,
+		"AuthAltParameters=jwt_key=" + KeysMountDir + "/" + wellknown.SecretJWTKey,
 		// slurmdbd insists that DbdHost names the host it runs on: the StatefulSet pod.
 		"DbdHost=" + n.AccountingPod(),
-		fmt.Sprintf("DbdPort=%d", SlurmdbdPort),
+		fmt.Sprintf("DbdPort=%d", clusternames.SlurmdbdPort),
 		"SlurmUser=slurm",
 		"PidFile=/run/slurmdbd.pid",
 		"StorageType=accounting_storage/mysql",

@@ -1,10 +1,6 @@
 package render
 
-import (
-	corev1 "k8s.io/api/core/v1"
-
-	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-)
+import sunkv1 "sunk.dev/sunk/api/v1alpha1"
 
 // On Slurm 25.05 and later a new dynamic node can register already placed: Topology= on its
 // slurmd -Z --conf line. slurmctld refuses the registration when the string names a block, or
@@ -43,12 +39,4 @@ func RegistrationTopology(spec *sunkv1.TopologySpec, byStr bool, running string,
 		return ""
 	}
 	return TopologyStr(file.Name, place)
-}
-
-// RegisteredTopology is the Topology= a compute pod's slurmd registers with, read back from
-// its EnvSlurmdConf (the last Topology key wins, as extraConf's replaces sunk's); "" when it
-// has none.
-func RegisteredTopology(pod *corev1.Pod) string {
-	str, _ := registeredField(pod, "topology")
-	return str
 }

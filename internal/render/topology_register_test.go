@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -82,28 +83,28 @@ func TestComputePodRegistrationTopology(t *testing.T) {
 	ns.Name, ns.Namespace = "gpu", "slurm"
 	sc := &sunkv1.SlurmCluster{}
 	sc.Name, sc.Namespace = "c", "slurm"
-	n := NamesFor(sc, "cluster.local")
+	n := clusternames.For(sc, "cluster.local")
 	without := ComputePod(ns, sc, n, ComputeMember{Name: "gpu-0"})
 	with := ComputePod(ns, sc, n, ComputeMember{Name: "gpu-0", Topology: "tree:s:l"})
 	if without.Labels[wellknown.LabelTemplateHash] != with.Labels[wellknown.LabelTemplateHash] {
 		t.Errorf("Topology changed the template hash")
 	}
-	if got := RegisteredTopology(with); got != "tree:s:l" {
+	if got := clusternames.RegisteredTopology(with); got != "tree:s:l" {
 		t.Errorf("RegisteredTopology: %q", got)
 	}
-	if got := RegisteredTopology(without); got != "" {
+	if got := clusternames.RegisteredTopology(without); got != "" {
 		t.Errorf("RegisteredTopology without: %q", got)
 	}
-	line := envOf(with, EnvSlurmdConf)
+	line := envOf(with, clusternames.EnvSlurmdConf)
 	if !strings.HasSuffix(line, " Topology=tree:s:l") {
 		t.Errorf("node line %q", line)
 	}
-	if strings.Contains(envOf(without, EnvSlurmdConf), "Topology") {
-		t.Errorf("node line without: %q", envOf(without, EnvSlurmdConf))
+	if strings.Contains(envOf(without, clusternames.EnvSlurmdConf), "Topology") {
+		t.Errorf("node line without: %q", envOf(without, clusternames.EnvSlurmdConf))
 	}
 	// extraConf's Topology is the user's: sunk adds none beside it.
 	ns.Spec.ExtraConf = "Topology=tree:mine"
-	if got := RegisteredTopology(ComputePod(ns, sc, n, ComputeMember{Name: "gpu-0", Topology: "tree:s:l"})); got != "tree:mine" {
+	if got := clusternames.RegisteredTopology(ComputePod(ns, sc, n, ComputeMember{Name: "gpu-0", Topology: "tree:s:l"})); got != "tree:mine" {
 		t.Errorf("with extraConf: %q", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -50,8 +51,8 @@ func cliqueNodes() []TopologyNode {
 		nodes = append(nodes, TopologyNode{Name: name, Labels: l})
 	}
 	for i := 0; i < 4; i++ {
-		add(OrdinalMemberName("gb200", i), "5e7a1c2b-8f3d-4a6e-9b0c-1d2e3f4a5b6c.1")
-		add(OrdinalMemberName("gb200", 4+i), "5e7a1c2b-8f3d-4a6e-9b0c-1d2e3f4a5b6c.2")
+		add(clusternames.OrdinalMemberName("gb200", i), "5e7a1c2b-8f3d-4a6e-9b0c-1d2e3f4a5b6c.1")
+		add(clusternames.OrdinalMemberName("gb200", 4+i), "5e7a1c2b-8f3d-4a6e-9b0c-1d2e3f4a5b6c.2")
 	}
 	add("gb200-8", "5e7a1c2b-8f3d-4a6e-9b0c-1d2e3f4a5b6c.3") // a rack with one tray up
 	add("gb200-9", "")
@@ -231,7 +232,7 @@ func TestTopologyCounts(t *testing.T) {
 
 func TestRenderConfigTopology(t *testing.T) {
 	sc := minimal()
-	cfg, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, "")})
+	cfg, err := RenderConfig(sc, ConfigInputs{Names: clusternames.For(sc, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestRenderConfigTopology(t *testing.T) {
 	sc.Spec.Topology = &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{Preset: sunkv1.PresetAWS}}
 	// Before the controller has read any node: a file without switches, and no plugin to
 	// read it (slurmctld 26.05 stops on an empty tree).
-	empty, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, "")})
+	empty, err := RenderConfig(sc, ConfigInputs{Names: clusternames.For(sc, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func TestRenderConfigTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err = RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), Topology: topo})
+	cfg, err = RenderConfig(sc, ConfigInputs{Names: clusternames.For(sc, ""), Topology: topo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestRenderConfigTopology(t *testing.T) {
 	// follows that file, not the nodes.
 	kept := *topo
 	kept.Conf = empty.Files["topology.conf"]
-	cfg, err = RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), Topology: &kept})
+	cfg, err = RenderConfig(sc, ConfigInputs{Names: clusternames.For(sc, ""), Topology: &kept})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 )
 
 // TestTopologyYAMLGolden: one topology.yaml with the tree of real AWS network-node labels
@@ -63,14 +64,14 @@ func TestRenderConfigTopologyYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), Topology: topo})
+	conf, err := RenderConfig(sc, ConfigInputs{Names: clusternames.For(sc, ""), Topology: topo})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if conf.Files["topology.conf"] != topo.Conf || conf.Files[TopologyYAMLFile] != "" || !strings.Contains(conf.Files["slurm.conf"], "\nTopologyPlugin=topology/tree\n") {
 		t.Errorf("default: want topology.conf and TopologyPlugin, no topology.yaml:\n%s", files(conf))
 	}
-	yml, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), Topology: topo, TopologyYAML: true})
+	yml, err := RenderConfig(sc, ConfigInputs{Names: clusternames.For(sc, ""), Topology: topo, TopologyYAML: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestRenderConfigTreeAndBlock(t *testing.T) {
 	}
 	// For 24.11 (while the cluster upgrades to 26.05, its configuration is for the oldest
 	// release still running): topology.conf with the tree alone, no partition's Topology=.
-	old, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), Topology: topo})
+	old, err := RenderConfig(sc, ConfigInputs{Names: clusternames.For(sc, ""), Topology: topo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestRenderConfigTreeAndBlock(t *testing.T) {
 		!strings.Contains(old.Files["slurm.conf"], "\nTopologyPlugin=topology/tree\n") {
 		t.Errorf("24.11: want topology.conf with the tree, no partition's Topology=:\n%s", files(old))
 	}
-	conf, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), Topology: topo, TopologyYAML: true})
+	conf, err := RenderConfig(sc, ConfigInputs{Names: clusternames.For(sc, ""), Topology: topo, TopologyYAML: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestRenderConfigTreeAndBlock(t *testing.T) {
 		t.Errorf("read back: %+v %v", ft, err)
 	}
 	// Without a topology yet (no Ready compute pod), both are in the file, flat.
-	empty, err := RenderConfig(sc, ConfigInputs{Names: NamesFor(sc, ""), TopologyYAML: true})
+	empty, err := RenderConfig(sc, ConfigInputs{Names: clusternames.For(sc, ""), TopologyYAML: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package render
 import (
 	"testing"
 
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -12,7 +13,7 @@ func TestSlurmVersionLabel(t *testing.T) {
 	for _, v := range []string{"", "24.11", "26.05"} {
 		sc := full()
 		sc.Spec.SlurmVersion = v
-		n := NamesFor(sc, "")
+		n := clusternames.For(sc, "")
 		c, err := RenderConfig(sc, ConfigInputs{Names: n})
 		if err != nil {
 			t.Fatal(err)

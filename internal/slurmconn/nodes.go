@@ -13,9 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 const (
@@ -40,7 +41,7 @@ type nodeCache struct {
 // their Service's cluster IP, which works from inside the cluster and from a process outside
 // it. The Service has ClientIP affinity: each watcher has its own epoch, and a reader that
 // switched between them would get the whole table at every switch.
-func NodeWatcherURL(ctx context.Context, r client.Reader, n render.Names) (string, error) {
+func NodeWatcherURL(ctx context.Context, r client.Reader, n clusternames.Names) (string, error) {
 	svc := &corev1.Service{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.NodeWatch}, svc); err != nil {
 		return "", fmt.Errorf("reading the node watchers' Service: %w", err)
@@ -48,12 +49,12 @@ func NodeWatcherURL(ctx context.Context, r client.Reader, n render.Names) (strin
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		return "", fmt.Errorf("service %s/%s has no cluster IP", n.Namespace, n.NodeWatch)
 	}
-	return fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, render.NodeWatchPort), nil
+	return fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, clusternames.NodeWatchPort), nil
 }
 
 // NodeWatcher is a client of the cluster's node watchers, a slurm.NodeChangeSource for one
 // cache (the syncer's), with tokens of the cluster's JWT keys.
-func (p *Pool) NodeWatcher(ctx context.Context, n render.Names) (*nodewatch.Client, error) {
+func (p *Pool) NodeWatcher(ctx context.Context, n clusternames.Names) (*nodewatch.Client, error) {
 	keys, err := p.jwtKeys(ctx, n)
 	if err != nil {
 		return nil, err
@@ -67,7 +68,7 @@ func (p *Pool) NodeWatcher(ctx context.Context, n render.Names) (*nodewatch.Clie
 
 // jwtKeys are the cluster's JWT keys: its REST client's, read from the JWT Secret when there
 // is no client yet.
-func (p *Pool) jwtKeys(ctx context.Context, n render.Names) (Keys, error) {
+func (p *Pool) jwtKeys(ctx context.Context, n clusternames.Names) (Keys, error) {
 	p.mu.Lock()
 	c := p.conns[Key(n)]
 	p.mu.Unlock()
@@ -80,7 +81,7 @@ func (p *Pool) jwtKeys(ctx context.Context, n render.Names) (Keys, error) {
 // newNodeWatcher is the watchers' client at url, minting SlurmUser's tokens from keys as the
 // cluster's REST client does (and falling back to the key a rotation replaces alike).
 func newNodeWatcher(url string, keys Keys) (*nodewatch.Client, error) {
-	tokens, err := slurm.NewJWTSource(render.SlurmUser, keys.Current, slurm.WithFallbackKey(keys.Previous))
+	tokens, err := slurm.NewJWTSource(wellknown.SlurmUser, keys.Current, slurm.WithFallbackKey(keys.Previous))
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func newNodeWatcher(url string, keys Keys) (*nodewatch.Client, error) {
 // It fails closed: a cache that has not read a whole table yet, whose watcher does not answer
 // or whose last answer is older than NodeCacheStaleAfter is an error, never "no nodes". The
 // nodes share their slices (State, Features...) with the cache: read them, clone to change.
-func (p *Pool) Nodes(ctx context.Context, n render.Names, watcher bool, sl slurm.Client) ([]slurm.Node, error) {
+func (p *Pool) Nodes(ctx context.Context, n clusternames.Names, watcher bool, sl slurm.Client) ([]slurm.Node, error) {
 	k := Key(n)
 	if !watcher {
 		p.stopNodeCache(k)

@@ -19,10 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/slurm/slurmfake"
+	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/wait"
 )
 
@@ -30,7 +31,7 @@ import (
 const testJWTKey = "the test cluster's JWT key, of 32 bytes or more"
 
 // watcher is a real node watcher (pkg/nodewatch's Store and Handler) whose reader is this test:
-// it writes the lines sunk-slurm-nodes prints. It listens on render.NodeWatchPort of a loopback
+// it writes the lines sunk-slurm-nodes prints. It listens on clusternames.NodeWatchPort of a loopback
 // address of its own, as the Service's cluster IP would be.
 type watcher struct {
 	t   *testing.T
@@ -45,7 +46,7 @@ func startWatcher(t *testing.T) *watcher {
 	for range 20 {
 		ip = fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(250), rand.IntN(250), 1+rand.IntN(250))
 		var err error
-		if l, err = net.Listen("tcp", fmt.Sprintf("%s:%d", ip, render.NodeWatchPort)); err == nil {
+		if l, err = net.Listen("tcp", fmt.Sprintf("%s:%d", ip, clusternames.NodeWatchPort)); err == nil {
 			break
 		}
 	}
@@ -55,11 +56,11 @@ func startWatcher(t *testing.T) *watcher {
 	s := nodewatch.NewStore()
 	r, w := io.Pipe()
 	go func() { _ = nodewatch.Feed(s, r) }()
-	keyFile := filepath.Join(t.TempDir(), render.JWTKeyName)
+	keyFile := filepath.Join(t.TempDir(), wellknown.SecretJWTKey)
 	if err := os.WriteFile(keyFile, []byte(testJWTKey), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	auth, err := nodewatch.NewJWTAuth(render.SlurmUser, keyFile)
+	auth, err := nodewatch.NewJWTAuth(wellknown.SlurmUser, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,15 +93,15 @@ func (w *watcher) stop() {
 	_ = w.w.Close()
 }
 
-func nodesEnv(t *testing.T, w *watcher) (*Pool, render.Names, *slurmfake.Fake) {
-	n := render.Names{Cluster: "a", Namespace: "ns", NodeWatch: "a-nodewatch", JWTSecret: "a-jwt-key"}
+func nodesEnv(t *testing.T, w *watcher) (*Pool, clusternames.Names, *slurmfake.Fake) {
+	n := clusternames.Names{Cluster: "a", Namespace: "ns", NodeWatch: "a-nodewatch", JWTSecret: "a-jwt-key"}
 	ip := "10.0.0.9"
 	if w != nil {
 		ip = w.ip
 	}
 	c := fake.NewClientBuilder().WithObjects(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-nodewatch"},
 		Spec: corev1.ServiceSpec{ClusterIP: ip}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-jwt-key"}, Data: map[string][]byte{render.JWTKeyName: []byte(testJWTKey)}}).Build()
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-jwt-key"}, Data: map[string][]byte{wellknown.SecretJWTKey: []byte(testJWTKey)}}).Build()
 	p := New(Options{Reader: c})
 	t.Cleanup(func() { p.Forget(types.NamespacedName{Namespace: "ns", Name: "a"}) })
 	sl := slurmfake.New()

@@ -21,8 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // Defaults of Options.
@@ -42,9 +43,9 @@ type Keys struct {
 
 // KeysOf reads the keys of a JWT Secret; it fails when the current one is missing.
 func KeysOf(s *corev1.Secret) (Keys, error) {
-	k := Keys{Current: s.Data[render.JWTKeyName], Previous: s.Data[render.JWTPreviousKeyName]}
+	k := Keys{Current: s.Data[wellknown.SecretJWTKey], Previous: s.Data[wellknown.SecretJWTPreviousKey]}
 	if len(k.Current) == 0 {
-		return Keys{}, fmt.Errorf("secret %s/%s has no %s", s.Namespace, s.Name, render.JWTKeyName)
+		return Keys{}, fmt.Errorf("secret %s/%s has no %s", s.Namespace, s.Name, wellknown.SecretJWTKey)
 	}
 	return k, nil
 }
@@ -108,13 +109,13 @@ func New(opts Options) *Pool {
 }
 
 // Key names a cluster in the pool and in metrics.
-func Key(n render.Names) types.NamespacedName {
+func Key(n clusternames.Names) types.NamespacedName {
 	return types.NamespacedName{Namespace: n.Namespace, Name: n.Cluster}
 }
 
 // For returns the cluster's client, authenticated with the key of its JWT Secret, speaking
 // version (the SlurmCluster's spec.restApi.version; "" for the newest both sides know).
-func (p *Pool) For(ctx context.Context, n render.Names, version string) (slurm.Client, error) {
+func (p *Pool) For(ctx context.Context, n clusternames.Names, version string) (slurm.Client, error) {
 	keys, err := p.readKeys(ctx, n)
 	if err != nil {
 		return nil, err
@@ -123,7 +124,7 @@ func (p *Pool) For(ctx context.Context, n render.Names, version string) (slurm.C
 }
 
 // readKeys reads the cluster's JWT Secret.
-func (p *Pool) readKeys(ctx context.Context, n render.Names) (Keys, error) {
+func (p *Pool) readKeys(ctx context.Context, n clusternames.Names) (Keys, error) {
 	s := &corev1.Secret{}
 	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.JWTSecret}, s); err != nil {
 		return Keys{}, fmt.Errorf("reading the JWT key: %w", err)
@@ -134,7 +135,7 @@ func (p *Pool) readKeys(ctx context.Context, n render.Names) (Keys, error) {
 // ForKeys is For with JWT keys the caller has already read. The client reaches slurmrestd
 // through its Service's cluster IP, which works from inside the cluster and from a process
 // running outside it.
-func (p *Pool) ForKeys(ctx context.Context, n render.Names, version string, keys Keys) (slurm.Client, error) {
+func (p *Pool) ForKeys(ctx context.Context, n clusternames.Names, version string, keys Keys) (slurm.Client, error) {
 	url, err := p.url(ctx, n)
 	if err != nil {
 		return nil, err
@@ -166,7 +167,7 @@ func (p *Pool) ForKeys(ctx context.Context, n render.Names, version string, keys
 // Probe asks slurmctld (Diag) with a token of key alone, without falling back: nil when
 // slurmctld has loaded key, an error matching slurm.ErrUnauthorized when it refuses it. The
 // request shares the connections of the cluster's client, when there is one.
-func (p *Pool) Probe(ctx context.Context, n render.Names, version string, key []byte) error {
+func (p *Pool) Probe(ctx context.Context, n clusternames.Names, version string, key []byte) error {
 	url, err := p.url(ctx, n)
 	if err != nil {
 		return err
@@ -198,7 +199,7 @@ func (p *Pool) Probe(ctx context.Context, n render.Names, version string, key []
 }
 
 // url is the cluster's slurmrestd, through its Service's cluster IP.
-func (p *Pool) url(ctx context.Context, n render.Names) (string, error) {
+func (p *Pool) url(ctx context.Context, n clusternames.Names) (string, error) {
 	svc := &corev1.Service{}
 	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.RestAPI}, svc); err != nil {
 		return "", fmt.Errorf("reading the REST API Service: %w", err)
@@ -206,7 +207,7 @@ func (p *Pool) url(ctx context.Context, n render.Names) (string, error) {
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		return "", fmt.Errorf("service %s/%s has no cluster IP", n.Namespace, n.RestAPI)
 	}
-	return fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, render.SlurmrestdPort), nil
+	return fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, clusternames.SlurmrestdPort), nil
 }
 
 func (p *Pool) build(url, version string, keys Keys, hc *http.Client, k types.NamespacedName) (slurm.Client, error) {
@@ -246,7 +247,7 @@ func (c *conn) close() {
 // defaultClient speaks version, or discovers one, as SlurmUser; its metrics carry the cluster
 // so that Forget finds them.
 func defaultClient(url, version string, keys Keys, hc *http.Client, m *slurm.Metrics, cluster string) (slurm.Client, error) {
-	tokens, err := slurm.NewJWTSource(render.SlurmUser, keys.Current, slurm.WithFallbackKey(keys.Previous))
+	tokens, err := slurm.NewJWTSource(wellknown.SlurmUser, keys.Current, slurm.WithFallbackKey(keys.Previous))
 	if err != nil {
 		return nil, err
 	}

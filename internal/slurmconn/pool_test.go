@@ -16,14 +16,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/slurm/slurmfake"
+	"sunk.dev/sunk/pkg/wellknown"
 )
 
 func objects(ip, key string) (*corev1.Service, *corev1.Secret) {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-restapi"}, Spec: corev1.ServiceSpec{ClusterIP: ip}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-jwt-key"}, Data: map[string][]byte{render.JWTKeyName: []byte(key)}}
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-jwt-key"}, Data: map[string][]byte{wellknown.SecretJWTKey: []byte(key)}}
 }
 
 func TestPoolKeepsOneClientPerCluster(t *testing.T) {
@@ -35,7 +36,7 @@ func TestPoolKeepsOneClientPerCluster(t *testing.T) {
 		built = append(built, url+" "+string(keys.Current)+" "+string(keys.Previous))
 		return slurmfake.New(), nil
 	}})
-	n := render.Names{Cluster: "a", Namespace: "ns", RestAPI: "a-restapi", JWTSecret: "a-jwt-key"}
+	n := clusternames.Names{Cluster: "a", Namespace: "ns", RestAPI: "a-restapi", JWTSecret: "a-jwt-key"}
 
 	first, err := p.For(ctx, n, "")
 	if err != nil {
@@ -52,20 +53,20 @@ func TestPoolKeepsOneClientPerCluster(t *testing.T) {
 	if err != nil || second == first {
 		t.Fatalf("a new endpoint kept the old client (%v)", err)
 	}
-	update(t, c, func(_ *corev1.Service, s *corev1.Secret) { s.Data[render.JWTKeyName] = []byte("key-2") })
+	update(t, c, func(_ *corev1.Service, s *corev1.Secret) { s.Data[wellknown.SecretJWTKey] = []byte("key-2") })
 	third, err := p.For(ctx, n, "")
 	if err != nil || third == second {
 		t.Fatalf("a new key kept the old client (%v)", err)
 	}
 	// A rotation: the previous key joins, then goes; each is a new client.
 	update(t, c, func(_ *corev1.Service, s *corev1.Secret) {
-		s.Data[render.JWTKeyName], s.Data[render.JWTPreviousKeyName] = []byte("key-3"), []byte("key-2")
+		s.Data[wellknown.SecretJWTKey], s.Data[wellknown.SecretJWTPreviousKey] = []byte("key-3"), []byte("key-2")
 	})
 	fourth, err := p.For(ctx, n, "")
 	if err != nil || fourth == third {
 		t.Fatalf("a rotation kept the old client (%v)", err)
 	}
-	update(t, c, func(_ *corev1.Service, s *corev1.Secret) { delete(s.Data, render.JWTPreviousKeyName) })
+	update(t, c, func(_ *corev1.Service, s *corev1.Secret) { delete(s.Data, wellknown.SecretJWTPreviousKey) })
 	fifth, err := p.For(ctx, n, "")
 	if err != nil || fifth == fourth {
 		t.Fatalf("dropping the previous key kept the client that falls back to it (%v)", err)
@@ -96,7 +97,7 @@ func TestPoolKeepsOneClientPerCluster(t *testing.T) {
 
 func TestPoolFailsWithoutServiceOrKey(t *testing.T) {
 	ctx := context.Background()
-	n := render.Names{Cluster: "a", Namespace: "ns", RestAPI: "a-restapi", JWTSecret: "a-jwt-key"}
+	n := clusternames.Names{Cluster: "a", Namespace: "ns", RestAPI: "a-restapi", JWTSecret: "a-jwt-key"}
 	svc, sec := objects("10.0.0.1", "")
 	for name, objs := range map[string][]client.Object{
 		"no objects": nil, "no service": {sec}, "empty key": {svc, sec},
@@ -114,7 +115,7 @@ func TestPoolFailsWithoutServiceOrKey(t *testing.T) {
 func TestPoolDefaultClientVersion(t *testing.T) {
 	ctx := context.Background()
 	svc, sec := objects("10.0.0.1", "key-1")
-	n := render.Names{Cluster: "a", Namespace: "ns", RestAPI: "a-restapi", JWTSecret: "a-jwt-key"}
+	n := clusternames.Names{Cluster: "a", Namespace: "ns", RestAPI: "a-restapi", JWTSecret: "a-jwt-key"}
 	p := New(Options{Reader: fake.NewClientBuilder().WithObjects(svc, sec).Build()})
 	for version, want := range map[string]string{"": "", slurm.V0045: slurm.V0045} {
 		c, err := p.For(ctx, n, version)

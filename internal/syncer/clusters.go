@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -136,7 +136,7 @@ func (c *Clusters) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		c.Metrics.Forget(key.Namespace, key.Name)
 		return ctrl.Result{}, nil
 	}
-	sl, err := c.Slurm.For(ctx, render.NamesFor(sc, c.ClusterDomain), sc.Spec.RestAPI.Version)
+	sl, err := c.Slurm.For(ctx, clusternames.For(sc, c.ClusterDomain), sc.Spec.RestAPI.Version)
 	if err != nil {
 		if running {
 			// Keep syncing on the client we have: a Service or Secret read that failed
@@ -191,7 +191,7 @@ func (c *Clusters) nodeChanges(ctx context.Context, sc *sunkv1.SlurmCluster) (sl
 	if !sc.Spec.Controller.NodeWatcher {
 		return nil, nil
 	}
-	return c.Slurm.NodeWatcher(ctx, render.NamesFor(sc, c.ClusterDomain))
+	return c.Slurm.NodeWatcher(ctx, clusternames.For(sc, c.ClusterDomain))
 }
 
 func (c *Clusters) stop(key types.NamespacedName) {

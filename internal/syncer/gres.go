@@ -13,7 +13,7 @@ import (
 )
 
 // Registered is the GRES a compute pod registered its Slurm node with: the Gres= of its
-// node line (render.RegisteredGres). Known is false for a pod without a node line sunk
+// node line (clusternames.RegisteredGres). Known is false for a pod without a node line sunk
 // rendered: nothing to compare with.
 type Registered struct {
 	Gres  string

@@ -7,7 +7,7 @@ import (
 )
 
 // TestGresCause: Slurm's GRES for a node, as Slurm 24.11 writes them, against what the pod
-// registered (render.RegisteredGres), and what the syncer then does to the node.
+// registered (clusternames.RegisteredGres), and what the syncer then does to the node.
 func TestGresCause(t *testing.T) {
 	reg := func(g string) Registered { return Registered{Gres: g, Known: true} }
 	gres := func(g string, state ...string) *slurm.Node { n := snode("", state...); n.Gres = g; return n }

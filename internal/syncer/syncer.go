@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -72,7 +72,7 @@ type Config struct {
 	StaleAfter time.Duration
 	// Owns says whether a Slurm node record belongs to a compute pod of this cluster, and
 	// so is removed when no such pod exists. Default: a dynamic node named and featured the
-	// way a NodeSet's compute pod registers (render.RegisteredByNodeSet); other dynamic nodes
+	// way a NodeSet's compute pod registers (clusternames.RegisteredByNodeSet); other dynamic nodes
 	// (registered by a person or another tool) are left alone.
 	Owns func(*slurm.Node) bool
 	// OrphanGrace: a record is removed only once its pod has been missing this long
@@ -150,7 +150,7 @@ func New(cfg Config, c client.Client, kc cache.Cache, live client.Reader) *Synce
 	}
 	if cfg.Owns == nil {
 		cfg.Owns = func(n *slurm.Node) bool {
-			return n.HasState("DYNAMIC_NORM") && render.RegisteredByNodeSet(n.Name, n.Features)
+			return n.HasState("DYNAMIC_NORM") && clusternames.RegisteredByNodeSet(n.Name, n.Features)
 		}
 	}
 	if cfg.OrphanGrace == 0 {

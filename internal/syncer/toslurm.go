@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/slurm"
 )
 
@@ -30,7 +30,7 @@ func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node
 	}
 	var reg Registered
 	if pod != nil {
-		reg.Gres, reg.Known = render.RegisteredGres(pod)
+		reg.Gres, reg.Known = clusternames.RegisteredGres(pod)
 	}
 	causes := WithGres(k8sCauses, reg, sn)
 	a := Decide(causes, sn)

@@ -7,6 +7,10 @@ package wellknown
 
 import "strings"
 
+// SlurmUser is the Slurm daemons' user, and the user sunk's components act as over REST: the
+// name the JWTs of the operator, the syncer and sunk-scheduler carry.
+const SlurmUser = "slurm"
+
 // Keys of a SlurmCluster's JWT key Secret (<cluster>-jwt-key), which the operator writes and
 // the operator, the syncer and sunk-scheduler read.
 const (

@@ -38,7 +38,7 @@ type Args struct {
 	// plugin and slurmrestd know, asked of slurmrestd at the first request and again only
 	// when it stops serving it (slurm.Discovering).
 	APIVersion string `json:"apiVersion,omitempty"`
-	// SlurmUser the JWTs name (default "slurm").
+	// SlurmUser the JWTs name (default wellknown.SlurmUser, "slurm").
 	SlurmUser string `json:"slurmUser,omitempty"`
 	// JWTKeySecret names the SlurmCluster's JWT key Secret (<cluster>-jwt-key) in Namespace,
 	// read through the API (a Role on that one Secret): the scheduler runs in a namespace of
@@ -150,7 +150,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 		return nil, err
 	}
 	if args.SlurmUser == "" {
-		args.SlurmUser = "slurm"
+		args.SlurmUser = wellknown.SlurmUser
 	}
 	if args.PollInterval.Duration == 0 {
 		args.PollInterval.Duration = time.Second

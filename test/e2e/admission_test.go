@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -143,7 +143,7 @@ func (h *helmEnv) jobIs(t *testing.T, login, job, state string) error {
 func (h *helmEnv) appliedSlurmConf(t *testing.T) string {
 	t.Helper()
 	cm := &corev1.ConfigMap{}
-	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: render.NamesFor(h.cluster(t, h.slurmRelease), "").Config}, cm); err != nil {
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: clusternames.For(h.cluster(t, h.slurmRelease), "").Config}, cm); err != nil {
 		t.Fatal(err)
 	}
 	return cm.Data["slurm.conf"]

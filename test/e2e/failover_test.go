@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -54,7 +55,7 @@ func TestControllerFailover(t *testing.T) {
 		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
 			Controller: sunkv1.ControllerSpec{Backup: true}},
 	})
-	n := render.NamesFor(e.cluster(t, name), "")
+	n := clusternames.For(e.cluster(t, name), "")
 	primary, backup := n.ControllerPod(0), n.ControllerPod(1)
 	login := e.podOf(t, name, wellknown.ComponentLogin).Name
 	e.createReplicas(t, name, "cpu", 1)

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -40,7 +40,7 @@ func TestJWTKeyRotation(t *testing.T) {
 	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.JWTSecret}, secret); err != nil {
 		t.Fatal(err)
 	}
-	oldKey := secret.Data[render.JWTKeyName]
+	oldKey := secret.Data[wellknown.SecretJWTKey]
 	newKey := make([]byte, 64)
 	if _, err := rand.Read(newKey); err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestJWTKeyRotation(t *testing.T) {
 		t.Fatalf("before the rotation slurmctld refuses its own key: %v", err)
 	}
 	e.update(t, secret, func() {
-		secret.Data[render.JWTKeyName], secret.Data[render.JWTPreviousKeyName] = newKey, oldKey
+		secret.Data[wellknown.SecretJWTKey], secret.Data[wellknown.SecretJWTPreviousKey] = newKey, oldKey
 	})
 	rotated := time.Now()
 
@@ -59,8 +59,8 @@ func TestJWTKeyRotation(t *testing.T) {
 		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.JWTSecret}, s); err != nil {
 			return err
 		}
-		if _, ok := s.Data[render.JWTPreviousKeyName]; ok {
-			return fmt.Errorf("%s still holds %s", n.JWTSecret, render.JWTPreviousKeyName)
+		if _, ok := s.Data[wellknown.SecretJWTPreviousKey]; ok {
+			return fmt.Errorf("%s still holds %s", n.JWTSecret, wellknown.SecretJWTPreviousKey)
 		}
 		return nil
 	})
@@ -87,7 +87,7 @@ func TestJWTKeyRotation(t *testing.T) {
 type rotationBed struct {
 	e              *operatorEnv
 	cluster, login string
-	names          render.Names
+	names          clusternames.Names
 	running        string // the job started before the rotation
 	before         map[string]corev1.Pod
 }
@@ -103,7 +103,7 @@ func (e *operatorEnv) rotationBed(t *testing.T, name string, spec sunkv1.SlurmCl
 	t.Helper()
 	spec.SlurmVersion, spec.Image, spec.ImagePullPolicy = testSlurmVersion, slurmImage, corev1.PullNever
 	e.createReady(t, &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, Spec: spec})
-	b := &rotationBed{e: e, cluster: name, names: render.NamesFor(e.cluster(t, name), ""),
+	b := &rotationBed{e: e, cluster: name, names: clusternames.For(e.cluster(t, name), ""),
 		login: e.podOf(t, name, wellknown.ComponentLogin).Name, before: map[string]corev1.Pod{}}
 	e.createReplicasWith(t, name, "cpu", 1, func(s *sunkv1.NodeSetSpec) { s.ExtraConf = "CPUs=2" })
 	e.waitIdle(t, b.login, 4*time.Minute, "cpu-0 idle", "cpu-0")

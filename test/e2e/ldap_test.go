@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
@@ -91,7 +92,7 @@ offline_timeout_random_offset = 0
 	}); err != nil {
 		t.Fatal(err)
 	}
-	n := render.NamesFor(e.cluster(t, name), "")
+	n := clusternames.For(e.cluster(t, name), "")
 	login := e.podOf(t, name, wellknown.ComponentLogin).Name
 	e.waitIdle(t, login, 3*time.Minute, "cpu-0 idle", "cpu-0")
 

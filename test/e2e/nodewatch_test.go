@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
@@ -56,12 +57,12 @@ func TestNodeWatcherOnTheLocalCluster(t *testing.T) {
 		return nil
 	})
 	// The watcher answers with the table itself, as the syncer reads it.
-	n := render.NamesFor(sc, "")
+	n := clusternames.For(sc, "")
 	svc := &corev1.Service{}
 	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.NodeWatch}, svc); err != nil {
 		t.Fatal(err)
 	}
-	url := fmt.Sprintf("http://%s:%d%s?wait=1s", svc.Spec.ClusterIP, render.NodeWatchPort, nodewatch.Path)
+	url := fmt.Sprintf("http://%s:%d%s?wait=1s", svc.Spec.ClusterIP, clusternames.NodeWatchPort, nodewatch.Path)
 	// Only a token of the cluster's JWT key naming SlurmUser reads the table: not a request
 	// without one, nor a Slurm user's own (`scontrol token`, signed with the same key).
 	userToken := strings.TrimPrefix(strings.TrimSpace(e.mustSh(t, login, "login", "runuser -u nobody -- scontrol token")), "SLURM_JWT=")
@@ -84,7 +85,7 @@ func TestNodeWatcherOnTheLocalCluster(t *testing.T) {
 	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.JWTSecret}, jwt); err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := slurm.NewJWTSource(render.SlurmUser, jwt.Data[render.JWTKeyName])
+	tokens, err := slurm.NewJWTSource(wellknown.SlurmUser, jwt.Data[wellknown.SecretJWTKey])
 	if err != nil {
 		t.Fatal(err)
 	}

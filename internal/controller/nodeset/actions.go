@@ -23,13 +23,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // applyServices keeps the ConfigMap of the NodeSet's s6 services, owned by the NodeSet.
-func (r *Reconciler) applyServices(ctx context.Context, ns *sunkv1.NodeSet, n render.Names) error {
+func (r *Reconciler) applyServices(ctx context.Context, ns *sunkv1.NodeSet, n clusternames.Names) error {
 	desired := render.ComputeServicesConfigMap(ns, n)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Namespace, Name: render.ComputeServicesName(ns.Name)}}
 	if desired == nil {
@@ -52,7 +53,7 @@ func (r *Reconciler) applyServices(ctx context.Context, ns *sunkv1.NodeSet, n re
 }
 
 // applyDisruptionBudget keeps the NodeSet's PodDisruptionBudget as rendered.
-func (r *Reconciler) applyDisruptionBudget(ctx context.Context, ns *sunkv1.NodeSet, n render.Names) error {
+func (r *Reconciler) applyDisruptionBudget(ctx context.Context, ns *sunkv1.NodeSet, n clusternames.Names) error {
 	desired := render.ComputeDisruptionBudget(ns, n)
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, pdb, func() error {
@@ -297,7 +298,7 @@ func (r *Reconciler) releaseOrphans(ctx context.Context, namespace, name string)
 			return ctrl.Result{}, err
 		}
 		if sl = clients[cluster]; sl == nil {
-			if sl, slErr = r.slurmClient(ctx, render.NamesFor(sc, r.ClusterDomain), sc.Spec.RestAPI.Version); slErr == nil {
+			if sl, slErr = r.slurmClient(ctx, clusternames.For(sc, r.ClusterDomain), sc.Spec.RestAPI.Version); slErr == nil {
 				clients[cluster] = sl
 			}
 		}

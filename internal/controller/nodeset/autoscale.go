@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -179,7 +179,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	in.pendingJobs, in.pendingNodes = mine.jobs, mine.nodes
 	st.counts.PendingNodes = in.pendingNodes
 	for i := range max(in.replicas, a.MaxReplicas) {
-		name := render.OrdinalMemberName(ns.Name, int(i))
+		name := clusternames.OrdinalMemberName(ns.Name, int(i))
 		in.nodes = append(in.nodes, scaleNode{name: name, record: records[int(i)], pod: podAt[name]})
 	}
 	next, why := decideReplicas(in)
@@ -207,11 +207,11 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 }
 
 // memberRecords are the Slurm records of a NodeSet's members by ordinal: named as its members
-// and registered by its pods (render.RegisteredByNodeSet).
+// and registered by its pods (clusternames.RegisteredByNodeSet).
 func memberRecords(nodeSet string, nodes []slurm.Node) map[int]*slurm.Node {
 	records := map[int]*slurm.Node{}
 	for i := range nodes {
-		if o, ok := render.MemberOrdinal(nodeSet, nodes[i].Name); ok && render.RegisteredByNodeSet(nodes[i].Name, nodes[i].Features) {
+		if o, ok := clusternames.MemberOrdinal(nodeSet, nodes[i].Name); ok && clusternames.RegisteredByNodeSet(nodes[i].Name, nodes[i].Features) {
 			records[o] = &nodes[i]
 		}
 	}
@@ -280,7 +280,7 @@ func (r *Reconciler) park(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.Clie
 	if ns == nil || ns.Spec.Autoscaling == nil || !ns.DeletionTimestamp.IsZero() || m.desired {
 		return false, nil
 	}
-	o, ok := render.MemberOrdinal(ns.Name, m.name)
+	o, ok := clusternames.MemberOrdinal(ns.Name, m.name)
 	hash := m.pod.Labels[wellknown.LabelTemplateHash]
 	if !ok || int32(o) >= ns.Spec.Autoscaling.MaxReplicas || hash == "" {
 		return false, nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -80,7 +81,7 @@ func perNodeDesired(nodeSet string, selected []string, held map[string]string, h
 			conflicts = append(conflicts, fmt.Sprintf("node %s is held by the older NodeSet %s", node, other))
 			continue
 		}
-		free = append(free, render.ComputeMember{Name: render.PerNodeMemberName(nodeSet, node), NodeName: node})
+		free = append(free, render.ComputeMember{Name: clusternames.PerNodeMemberName(nodeSet, node), NodeName: node})
 	}
 	sort.SliceStable(free, func(i, j int) bool {
 		pi, pj := hasPod(free[i].Name), hasPod(free[j].Name)
@@ -111,7 +112,7 @@ func replicasDesired(nodeSet string, replicas *int32) []render.ComputeMember {
 	n := int(ptr.Deref(replicas, 0))
 	out := make([]render.ComputeMember, n)
 	for i := range out {
-		out[i] = render.ComputeMember{Name: render.OrdinalMemberName(nodeSet, i)}
+		out[i] = render.ComputeMember{Name: clusternames.OrdinalMemberName(nodeSet, i)}
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -219,6 +220,6 @@ func (r *Reconciler) readSlurm(ctx context.Context, w *world) {
 
 // slurmClient authenticates with the cluster's JWT key, which only the SlurmCluster
 // controller creates, and speaks its spec.restApi.version (or the newest both sides know).
-func (r *Reconciler) slurmClient(ctx context.Context, n render.Names, version string) (slurm.Client, error) {
+func (r *Reconciler) slurmClient(ctx context.Context, n clusternames.Names, version string) (slurm.Client, error) {
 	return r.Slurm.For(ctx, n, version)
 }

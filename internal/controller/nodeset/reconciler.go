@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
@@ -139,7 +140,7 @@ func (r *Reconciler) reconcileAndReport(ctx context.Context, ns *sunkv1.NodeSet)
 type world struct {
 	ns      *sunkv1.NodeSet
 	sc      *sunkv1.SlurmCluster
-	names   render.Names
+	names   clusternames.Names
 	hash    string
 	sel     *selection
 	nodes   map[string]*corev1.Node
@@ -200,7 +201,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	w.sc, w.names = sc, render.NamesFor(sc, r.ClusterDomain)
+	w.sc, w.names = sc, clusternames.For(sc, r.ClusterDomain)
 	w.createWaitReason, w.createWait = createWait(ns, sc)
 	w.hash = render.ComputeTemplateHash(ns, sc, w.names)
 	st.hash = w.hash

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -27,7 +28,7 @@ func (r *Reconciler) computeRelease(ctx context.Context, ns *sunkv1.NodeSet, sc 
 	if ns.Spec.Image != "" {
 		return sc, false, nil
 	}
-	n := render.NamesFor(sc, r.ClusterDomain)
+	n := clusternames.For(sc, r.ClusterDomain)
 	ctld := &appsv1.StatefulSet{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: n.Controller}, ctld); err != nil {
 		if apierrors.IsNotFound(err) { // a new cluster: nothing runs an older release
@@ -63,7 +64,7 @@ func (r *Reconciler) computeRelease(ctx context.Context, ns *sunkv1.NodeSet, sc 
 		return nil, false, err
 	}
 	for _, p := range pods.Items {
-		if img := containerImage(p.Spec.Containers, "slurmd"); p.Labels[wellknown.LabelSlurmVersion] == heldV && img != "" {
+		if img := containerImage(p.Spec.Containers, clusternames.SlurmdContainer); p.Labels[wellknown.LabelSlurmVersion] == heldV && img != "" {
 			held.Spec.Image = sunkv1.Image(img)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
@@ -42,7 +43,7 @@ func authDeadline(v string) (time.Duration, error) {
 // job Slurm refuses to requeue (--no-requeue, a batch job's step) is cancelled over REST. The
 // event names every job and what was done to it. A job already ending (COMPLETING, as a requeued
 // one does) is waited for: its slurmstepd signs its last messages with the previous ring.
-func (r *Reconciler) requeueOldJobs(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, jwtKeys slurmconn.Keys, old []slurm.Job, st *status) (ctrl.Result, error) {
+func (r *Reconciler) requeueOldJobs(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, jwtKeys slurmconn.Keys, old []slurm.Job, st *status) (ctrl.Result, error) {
 	var ids []uint32
 	for _, j := range old {
 		if !j.HasState("COMPLETING") {

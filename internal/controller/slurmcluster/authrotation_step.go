@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/slurm"
@@ -27,7 +28,7 @@ var keyHolders = map[string]string{
 	wellknown.ComponentController: render.ControllerContainer,
 	wellknown.ComponentAccounting: "slurmdbd",
 	wellknown.ComponentLogin:      render.SackdContainer,
-	wellknown.ComponentCompute:    "slurmd",
+	wellknown.ComponentCompute:    clusternames.SlurmdContainer,
 }
 
 // keyWatchLine is what sunk-keywatch (images/slurm) prints when kubelet delivered a ring.
@@ -44,7 +45,7 @@ type authReconfigured struct {
 
 // followAuthKey brings the auth key ring one round nearer the key id an admin named in
 // AnnotationAuthKeyID, and says where it stands in the AuthKeyRotated condition.
-func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, jwtKeys slurmconn.Keys, st *status) (ctrl.Result, error) {
+func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, jwtKeys slurmconn.Keys, st *status) (ctrl.Result, error) {
 	wanted := sc.Annotations[wellknown.AnnotationAuthKeyID]
 	if wanted == "" {
 		return ctrl.Result{}, nil
@@ -159,7 +160,7 @@ func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster,
 // started after the ring was written), then one reconfigure re-executes slurmctld, slurmd and
 // sackd, and every running slurmd must have started since (its slurmd_start_time). Then the
 // Secret records the ring as loaded.
-func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, jwtKeys slurmconn.Keys, secret *corev1.Secret, ringID string, st *status) (ctrl.Result, error) {
+func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, jwtKeys slurmconn.Keys, secret *corev1.Secret, ringID string, st *status) (ctrl.Result, error) {
 	wait := func(msg string) (ctrl.Result, error) {
 		st.set(sunkv1.ConditionAuthKeyRotated, false, ReasonAuthRingLoading, msg)
 		return ctrl.Result{RequeueAfter: authPoll}, nil
@@ -268,7 +269,7 @@ func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, 
 
 // jobsStartedBefore lists the jobs still running (or suspended, or completing) that started
 // before t: their slurmstepds read the ring at their start and sign with its default key.
-func (r *Reconciler) jobsStartedBefore(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, jwtKeys slurmconn.Keys, t time.Time) ([]slurm.Job, error) {
+func (r *Reconciler) jobsStartedBefore(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, jwtKeys slurmconn.Keys, t time.Time) ([]slurm.Job, error) {
 	sl, err := r.slurmFor(ctx, sc, n, jwtKeys)
 	if err != nil {
 		return nil, err
@@ -317,7 +318,7 @@ func keyBytes(ring *render.AuthRing, kid string) ([]byte, error) {
 }
 
 // authRingID names the auth Secret's key ring by a hash prefix ("" without a ring).
-func (r *Reconciler) authRingID(ctx context.Context, n render.Names) (string, error) {
+func (r *Reconciler) authRingID(ctx context.Context, n clusternames.Names) (string, error) {
 	secret := &corev1.Secret{}
 	if err := r.notOnlyOwned().Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.AuthSecret}, secret); err != nil {
 		return "", err

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -32,7 +33,7 @@ const (
 // runs scontrol on the candidate files; until it ends the caller waits (wait > 0), and when
 // Slurm refuses them ConfigApplied=False quotes Slurm's message and the caller applies
 // nothing: the running configuration stays until the spec changes.
-func (r *Reconciler) slurmAccepts(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, st *status) (ok bool, wait time.Duration, err error) {
+func (r *Reconciler) slurmAccepts(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *render.Config, st *status) (ok bool, wait time.Duration, err error) {
 	if !r.SlurmConfigCheck {
 		return true, 0, nil
 	}

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/kube"
-	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/slurm"
 )
@@ -77,7 +77,7 @@ func controllerCondition(v controllerView) (ok bool, reason, msg string) {
 
 // observeController sets ControllerReady, and says how soon to look again: while the primary
 // is down, the backup's takeover is seen only by asking.
-func (r *Reconciler) observeController(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, keys slurmconn.Keys, st *status) (time.Duration, error) {
+func (r *Reconciler) observeController(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, keys slurmconn.Keys, st *status) (time.Duration, error) {
 	v := controllerView{Primary: n.ControllerPod(0), Backup: n.ControllerPod(1), HasBackup: sc.Spec.Controller.Backup}
 	primary := &corev1.Pod{}
 	if err := r.get(ctx, n, v.Primary, primary); err != nil {
@@ -110,7 +110,7 @@ func (r *Reconciler) observeController(ctx context.Context, sc *sunkv1.SlurmClus
 // whoServes asks Slurm through slurmrestd whether the primary answers a ping, and whether a
 // controller in charge answers a statistics request (a backup in standby answers pings but
 // refuses everything else, ESLURM_IN_STANDBY_MODE).
-func (r *Reconciler) whoServes(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, keys slurmconn.Keys) (bool, error) {
+func (r *Reconciler) whoServes(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, keys slurmconn.Keys) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, serveTimeout)
 	defer cancel()
 	sl, err := r.slurmFor(ctx, sc, n, keys)

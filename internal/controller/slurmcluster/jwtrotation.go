@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -92,7 +92,7 @@ func nextJWTStep(probe error, hasPrevious, ownSecret bool, sinceReconfigure time
 
 // followJWTKey brings slurmctld to the Secret's current JWT key. It asks slurmctld only when
 // the key differs from the one last seen accepted, or a previous key is still in the Secret.
-func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, keys slurmconn.Keys) (ctrl.Result, error) {
+func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, keys slurmconn.Keys) (ctrl.Result, error) {
 	v, _ := r.jwt.LoadOrStore(sc.UID, &jwtState{})
 	state := v.(*jwtState)
 	state.mu.Lock()
@@ -119,17 +119,17 @@ func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, 
 		return ctrl.Result{}, nil
 	case jwtDropPrevious:
 		patch := client.MergeFrom(secret.DeepCopy())
-		delete(secret.Data, render.JWTPreviousKeyName)
+		delete(secret.Data, wellknown.SecretJWTPreviousKey)
 		if err := r.Patch(ctx, secret, patch); err != nil {
 			return ctrl.Result{}, err
 		}
 		state.loaded = id
 		r.event(sc, corev1.EventTypeNormal, ReasonJWTKeyPrevious,
-			fmt.Sprintf("slurmctld accepts the JWT key %s; dropped %s from Secret %s", id, render.JWTPreviousKeyName, n.JWTSecret))
+			fmt.Sprintf("slurmctld accepts the JWT key %s; dropped %s from Secret %s", id, wellknown.SecretJWTPreviousKey, n.JWTSecret))
 		return ctrl.Result{}, nil
 	case jwtStuck:
 		msg := fmt.Sprintf("slurmctld refuses the JWT key %s of Secret %s, and the Secret has no %s to reach it with: put the key slurmctld loaded back as %s, or restart slurmctld",
-			id, n.JWTSecret, render.JWTPreviousKeyName, render.JWTPreviousKeyName)
+			id, n.JWTSecret, wellknown.SecretJWTPreviousKey, wellknown.SecretJWTPreviousKey)
 		r.event(sc, corev1.EventTypeWarning, ReasonJWTKeyUnusable, msg)
 		return ctrl.Result{RequeueAfter: jwtReconfigureEvery}, nil
 	case jwtWait:

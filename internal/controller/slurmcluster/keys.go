@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -34,12 +35,12 @@ const (
 // the login pods). A Secret without its key stops the reconcile with KeyMissing until a
 // human fixes it. It returns the JWT keys (the current one, and the previous one during a
 // rotation), or nil when the reconcile cannot go on.
-func (r *Reconciler) ensureKeys(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, st *status) (*slurmconn.Keys, error) {
+func (r *Reconciler) ensureKeys(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, st *status) (*slurmconn.Keys, error) {
 	var jwt *slurmconn.Keys
 	random := func(size int) func() ([]byte, error) { return func() ([]byte, error) { return randomBytes(size) } }
 	keys := []clusterKey{
 		{n.AuthSecret, render.AuthKeyName, random(authKeyBytes)},
-		{n.JWTSecret, render.JWTKeyName, random(jwtKeyBytes)},
+		{n.JWTSecret, wellknown.SecretJWTKey, random(jwtKeyBytes)},
 	}
 	if render.SSHEnabled(sc) {
 		keys = append(keys, clusterKey{n.SSHHostKeySecret, render.SSHHostKeyName, sshHostKey})
@@ -56,7 +57,7 @@ func (r *Reconciler) ensureKeys(ctx context.Context, sc *sunkv1.SlurmCluster, n 
 			return nil, nil
 		}
 		if k.secret == n.JWTSecret {
-			jwt = &slurmconn.Keys{Current: data[k.key], Previous: data[render.JWTPreviousKeyName]}
+			jwt = &slurmconn.Keys{Current: data[k.key], Previous: data[wellknown.SecretJWTPreviousKey]}
 		}
 	}
 	return jwt, nil
@@ -139,7 +140,7 @@ func (r *Reconciler) adopt(ctx context.Context, sc *sunkv1.SlurmCluster, s *core
 
 // ensureSlurmdbdConf renders slurmdbd.conf (with the database password) into its Secret
 // and returns a hash that rolls slurmdbd when the file changes.
-func (r *Reconciler) ensureSlurmdbdConf(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names) (string, error) {
+func (r *Reconciler) ensureSlurmdbdConf(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names) (string, error) {
 	var password []byte
 	if ext := sc.Spec.Accounting.External; sc.Spec.Accounting.Mode == sunkv1.AccountingExternal && ext != nil {
 		s := &corev1.Secret{}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
@@ -168,7 +169,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st *status) (ctrl.Result, error) {
-	n := render.NamesFor(sc, r.ClusterDomain)
+	n := clusternames.For(sc, r.ClusterDomain)
 
 	// 1. A spec the webhook would reject never reaches Slurm, even without the webhook.
 	if !r.validSpec(sc, st) {
@@ -277,7 +278,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 // applyConfigToController makes slurmctld load the rendered configuration: once kubelet
 // has delivered it into the pod, by a reconfigure over REST. Settings that only a restart
 // applies roll the StatefulSet through its template's restart hash instead.
-func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, jwtKeys slurmconn.Keys, st *status) (ctrl.Result, error) {
+func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *render.Config, jwtKeys slurmconn.Keys, st *status) (ctrl.Result, error) {
 	if done, _ := r.applied.Load(sc.UID); sc.Status.ConfigHash == cfg.Hash || done == cfg.Hash {
 		st.applied(cfg)
 		return ctrl.Result{}, nil

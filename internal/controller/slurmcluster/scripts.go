@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/validation"
 )
@@ -24,7 +25,7 @@ func (e *scriptError) Error() string { return e.msg }
 // resolveScripts reads the prolog and epilog scripts (inline or from ConfigMaps). A script
 // from a ConfigMap passes the checks an inline one passes at admission, every time the
 // ConfigMap is read (its edits reach no webhook of sunk's): it runs as root on every node.
-func (r *Reconciler) resolveScripts(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names) (render.ConfigInputs, error) {
+func (r *Reconciler) resolveScripts(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names) (render.ConfigInputs, error) {
 	in := render.ConfigInputs{Names: n}
 	var err error
 	if in.Prolog, err = r.resolve(ctx, sc.Namespace, "prolog", sc.Spec.Prolog); err != nil {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 )
 
@@ -76,15 +77,15 @@ func (s *status) set(typ string, ok bool, reason, msg string) {
 
 // observeWorkloads turns the workloads' readiness into conditions and endpoints; slurmctld's
 // is observeController's (failover.go).
-func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, st *status) error {
-	st.endpoints.Controller = fmt.Sprintf("%s:%d", n.ControllerAddr(0, render.Controllers(sc)), render.SlurmctldPort)
+func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, st *status) error {
+	st.endpoints.Controller = fmt.Sprintf("%s:%d", n.ControllerAddr(0, render.Controllers(sc)), clusternames.SlurmctldPort)
 
 	rest := &appsv1.Deployment{}
 	if err := r.get(ctx, n, n.RestAPI, rest); err != nil {
 		return err
 	}
 	availableCondition(st, sunkv1.ConditionRestAPIReady, "slurmrestd", rest.Status.AvailableReplicas, 1)
-	st.endpoints.RestAPI = fmt.Sprintf("http://%s:%d", n.ServiceHost(n.RestAPI), render.SlurmrestdPort)
+	st.endpoints.RestAPI = fmt.Sprintf("http://%s:%d", n.ServiceHost(n.RestAPI), clusternames.SlurmrestdPort)
 
 	login := &appsv1.StatefulSet{}
 	if err := r.get(ctx, n, n.Login, login); err != nil {
@@ -97,7 +98,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmClust
 	}
 	st.endpoints.Login = ""
 	if render.SSHEnabled(sc) {
-		st.endpoints.Login = fmt.Sprintf("%s:%d", n.ServiceHost(n.Login), render.SSHPort)
+		st.endpoints.Login = fmt.Sprintf("%s:%d", n.ServiceHost(n.Login), clusternames.SSHPort)
 	}
 
 	switch sc.Spec.Accounting.Mode {
@@ -132,7 +133,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmClust
 
 // get reads an object of the cluster; a missing object reads as the zero value, which
 // the conditions report as not ready.
-func (r *Reconciler) get(ctx context.Context, n render.Names, name string, o client.Object) error {
+func (r *Reconciler) get(ctx context.Context, n clusternames.Names, name string, o client.Object) error {
 	return client.IgnoreNotFound(r.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: name}, o))
 }
 

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/kube"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
@@ -82,7 +83,7 @@ func decideTopology(current, desired string, pending *pendingTopology, now time.
 // string names (topology_str.go). With tree and block together nodes move by the file and a
 // reconfigure only: a node update's topology_str would have to name the node's place in both
 // topologies, which sunk does not build yet. nil without spec.topology.
-func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, yaml, byStr bool, keys slurmconn.Keys, st *status) (*render.Topology, time.Duration, error) {
+func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, yaml, byStr bool, keys slurmconn.Keys, st *status) (*render.Topology, time.Duration, error) {
 	if sc.Spec.Topology == nil {
 		r.pendingTopologies.Delete(sc.UID)
 		meta.RemoveStatusCondition(&st.conditions, sunkv1.ConditionTopologyReady)
@@ -182,7 +183,7 @@ func keep(t *render.Topology, file string, yaml bool) {
 // and it registers right after), with their Kubernetes nodes' labels. A pod that is not
 // Ready is left out: in 24.11 a node name slurmctld does not know yet is skipped, and a
 // block that counts fewer known nodes than the base block stops slurmctld.
-func (r *Reconciler) topologyNodes(ctx context.Context, n render.Names) ([]render.TopologyNode, error) {
+func (r *Reconciler) topologyNodes(ctx context.Context, n clusternames.Names) ([]render.TopologyNode, error) {
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(n.Namespace), client.MatchingLabels(render.SelectorLabels(n, wellknown.ComponentCompute))); err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/slurm"
@@ -119,7 +120,7 @@ func strPlace(str, name string) ([]string, bool) {
 // topologyStrs are the topology_str of every node slurmctld has, from the cluster's node table
 // (the node watchers' cache when it has them: slurmconn.Pool.Nodes); nil when Slurm cannot be
 // read (planTopologyStr then keeps every place).
-func (r *Reconciler) topologyStrs(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, keys slurmconn.Keys) map[string]string {
+func (r *Reconciler) topologyStrs(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, keys slurmconn.Keys) map[string]string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	sl, err := r.slurmFor(ctx, sc, n, keys)
@@ -139,7 +140,7 @@ func (r *Reconciler) topologyStrs(ctx context.Context, sc *sunkv1.SlurmCluster, 
 }
 
 // keepStringPlaces makes desired keep the places nodes' strings name (step 1 above).
-func (r *Reconciler) keepStringPlaces(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, keys slurmconn.Keys, current string, desired *render.Topology) error {
+func (r *Reconciler) keepStringPlaces(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, keys slurmconn.Keys, current string, desired *render.Topology) error {
 	var running *render.FileTopology
 	if current != "" {
 		running, _ = render.ReadTopologyYAML(current) // a file sunk did not write names nothing to keep
@@ -158,15 +159,15 @@ func (r *Reconciler) keepStringPlaces(ctx context.Context, sc *sunkv1.SlurmClust
 }
 
 // pendingRegistrations are the Topology= of compute pods that register with one
-// (render.RegisteredTopology), by pod.
-func (r *Reconciler) pendingRegistrations(ctx context.Context, n render.Names) (map[string]string, error) {
+// (clusternames.RegisteredTopology), by pod.
+func (r *Reconciler) pendingRegistrations(ctx context.Context, n clusternames.Names) (map[string]string, error) {
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(n.Namespace), client.MatchingLabels(render.SelectorLabels(n, wellknown.ComponentCompute))); err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
 	for i := range pods.Items {
-		if str := render.RegisteredTopology(&pods.Items[i]); str != "" && pods.Items[i].DeletionTimestamp.IsZero() {
+		if str := clusternames.RegisteredTopology(&pods.Items[i]); str != "" && pods.Items[i].DeletionTimestamp.IsZero() {
 			out[pods.Items[i].Name] = str
 		}
 	}
@@ -198,7 +199,7 @@ func pendingPlaces(desired *render.Topology, strs, pending map[string]string) (k
 // moveByTopologyStr moves the nodes whose new place the running file has (step 2 above),
 // once slurmctld runs the rendered configuration; it says how soon to look again while
 // nodes move.
-func (r *Reconciler) moveByTopologyStr(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, desired *render.Topology, keys slurmconn.Keys, st *status) (time.Duration, error) {
+func (r *Reconciler) moveByTopologyStr(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *render.Config, desired *render.Topology, keys slurmconn.Keys, st *status) (time.Duration, error) {
 	file, ok := cfg.Files[render.TopologyYAMLFile]
 	if desired == nil || desired.Also != nil || !ok || st.configHash != cfg.Hash { // see topology()
 		return 0, nil

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/kube"
-	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmversion"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -54,7 +54,7 @@ func runningVersion(spec string, pods []string) (oldest string, current bool) {
 // observeVersion reads what each upgrade tier runs, plans the next step (upgrade.go), and sets
 // the SlurmVersion condition (message: the oldest release a daemon runs) and FeaturesAvailable
 // (what the spec's release lacks).
-func (r *Reconciler) observeVersion(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, st *status) (upgradePlan, error) {
+func (r *Reconciler) observeVersion(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, st *status) (upgradePlan, error) {
 	want := sc.Spec.Version()
 	tiers, versions, err := r.tiers(ctx, sc, n)
 	if err != nil {
@@ -90,7 +90,7 @@ func (r *Reconciler) observeVersion(ctx context.Context, sc *sunkv1.SlurmCluster
 
 // tiers reads the release and readiness of each upgrade tier from its workloads and live pods,
 // and the release of every live Slurm pod.
-func (r *Reconciler) tiers(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names) ([]tierState, []string, error) {
+func (r *Reconciler) tiers(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names) ([]tierState, []string, error) {
 	var pods corev1.PodList
 	if err := r.List(ctx, &pods, client.InNamespace(sc.Namespace), client.MatchingLabels{wellknown.LabelCluster: sc.Name}); err != nil {
 		return nil, nil, err
@@ -147,7 +147,7 @@ func (r *Reconciler) tiers(ctx context.Context, sc *sunkv1.SlurmCluster, n rende
 }
 
 // tierOfWorkload is the upgrade tier of a StatefulSet or Deployment the reconcile applies.
-func tierOfWorkload(n render.Names, name string) string {
+func tierOfWorkload(n clusternames.Names, name string) string {
 	switch name {
 	case n.Accounting, n.Database:
 		return TierAccounting
@@ -160,7 +160,7 @@ func tierOfWorkload(n render.Names, name string) string {
 }
 
 // holdIfWaiting keeps a workload of a tier that must not move yet on what it runs.
-func (r *Reconciler) holdIfWaiting(ctx context.Context, n render.Names, o client.Object, plan upgradePlan) error {
+func (r *Reconciler) holdIfWaiting(ctx context.Context, n clusternames.Names, o client.Object, plan upgradePlan) error {
 	tier := tierOfWorkload(n, o.GetName())
 	if tier == "" || plan.Move[tier] {
 		return nil

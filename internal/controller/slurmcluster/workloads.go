@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -16,7 +17,7 @@ import (
 // applyWorkloads applies the control plane's workloads and Services and removes the ones the
 // spec no longer calls for (a backup's Services, the node watchers' Service, the login
 // Service without SSH, the accounting tiers of a cluster without managed accounting).
-func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n render.Names, cfg *render.Config, jwtKeys *slurmconn.Keys, plan upgradePlan) error {
+func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *render.Config, jwtKeys *slurmconn.Keys, plan upgradePlan) error {
 	objs := []client.Object{
 		render.ControllerService(n), render.ControllerStatefulSet(sc, n, cfg),
 		render.RestAPIService(n), render.RestAPIDeployment(sc, n, cfg),

@@ -18,10 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
 	"sunk.dev/sunk/test/wait"
 )
@@ -49,14 +50,14 @@ func TestOperatorNodeCache(t *testing.T) {
 	var lists atomic.Int32
 	rest := countingLists{Client: restClient(t, env), lists: &lists}
 
-	// The watcher on render.NodeWatchPort of a loopback address of its own, which the
+	// The watcher on clusternames.NodeWatchPort of a loopback address of its own, which the
 	// watchers' Service names as its cluster IP.
 	var l net.Listener
 	var ip string
 	var err error
 	for range 20 {
 		ip = fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(250), rand.IntN(250), 1+rand.IntN(250))
-		if l, err = net.Listen("tcp", fmt.Sprintf("%s:%d", ip, render.NodeWatchPort)); err == nil {
+		if l, err = net.Listen("tcp", fmt.Sprintf("%s:%d", ip, clusternames.NodeWatchPort)); err == nil {
 			break
 		}
 	}
@@ -68,7 +69,7 @@ func TestOperatorNodeCache(t *testing.T) {
 	readerDone := make(chan struct{})
 	go func() { defer close(readerDone); _ = nodewatch.Run(rctx, s, cmd, 200*time.Millisecond) }()
 	// The operator's tokens name SlurmUser, as in a cluster (the bed's own user is root).
-	auth, err := nodewatch.NewJWTAuth(render.SlurmUser, env.JWTKeyFile)
+	auth, err := nodewatch.NewJWTAuth(wellknown.SlurmUser, env.JWTKeyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +78,10 @@ func TestOperatorNodeCache(t *testing.T) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 
-	n := render.Names{Cluster: "nwtest", Namespace: "ns", NodeWatch: "nwtest-nodewatch", JWTSecret: "nwtest-jwt-key"}
+	n := clusternames.Names{Cluster: "nwtest", Namespace: "ns", NodeWatch: "nwtest-nodewatch", JWTSecret: "nwtest-jwt-key"}
 	k8s := fake.NewClientBuilder().WithObjects(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n.NodeWatch},
 		Spec: corev1.ServiceSpec{ClusterIP: ip}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n.JWTSecret}, Data: map[string][]byte{render.JWTKeyName: env.JWTKey(t)}}).Build()
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n.JWTSecret}, Data: map[string][]byte{wellknown.SecretJWTKey: env.JWTKey(t)}}).Build()
 	pool := slurmconn.New(slurmconn.Options{Reader: k8s})
 	t.Cleanup(func() { pool.Forget(types.NamespacedName{Namespace: "ns", Name: "nwtest"}) })
 	nodes := func() ([]slurm.Node, error) {

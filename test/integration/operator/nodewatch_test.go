@@ -17,23 +17,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/privateslurm"
 	"sunk.dev/sunk/test/testenv"
 )
 
 // startNodeWatcher runs a node watcher beside the private slurmctld, as sunk-nodewatch does in
 // a slurmctld pod: sunk-slurm-nodes of the test bed's release, run as on slurmctld's host, and
-// pkg/nodewatch serving its table on render.NodeWatchPort of a loopback address of its own,
+// pkg/nodewatch serving its table on clusternames.NodeWatchPort of a loopback address of its own,
 // which it returns (the address the operator reaches through the watchers' Service: see
 // watcherAt). It answers tokens of jwtKey (the cluster's JWT Secret's) naming SlurmUser.
 func (p *privateSlurm) startNodeWatcher(t *testing.T, jwtKey []byte) string {
 	t.Helper()
-	keyFile := filepath.Join(t.TempDir(), render.JWTKeyName)
+	keyFile := filepath.Join(t.TempDir(), wellknown.SecretJWTKey)
 	must(t, os.WriteFile(keyFile, jwtKey, 0o600))
-	auth, err := nodewatch.NewJWTAuth(render.SlurmUser, keyFile)
+	auth, err := nodewatch.NewJWTAuth(wellknown.SlurmUser, keyFile)
 	must(t, err)
 	bin, err := os.ReadFile(testenv.NodeReaderBinary(t))
 	must(t, err)
@@ -42,7 +43,7 @@ func (p *privateSlurm) startNodeWatcher(t *testing.T, jwtKey []byte) string {
 	var ip string
 	for range 20 {
 		ip = fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(250), rand.IntN(250), 1+rand.IntN(250))
-		if l, err = net.Listen("tcp", fmt.Sprintf("%s:%d", ip, render.NodeWatchPort)); err == nil {
+		if l, err = net.Listen("tcp", fmt.Sprintf("%s:%d", ip, clusternames.NodeWatchPort)); err == nil {
 			break
 		}
 	}

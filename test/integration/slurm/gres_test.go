@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/pkg/slurm"
@@ -48,7 +49,7 @@ func TestGPUsWithoutGPUs(t *testing.T) {
 	must(t, err)
 	line, gresConf := render.SlurmdConf(ns, typ), render.SlurmdGresConf(ns, typ)
 	sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "slurm"}}
-	cfg, err := render.RenderConfig(sc, render.ConfigInputs{Names: render.NamesFor(sc, ""), GPUs: true})
+	cfg, err := render.RenderConfig(sc, render.ConfigInputs{Names: clusternames.For(sc, ""), GPUs: true})
 	must(t, err)
 
 	const node = "gpu-0"
@@ -122,9 +123,9 @@ func TestGPUsWithoutGPUs(t *testing.T) {
 	// What the syncer decides on that answer, with what the pod registered: Slurm's drain is
 	// Slurm's; once someone resumes the node, the syncer drains it for the mismatch.
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd",
-		Env: []corev1.EnvVar{{Name: render.EnvSlurmdConf, Value: line}}}}}}
+		Env: []corev1.EnvVar{{Name: clusternames.EnvSlurmdConf, Value: line}}}}}}
 	var reg syncer.Registered
-	reg.Gres, reg.Known = render.RegisteredGres(pod)
+	reg.Gres, reg.Known = clusternames.RegisteredGres(pod)
 	if a := syncer.Decide(syncer.WithGres(nil, reg, sn), sn); a.Kind != syncer.Nothing {
 		t.Errorf("syncer on Slurm's own drain: %+v, want nothing", a)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/test/testenv"
 )
@@ -47,7 +48,7 @@ func TestTopologyPerPartitionOnRealSlurm(t *testing.T) {
 	}
 	topo, err := render.RenderTopology(sc.Spec.Topology, nodes)
 	must(t, err)
-	cfg, err := render.RenderConfig(sc, render.ConfigInputs{Names: render.NamesFor(sc, ""), Topology: topo, TopologyYAML: true})
+	cfg, err := render.RenderConfig(sc, render.ConfigInputs{Names: clusternames.For(sc, ""), Topology: topo, TopologyYAML: true})
 	must(t, err)
 	var partitionLines []string
 	for _, l := range strings.Split(cfg.Files["slurm.conf"], "\n") {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/test/privateslurm"
 	"sunk.dev/sunk/test/testenv"
@@ -48,9 +49,9 @@ func TestTopologyRegistrationOnRealSlurm(t *testing.T) {
 	sc.Spec.Topology = spec
 	podLine := func(name string, labels map[string]string) (line, str string) {
 		str = render.RegistrationTopology(spec, true, y, &render.TopologyNode{Name: name, Labels: labels})
-		pod := render.ComputePod(ns, sc, render.NamesFor(sc, "cluster.local"), render.ComputeMember{Name: name, Topology: str})
+		pod := render.ComputePod(ns, sc, clusternames.For(sc, "cluster.local"), render.ComputeMember{Name: name, Topology: str})
 		for _, e := range pod.Spec.Containers[0].Env {
-			if e.Name == render.EnvSlurmdConf {
+			if e.Name == clusternames.EnvSlurmdConf {
 				line = e.Value
 			}
 		}

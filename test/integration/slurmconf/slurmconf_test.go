@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/internal/validation"
 	"sunk.dev/sunk/test/testenv"
@@ -46,7 +47,7 @@ func cluster() *sunkv1.SlurmCluster {
 // on them: Slurm's verdict (its output, and an error when it refused the files).
 func parse(t *testing.T, env *testenv.SlurmEnv, sc *sunkv1.SlurmCluster) (string, error) {
 	t.Helper()
-	cfg, err := render.RenderConfig(sc, render.ConfigInputs{Names: render.NamesFor(sc, "")})
+	cfg, err := render.RenderConfig(sc, render.ConfigInputs{Names: clusternames.For(sc, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestConfigCheckPodScript(t *testing.T) {
 	env := testenv.Slurm(t)
 	run := func(sc *sunkv1.SlurmCluster, hash string) (string, error) {
 		t.Helper()
-		n := render.NamesFor(sc, "")
+		n := clusternames.For(sc, "")
 		cfg, err := render.RenderConfig(sc, render.ConfigInputs{Names: n})
 		if err != nil {
 			t.Fatal(err)

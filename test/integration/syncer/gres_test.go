@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 )
 
@@ -81,7 +82,7 @@ func (h *harness) replacePod(i int, set *sunkv1.NodeSet, gpuType string) {
 	})
 	sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: ns},
 		Spec: sunkv1.SlurmClusterSpec{Image: "sunk.dev/slurm:24.11-local"}}
-	pod := render.ComputePod(set, sc, render.NamesFor(sc, ""), render.ComputeMember{Name: name, NodeName: k8sNode(i), GPUType: gpuType})
+	pod := render.ComputePod(set, sc, clusternames.For(sc, ""), render.ComputeMember{Name: name, NodeName: k8sNode(i), GPUType: gpuType})
 	pod.Finalizers = nil // no NodeSet controller here to lift it
 	pod.Spec.NodeName = k8sNode(i)
 	if err := h.c.Create(ctx, pod); err != nil {

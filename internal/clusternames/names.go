@@ -1,16 +1,19 @@
-// Package render turns a SlurmCluster into Slurm's configuration files and the Kubernetes
-// objects that run it. Every function here is pure: no I/O, no clocks, so that golden tests
-// pin the output and the controller only decides what to apply.
-package render
+// Package clusternames is the one home of what the objects a SlurmCluster owns are called and where
+// its daemons listen: the object names (Names), the DNS names and ports its daemons reach
+// each other by, and the rules by which a compute pod's slurmd registers with Slurm
+// (register.go). internal/render writes objects under these names; the REST client pool
+// (internal/slurmconn) and the syncer find those objects and recognise those nodes by them
+// without importing the renderer. The sunk chart repeats some of them (the scheduler's URLs,
+// its Role on the JWT key Secret), which charts/names_test.go checks against this package.
+package clusternames
 
 import (
 	"fmt"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// Ports of the Slurm daemons.
+// Ports of the Slurm daemons and of the services beside them.
 const (
 	SlurmctldPort  = 6817
 	SlurmdPort     = 6818
@@ -22,51 +25,8 @@ const (
 	SSHPort       = 22
 )
 
-// SlurmUID and SlurmGID are Debian's fixed ids of the slurm user (the images keep them).
-const (
-	SlurmUID = 64030
-	SlurmGID = 64030
-)
-
-// Paths inside the Slurm containers: the contract with images/slurm (docs/images.md).
-const (
-	ConfigDir       = "/etc/slurm"
-	ScriptsDir      = "/etc/slurm-scripts"
-	KeysMountDir    = "/etc/sunk/keys"
-	KeysRuntimeDir  = "/run/slurm-keys"
-	SlurmRunDir     = "/run/slurm"          // sackd's socket and configless cache
-	SlurmctldRunDir = "/run/slurmctld"      // slurmctld's auth socket (sack.socket)
-	NodeWatchJWTDir = "/etc/sunk/nodewatch" // the JWT keys the node watcher checks tokens with
-	SlurmdbdConfDir = "/etc/sunk/slurmdbd"
-	SSHKeysDir      = "/etc/sunk/ssh"
-	SSHHostKeysDir  = "/etc/sunk/ssh-host" // the operator's host key Secret (Names.SSHHostKeySecret)
-	SSSDConfDir     = "/etc/sunk/sssd"
-	S6ServicesDir   = "/etc/sunk/s6"
-	StateSaveDir    = "/var/spool/slurmctld"
-	MariaDBDataDir  = "/var/lib/mysql"
-)
-
-// SlurmUser is the Slurm daemons' user, and the user sunk's components act as over REST.
-const SlurmUser = "slurm"
-
-// Keys of the generated Secrets.
-const (
-	AuthKeyName = "slurm.key"
-	// AuthRingName is auth/slurm's key ring (Slurm 24.05+), which replaces slurm.key when
-	// present; a rotation of the auth key keeps it in the auth Secret (AuthRing).
-	AuthRingName       = "slurm.jwks"
-	JWTKeyName         = wellknown.SecretJWTKey
-	JWTPreviousKeyName = wellknown.SecretJWTPreviousKey
-	SlurmdbdConfKey    = "slurmdbd.conf"
-	// SSHHostKeyName is the login pods' sshd host key (OpenSSH's private key format), which
-	// the operator makes once per cluster, so that the login pods keep one host key across
-	// restarts and replicas (an admin's key in the authorized keys Secret wins).
-	SSHHostKeyName = "ssh_host_ed25519_key"
-	DBPasswordKey  = "password"
-)
-
-// Names are the names of every object a SlurmCluster owns, and the DNS names its
-// daemons reach each other by.
+// Names are the names of every object a SlurmCluster owns, and the DNS names its daemons
+// reach each other by.
 type Names struct {
 	Cluster       string // the SlurmCluster's name
 	Namespace     string
@@ -89,8 +49,8 @@ type Names struct {
 	SlurmVersion string
 }
 
-// NamesFor derives the object names of a SlurmCluster.
-func NamesFor(sc *sunkv1.SlurmCluster, clusterDomain string) Names {
+// For derives the object names of a SlurmCluster; an empty clusterDomain is cluster.local.
+func For(sc *sunkv1.SlurmCluster, clusterDomain string) Names {
 	n := sc.Name
 	if clusterDomain == "" {
 		clusterDomain = "cluster.local"
@@ -116,12 +76,12 @@ func (n Names) ControllerHost(i int) string {
 
 // ControllerAddr is the address every daemon and client reaches controller i of controllers
 // by: SlurmctldHost's address and --conf-server. With one controller, its pod's name in the
-// headless Service. With a backup, the controller's own Service (ControllerPodServices), a
-// name that resolves while its pod is gone: a client tries the controllers in order and
-// resolves every one of them at each call, and Debian's Slurm retries a name that does not
-// resolve ten times a second apart, so a headless name of a lost primary cost each RPC, the
-// backup's own pings and every slurmrestd request 10 s. A Service without a pod refuses the
-// connection at once, and the client moves on to the backup.
+// headless Service. With a backup, the controller's own Service (render's
+// ControllerPodServices), a name that resolves while its pod is gone: a client tries the
+// controllers in order and resolves every one of them at each call, and Debian's Slurm
+// retries a name that does not resolve ten times a second apart, so a headless name of a lost
+// primary cost each RPC, the backup's own pings and every slurmrestd request 10 s. A Service
+// without a pod refuses the connection at once, and the client moves on to the backup.
 func (n Names) ControllerAddr(i, controllers int) string {
 	if controllers == 1 {
 		return n.ControllerHost(i)
@@ -150,10 +110,5 @@ func (n Names) ConfServer(controllers int) string {
 	return s
 }
 
-// Controllers is the number of slurmctld pods: 2 with a backup.
-func Controllers(sc *sunkv1.SlurmCluster) int {
-	if sc.Spec.Controller.Backup {
-		return 2
-	}
-	return 1
-}
+// ConfigCheckName is the check pod of a configuration.
+func (n Names) ConfigCheckName(hash string) string { return n.ConfigCheck + "-" + hash }
