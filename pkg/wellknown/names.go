@@ -94,7 +94,9 @@ const (
 	AnnotationRestartHash = "sunk.dev/restart-hash"
 	// AnnotationConfigHash on a slurmctld pod is the config it should see; writing it also
 	// makes kubelet refresh the pod's ConfigMap volumes promptly. On a config check pod it is
-	// the config the pod checks.
+	// the config the pod checks. Its value is the hash render writes on slurm.conf's first line
+	// (render.ConfigHashLine). The sunk chart's checksum that rolls sunk-scheduler is another
+	// thing under another key (sunk.dev/scheduler-config-checksum).
 	AnnotationConfigHash = "sunk.dev/config-hash"
 	// AnnotationJWTKey on a slurmctld pod names (by a hash prefix, not the key) the JWT key it
 	// should load; writing it makes kubelet refresh the pod's key volume promptly.
