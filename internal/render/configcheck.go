@@ -16,12 +16,15 @@ import (
 // Slurm's own message otherwise. The pod talks to no daemon and mounts no key: scontrol needs
 // a slurm.key next to slurm.conf to load its auth plugin, so the script makes a throwaway one.
 
+// envCheckedHash is the check pod's variable with the hash of the configuration it checks.
+const envCheckedHash = "SUNK_CONFIG_HASH"
+
 // configCheckScript checks the candidate files in /candidate; ExitStaleCandidate says that
 // they were replaced by another configuration before the pod read them.
 const configCheckScript = `set -u
 d=$(mktemp -d)
 cp /candidate/* "$d"/
-head -n1 "$d/slurm.conf" | grep -q "sunk-config-hash: $SUNK_CONFIG_HASH" || { echo "stale candidate" > /dev/termination-log; exit 3; }
+head -n1 "$d/slurm.conf" | grep -q "` + ConfigHashLine + `$` + envCheckedHash + `" || { echo "stale candidate" > /dev/termination-log; exit 3; }
 head -c 1024 /dev/urandom > "$d/slurm.key"
 out=$(SLURM_CONF="$d/slurm.conf" scontrol show hostnames sunk-config-check 2>&1); rc=$?
 printf '%s\n' "$out" | tail -c 2048 > /dev/termination-log
@@ -61,7 +64,7 @@ func ConfigCheckPod(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *Config) 
 				Image:           imageOf(sc, sc.Spec.Controller.Image),
 				ImagePullPolicy: sc.Spec.ImagePullPolicy,
 				Command:         []string{"/bin/sh", "-c", configCheckScript},
-				Env:             []corev1.EnvVar{{Name: "SUNK_CONFIG_HASH", Value: cfg.Hash}},
+				Env:             []corev1.EnvVar{{Name: envCheckedHash, Value: cfg.Hash}},
 				Resources:       corev1.ResourceRequirements{Requests: small, Limits: small},
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
