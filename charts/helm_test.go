@@ -249,7 +249,7 @@ func checkSchedulerConfig(t *testing.T, docs []map[string]any) {
 	sc.Name, sc.Namespace = "c1", "slurm"
 	names := clusternames.For(sc, "cluster.local")
 	args := c.Profiles[0].PluginConfig[0].Args
-	if want := "http://" + names.RestAPI + ".slurm.svc:6820"; args["slurmURL"] != want {
+	if want := fmt.Sprintf("http://%s.slurm.svc:%d", names.RestAPI, clusternames.SlurmrestdPort); args["slurmURL"] != want {
 		t.Errorf("slurmURL %v, want %s", args["slurmURL"], want)
 	}
 	if args["jwtKeySecret"] != names.JWTSecret || args["jwtKeyFile"] != nil || args["namespace"] != "slurm" {
