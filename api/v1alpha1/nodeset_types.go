@@ -1,10 +1,11 @@
+// The NodeSet API: the kind, its spec, update strategy and status. Its autoscaling and
+// containers parts have files of their own, its condition types and reasons are in
+// conditions.go.
+
 package v1alpha1
 
 import (
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -166,99 +167,6 @@ type NodeSetSpec struct {
 	Autoscaling *NodeSetAutoscaling `json:"autoscaling,omitempty"`
 }
 
-// NodeSetAutoscaling bounds a demand-driven NodeSet.
-// +kubebuilder:validation:XValidation:rule="self.minReplicas <= self.maxReplicas",message="spec.autoscaling.minReplicas must not exceed spec.autoscaling.maxReplicas"
-type NodeSetAutoscaling struct {
-	// MinReplicas is the fewest nodes the NodeSet keeps, idle or not.
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:default=0
-	// +optional
-	MinReplicas int32 `json:"minReplicas"`
-
-	// MaxReplicas is the most nodes the NodeSet grows to. Slurm knows this many nodes from
-	// the start: when the NodeSet is new, or maxReplicas grows, the operator starts each node
-	// Slurm has no record of once, so that it registers its shape (CPUs, memory, GPUs,
-	// features); it goes again, parked as a FUTURE record, after idleAfter.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=10000
-	MaxReplicas int32 `json:"maxReplicas"`
-
-	// IdleAfter is how long a node stays idle (Slurm's last_busy) before the NodeSet lets it
-	// go. Only the highest-numbered nodes go, so a busy node is never drained to shrink.
-	// +kubebuilder:default="5m"
-	// +optional
-	IdleAfter *metav1.Duration `json:"idleAfter,omitempty"`
-}
-
-// IdleAfterOrDefault is spec.autoscaling.idleAfter, 5 minutes when unset.
-func (a *NodeSetAutoscaling) IdleAfterOrDefault() time.Duration {
-	if a.IdleAfter == nil {
-		return 5 * time.Minute
-	}
-	return a.IdleAfter.Duration
-}
-
-// NodeSetContainers are the settings of containers for jobs on a NodeSet's nodes. The images
-// are pulled into a volume of each pod at /var/lib/sunk (the image cache and the containers'
-// writable layers): an emptyDir by default, or cacheVolume.
-// +kubebuilder:validation:XValidation:rule="!has(self.cacheSize) || !has(self.cacheVolume)",message="spec.containers.cacheSize and spec.containers.cacheVolume are exclusive: size the volume itself"
-type NodeSetContainers struct {
-	// Enabled: jobs may ask for a container (--container-image, --container-name). When any
-	// NodeSet of a cluster enables containers, every node of the cluster loads sunk's SPANK
-	// plugin; on nodes of NodeSets without them a step that asks for a container fails with
-	// "containers are not enabled on this node".
-	Enabled bool `json:"enabled"`
-
-	// CacheSize is the size limit of the emptyDir that holds the image cache and the
-	// containers' writable layers. Default: no limit but the node's ephemeral storage.
-	// +optional
-	CacheSize *resource.Quantity `json:"cacheSize,omitempty"`
-
-	// CacheVolume replaces the emptyDir (for example a hostPath, so that the cache outlives
-	// the pod, or an ephemeral volume). It must not be on overlayfs: the writable layers are
-	// overlayfs upper directories.
-	// +optional
-	CacheVolume *corev1.VolumeSource `json:"cacheVolume,omitempty"`
-
-	// InsecureRegistries are registries (HOST or HOST:PORT) reached over plain HTTP without
-	// TLS, such as a registry inside the cluster.
-	// +listType=set
-	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:items:MaxLength=253
-	// +kubebuilder:validation:items:Pattern=`^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)(:[0-9]{1,5})?$`
-	// +optional
-	InsecureRegistries []string `json:"insecureRegistries,omitempty"`
-
-	// ImagePullSecrets are Secrets of type kubernetes.io/dockerconfigjson, in the NodeSet's
-	// namespace, whose credentials pull the images jobs ask for. They are not the pod's
-	// imagePullSecrets (kubelet's, for sunk's own images): every user of these nodes may pull
-	// whatever the credentials here can read, from the registries they name, so they are
-	// chosen for jobs. Mounted read-only into slurmd's container, readable by root alone (the
-	// helper), never into a job's container. A user's own credentials (enroot's
-	// ~/.config/enroot/.credentials) take precedence for their registry. The pods start once
-	// every Secret exists.
-	// +listType=map
-	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=16
-	// +optional
-	ImagePullSecrets []SecretName `json:"imagePullSecrets,omitempty"`
-}
-
-// SecretName names a Secret in the object's namespace. (corev1.LocalObjectReference's name may
-// be empty and is unbounded, which neither a list keyed by name nor a CEL budget accepts.)
-type SecretName struct {
-	// Name of the Secret.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
-	Name string `json:"name"`
-}
-
-// ContainersEnabled says whether the NodeSet's jobs may run in containers.
-func (ns *NodeSet) ContainersEnabled() bool {
-	return ns.Spec.Containers != nil && ns.Spec.Containers.Enabled
-}
-
 // NodeSetUpdateStrategy is RollingUpdate (with its parameters) or OnDelete.
 // +kubebuilder:validation:XValidation:rule="self.type == 'RollingUpdate' || !has(self.rollingUpdate)",message="spec.updateStrategy.rollingUpdate is only allowed when type is RollingUpdate"
 type NodeSetUpdateStrategy struct {
@@ -345,20 +253,6 @@ type NodeSetStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
-
-// Condition types of a NodeSet (besides Ready).
-const (
-	// ConditionSlurmReachable is False when slurmrestd could not be read; the NodeSet then
-	// drains, deletes and resumes nothing.
-	ConditionSlurmReachable = "SlurmReachable"
-	// ConditionNodeConflict is True when Kubernetes nodes the NodeSet selects belong to an
-	// older NodeSet of the same cluster, or pod names it needs are taken.
-	ConditionNodeConflict = "NodeConflict"
-	// ConditionContainerCredentials, on a NodeSet with spec.containers.imagePullSecrets, is
-	// False naming each of them that does not exist or is not a dockerconfigjson Secret (the
-	// pods mount them and would stay in ContainerCreating), True when all are there.
-	ConditionContainerCredentials = "ContainerCredentials"
-)
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -123,6 +123,3 @@ type TopologyStatus struct {
 	// +optional
 	ExcludedNodes int32 `json:"excludedNodes,omitempty"`
 }
-
-// ConditionTopologyReady: True when every compute node sits under a labelled switch or block.
-const ConditionTopologyReady = "TopologyReady"
