@@ -11,13 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// The events of a deleted object's finalizer, the same for NodeSets and SlurmClusters: Released
-// when it let go after its work, ForceDeleted when it let go at once because a person asked.
-const (
-	ReasonReleased     = "Released"
-	ReasonForceDeleted = "ForceDeleted"
-)
-
 // AddFinalizer puts finalizer on a live object with an optimistic-lock patch; it reports
 // whether it wrote (the patch's watch event then brings the next reconcile).
 func AddFinalizer(ctx context.Context, c client.Client, o client.Object, finalizer string) (bool, error) {

@@ -22,12 +22,6 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// Reasons of the SlurmCluster condition NodesSynced.
-const (
-	ReasonInSync          = "InSync"
-	ReasonSlurmUnreadable = "SlurmUnreadable"
-)
-
 // +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
@@ -206,10 +200,10 @@ func (c *Clusters) stop(key types.NamespacedName) {
 // reportHealth sets the SlurmCluster's NodesSynced condition, naming where Slurm's node state
 // is read (source); the operator keeps conditions it does not own.
 func (c *Clusters) reportHealth(ctx context.Context, key types.NamespacedName, source string, readErr error) {
-	cond := metav1.Condition{Type: sunkv1.ConditionNodesSynced, Status: metav1.ConditionTrue, Reason: ReasonInSync,
+	cond := metav1.Condition{Type: sunkv1.ConditionNodesSynced, Status: metav1.ConditionTrue, Reason: sunkv1.ReasonInSync,
 		Message: "Slurm node state is readable through " + source + "; Kubernetes and Slurm are kept in agreement"}
 	if readErr != nil {
-		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonSlurmUnreadable
+		cond.Status, cond.Reason = metav1.ConditionFalse, sunkv1.ReasonSlurmUnreadable
 		cond.Message = "changing nothing until Slurm's node state can be read: " + readErr.Error()
 	}
 	for range 5 {
@@ -224,7 +218,7 @@ func (c *Clusters) reportHealth(ctx context.Context, key types.NamespacedName, s
 		}
 		if err := c.Client.Status().Patch(ctx, sc, patch); err == nil {
 			if readErr != nil && c.Recorder != nil {
-				c.Recorder.Eventf(sc, nil, "Warning", ReasonSlurmUnreadable, "Sync", "%s", cond.Message)
+				c.Recorder.Eventf(sc, nil, "Warning", sunkv1.ReasonSlurmUnreadable, "Sync", "%s", cond.Message)
 			}
 			return
 		}

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -320,9 +321,9 @@ func MirrorOf(n *slurm.Node) Mirror {
 				// Drained says the node is empty, so it takes sunk's one answer to that
 				// (Busy), which the exporter's draining and Evictable use too: a state
 				// sunk cannot tell is empty (UNKNOWN, CPUs still allocated) is Draining.
-				m.Why = "Drained"
+				m.Why = sunkv1.ReasonMirrorDrained
 				if n.Busy() {
-					m.Why = "Draining"
+					m.Why = sunkv1.ReasonMirrorDraining
 				}
 			}
 			break
@@ -339,7 +340,7 @@ func camel(s string) string {
 		}
 	}
 	if b.Len() == 0 {
-		return "Unknown"
+		return sunkv1.ReasonMirrorUnknown
 	}
 	return b.String()
 }

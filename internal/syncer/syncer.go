@@ -23,10 +23,6 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// ReasonDrainHeld is the reason of the Warning event on a compute pod whose drain the drain
-// budget holds back.
-const ReasonDrainHeld = "SlurmDrainHeld"
-
 // PodNodeIndex is the field index of compute pods by spec.nodeName that a Syncer needs on
 // its cache (IndexPodsByNode), so that a node's change reaches the pods on it without a scan.
 const PodNodeIndex = "spec.nodeName"

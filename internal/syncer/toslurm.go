@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/slurm"
 )
@@ -59,7 +60,7 @@ func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node
 		// it then) or a resync; reported once per hold.
 		if newly {
 			s.cfg.Metrics.drainHeld(s.cfg.Namespace, s.cfg.Cluster, cause)
-			s.event(pod, corev1.EventTypeWarning, ReasonDrainHeld, "drain",
+			s.event(pod, corev1.EventTypeWarning, sunkv1.ReasonDrainHeld, "drain",
 				"not draining Slurm node %s for %q: %d other nodes are drained for it, the most the drain budget allows "+
 					"(%d%% of %d Slurm nodes, at least 1); it drains once one of them is resumed",
 				sn.Name, cause, b.DrainedFor[cause], b.Percent, b.Nodes)
@@ -91,7 +92,7 @@ func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node
 	case err != nil:
 		s.budget.release(sn.Name)
 		s.cfg.Metrics.syncError(s.cfg.Namespace, s.cfg.Cluster, errSlurmWrite)
-		s.event(pod, corev1.EventTypeWarning, "SlurmUpdateFailed", what, "%s of Slurm node %s failed: %v", what, sn.Name, err)
+		s.event(pod, corev1.EventTypeWarning, sunkv1.ReasonSlurmUpdateFailed, what, "%s of Slurm node %s failed: %v", what, sn.Name, err)
 		return fmt.Errorf("%s Slurm node %s: %w", what, sn.Name, err)
 	}
 	s.mu.Lock()
@@ -99,9 +100,9 @@ func (s *Syncer) toSlurm(ctx context.Context, pod *corev1.Pod, node *corev1.Node
 	s.mu.Unlock()
 	s.cfg.Metrics.corrected(s.cfg.Namespace, s.cfg.Cluster, DirectionToSlurm, what, since)
 	if a.Kind == Drain {
-		s.event(pod, corev1.EventTypeNormal, "SlurmNodeDrained", what, "drained Slurm node %s: %s", sn.Name, a.Reason)
+		s.event(pod, corev1.EventTypeNormal, sunkv1.ReasonSlurmNodeDrained, what, "drained Slurm node %s: %s", sn.Name, a.Reason)
 	} else {
-		s.event(pod, corev1.EventTypeNormal, "SlurmNodeResumed", what, "resumed Slurm node %s: no Kubernetes cause left (was %q)", sn.Name, sn.Reason)
+		s.event(pod, corev1.EventTypeNormal, sunkv1.ReasonSlurmNodeResumed, what, "resumed Slurm node %s: no Kubernetes cause left (was %q)", sn.Name, sn.Reason)
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 )
 
 // cancelRetry is how long a cancellation this process sent stands: the job is not cancelled
@@ -55,7 +57,7 @@ func (p *Plugin) cancel(logger klog.Logger, id uint32, reason string, members []
 	var waiting []*v1.Pod
 	for _, o := range members {
 		if o != nil && alive(o) {
-			p.lc.event(p, o, v1.EventTypeNormal, "SlurmJobCancelled", "cancelled Slurm job %d: a pod of it was %s", id, strings.TrimPrefix(reason, "pod-"))
+			p.lc.event(p, o, v1.EventTypeNormal, sunkv1.ReasonSlurmJobCancelled, "cancelled Slurm job %d: a pod of it was %s", id, strings.TrimPrefix(reason, "pod-"))
 			if o.Spec.NodeName == "" {
 				waiting = append(waiting, o)
 			}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -364,7 +365,7 @@ func (p *Plugin) PostBind(ctx context.Context, state *framework.CycleState, pod 
 		quiet := p.immediate[c.job.ID]
 		p.mu.Unlock()
 		if !quiet {
-			p.lc.event(p, pod, v1.EventTypeNormal, "SlurmAllocated", "Slurm job %d runs on Slurm node %s, hosted by node %s", c.job.ID, c.slurmNode, nodeName)
+			p.lc.event(p, pod, v1.EventTypeNormal, sunkv1.ReasonSlurmAllocated, "Slurm job %d runs on Slurm node %s, hosted by node %s", c.job.ID, c.slurmNode, nodeName)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -239,7 +240,7 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 		j, err := p.slurm.GetJob(ctx, uint32(id))
 		switch {
 		case errors.Is(err, slurm.ErrNotFound):
-			p.evict(ctx, logger, pod, fmt.Sprintf("Slurm job %d no longer exists", id), "SlurmJobGone")
+			p.evict(ctx, logger, pod, fmt.Sprintf("Slurm job %d no longer exists", id), sunkv1.ReasonSlurmJobGone)
 		case err == nil && !isLive(j):
 			p.reconcileEnded(ctx, logger, j, []*v1.Pod{pod}, nil)
 		}
@@ -281,7 +282,7 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 		// the pod runs on its first.
 		for _, m := range members {
 			if m.Spec.NodeName != "" && m.Annotations[wellknown.AnnotationJob] == strconv.FormatUint(uint64(j.ID), 10) {
-				if p.evict(ctx, logger, m, fmt.Sprintf("Slurm job %d no longer runs: %s (%s)", j.ID, j.BaseState(), j.StateReason), "SlurmJobStopped") {
+				if p.evict(ctx, logger, m, fmt.Sprintf("Slurm job %d no longer runs: %s (%s)", j.ID, j.BaseState(), j.StateReason), sunkv1.ReasonSlurmJobStopped) {
 					jobsEnded.WithLabelValues(j.BaseState()).Inc()
 				}
 			}
@@ -317,7 +318,7 @@ func (p *Plugin) reconcileLive(ctx context.Context, logger klog.Logger, j *slurm
 		}
 		wake = append(wake, m)
 		if changed && !isRunning(j) && j.StateReason != "None" {
-			p.lc.event(p, m, v1.EventTypeNormal, "SlurmPending", "%s", pendingMessage(j))
+			p.lc.event(p, m, v1.EventTypeNormal, sunkv1.ReasonSlurmPending, "%s", pendingMessage(j))
 			p.showPending(logger, m, j)
 		}
 	}
@@ -366,15 +367,15 @@ func (p *Plugin) reconcileEnded(ctx context.Context, logger klog.Logger, j *slur
 func endReason(state string) string {
 	switch state {
 	case "PREEMPTED":
-		return "SlurmPreempted"
+		return sunkv1.ReasonSlurmPreempted
 	case "TIMEOUT", "DEADLINE":
-		return "SlurmTimeout"
+		return sunkv1.ReasonSlurmTimeout
 	case "NODE_FAIL", "BOOT_FAIL":
-		return "SlurmNodeFailed"
+		return sunkv1.ReasonSlurmNodeFailed
 	case "CANCELLED":
-		return "SlurmCancelled"
+		return sunkv1.ReasonSlurmCancelled
 	}
-	return "SlurmJobEnded"
+	return sunkv1.ReasonSlurmJobEnded
 }
 
 func slurmGone(err error) bool { return errors.Is(err, slurm.ErrNotFound) }

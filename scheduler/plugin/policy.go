@@ -25,10 +25,6 @@ import (
 	"sunk.dev/sunk/pkg/slurm"
 )
 
-// ReasonPolicyDenied is the PodScheduled reason and the event reason of a pod whose Slurm job
-// its namespace's policy does not allow.
-const ReasonPolicyDenied = "SlurmPolicyDenied"
-
 // policyRefusal says why the job of a pod in namespace, of a gang of members (1 for a pod
 // alone), is outside the SlurmCluster's scheduler policy ("" when it is inside). cluster names
 // the SlurmCluster (namespace/name) in the message.
@@ -299,8 +295,8 @@ func (p *Plugin) showRefusal(ctx context.Context, pod *v1.Pod, msg string) {
 	if repeat {
 		return
 	}
-	p.lc.event(p, pod, v1.EventTypeWarning, ReasonPolicyDenied, "%s", msg)
-	if err := p.writeCondition(ctx, pod, ReasonPolicyDenied, msg); err != nil {
+	p.lc.event(p, pod, v1.EventTypeWarning, sunkv1.ReasonPolicyDenied, "%s", msg)
+	if err := p.writeCondition(ctx, pod, sunkv1.ReasonPolicyDenied, msg); err != nil {
 		klog.FromContext(ctx).WithName(Name).Error(err, "showing a policy refusal", "pod", klog.KObj(pod))
 		p.denied.mu.Lock()
 		delete(p.denied.last, pod.UID) // shown again on the next attempt

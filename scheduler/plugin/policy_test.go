@@ -148,17 +148,17 @@ func TestPolicyRefusedPod(t *testing.T) {
 		}
 		return nil
 	})
-	if c := conds; len(c) != 1 || c[0].Reason != ReasonPolicyDenied || c[0].Status != v1.ConditionFalse || c[0].Message != st.Message() {
+	if c := conds; len(c) != 1 || c[0].Reason != sunkv1.ReasonPolicyDenied || c[0].Status != v1.ConditionFalse || c[0].Message != st.Message() {
 		t.Fatalf("conditions %+v", c)
 	}
 	events := 0
 	for len(b.h.rec.Events) > 0 {
-		if e := <-b.h.rec.Events; strings.Contains(e, ReasonPolicyDenied) {
+		if e := <-b.h.rec.Events; strings.Contains(e, sunkv1.ReasonPolicyDenied) {
 			events++
 		}
 	}
 	if events != 1 {
-		t.Fatalf("%d %s events, want 1", events, ReasonPolicyDenied)
+		t.Fatalf("%d %s events, want 1", events, sunkv1.ReasonPolicyDenied)
 	}
 	if jobs, _ := b.slurm.ListJobs(context.Background(), time.Time{}); len(jobs.Jobs) != 0 {
 		t.Fatalf("jobs submitted: %v", jobs.Jobs)

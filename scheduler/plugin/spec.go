@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -231,9 +232,9 @@ func (l *lifecycle) badSpec(p *Plugin, pod *v1.Pod, err error) {
 	if repeat {
 		return
 	}
-	reason := "InvalidAnnotation"
+	reason := sunkv1.ReasonInvalidAnnotation
 	if re := (*resourceError)(nil); errors.As(err, &re) {
-		reason = "InvalidResources"
+		reason = sunkv1.ReasonInvalidResources
 	}
 	l.event(p, pod, v1.EventTypeWarning, reason, "%v", err)
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -77,7 +78,7 @@ func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod, asks 
 		jobsSubmitted.Inc()
 		if !res.Allocated {
 			for _, m := range members {
-				p.lc.event(p, m, v1.EventTypeNormal, "SlurmJobSubmitted", "submitted Slurm job %d (%s) to Slurm's queue", res.JobID, js.Name)
+				p.lc.event(p, m, v1.EventTypeNormal, sunkv1.ReasonSlurmJobSubmitted, "submitted Slurm job %d (%s) to Slurm's queue", res.JobID, js.Name)
 			}
 		}
 		return // the lifecycle loop activates the pods when the job list shows the job
@@ -88,7 +89,7 @@ func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod, asks 
 		return
 	default:
 		for _, m := range members {
-			p.lc.event(p, m, v1.EventTypeWarning, "SlurmSubmitFailed", "Slurm refused the job: %v", err)
+			p.lc.event(p, m, v1.EventTypeWarning, sunkv1.ReasonSlurmSubmitFailed, "Slurm refused the job: %v", err)
 		}
 	}
 	p.activate(logger, members)

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
 )
@@ -80,12 +79,12 @@ func (e *operatorEnv) autoscaledNodeSet(t *testing.T, cluster, login string) {
 		}
 		return nil
 	})
-	e.hasEvent(t, "auto", nodeset.ReasonScaledUp, "1 pending job(s) ask for 2 node(s)")
+	e.hasEvent(t, "auto", sunkv1.ReasonScaledUp, "1 pending job(s) ask for 2 node(s)")
 	// The other NodeSet is in the job's partition but lacks its feature: it was not asked.
 	if o := nodeSet("other"); ptr.Deref(o.Spec.Replicas, -1) != 0 || o.Status.PendingNodes != 0 {
 		t.Errorf("NodeSet other: replicas %d, pendingNodes %d while a job it cannot run pends or runs; want 0 and 0", ptr.Deref(o.Spec.Replicas, -1), o.Status.PendingNodes)
 	}
-	e.hasNoEvent(t, "other", nodeset.ReasonScaledUp, "1 pending job(s)")
+	e.hasNoEvent(t, "other", sunkv1.ReasonScaledUp, "1 pending job(s)")
 	e.release(t, login, job)
 	state, exit, end := e.jobEnd(t, login, job, 2*time.Minute)
 	if state != "COMPLETED" || exit != "0:0" {
@@ -93,7 +92,7 @@ func (e *operatorEnv) autoscaledNodeSet(t *testing.T, cluster, login string) {
 	}
 	gone := parked("every node parked again after idleAfter").Sub(end)
 	t.Logf("bench: name=autoscale-2node pending_to_running_s=%.1f idle_to_parked_s=%.1f idle_after_s=%.0f", running.Seconds(), gone.Seconds(), idleAfter.Seconds())
-	e.hasEvent(t, "auto", nodeset.ReasonScaledDown, "idle for")
+	e.hasEvent(t, "auto", sunkv1.ReasonScaledDown, "idle for")
 	// Up: to register, and for the job; down: after each (a node whose idleAfter ended a
 	// moment after the other's goes on its own). Parked: both, as the status says.
 	up := testenv.SumMetric(e.metrics, "sunk_nodeset_autoscaler_decisions_total", "direction", "up")
@@ -217,7 +216,7 @@ func (e *operatorEnv) onePoolOfGPUs(t *testing.T, login string) {
 	if state, exit, _ := e.jobEnd(t, login, job, 2*time.Minute); state != "COMPLETED" {
 		t.Fatalf("the job that took the machine back: %s (exit %s)", state, exit)
 	}
-	e.hasEvent(t, "gpu", nodeset.ReasonScaledUp, "ask for 1 node(s)")
+	e.hasEvent(t, "gpu", sunkv1.ReasonScaledUp, "ask for 1 node(s)")
 	t.Logf("bench: name=one-pool-gpus handed_back_s=%.1f taken_back_to_running_s=%.1f idle_after_s=%.0f",
 		handedBack.Seconds(), takenBack.Seconds(), idleAfter.Seconds())
 }

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -66,8 +65,8 @@ func TestDeletingANodeSetWaitsForItsJobs(t *testing.T) {
 		if err := e.c.Get(ctx, client.ObjectKeyFromObject(cpu), cpu); err != nil {
 			return err
 		}
-		if c := meta.FindStatusCondition(cpu.Status.Conditions, sunkv1.ConditionReady); c == nil || c.Reason != nodeset.ReasonWaitingForJobs {
-			return fmt.Errorf("NodeSet cpu conditions %+v, want Ready reason %s", cpu.Status.Conditions, nodeset.ReasonWaitingForJobs)
+		if c := meta.FindStatusCondition(cpu.Status.Conditions, sunkv1.ConditionReady); c == nil || c.Reason != sunkv1.ReasonWaitingForJobs {
+			return fmt.Errorf("NodeSet cpu conditions %+v, want Ready reason %s", cpu.Status.Conditions, sunkv1.ReasonWaitingForJobs)
 		}
 		return nil
 	})

@@ -20,7 +20,6 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
-	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -75,7 +74,7 @@ func TestControllerFailover(t *testing.T) {
 	}
 
 	// Until the backup takes over, nothing serves, and the SlurmCluster says so.
-	e.waitControllerReason(t, name, 30*time.Second, metav1.ConditionFalse, slurmcluster.ReasonPrimaryDown, metav1.ConditionFalse)
+	e.waitControllerReason(t, name, 30*time.Second, metav1.ConditionFalse, sunkv1.ReasonPrimaryDown, metav1.ConditionFalse)
 
 	// The backup serves: an RPC that a standby controller refuses is answered.
 	var served time.Duration
@@ -98,7 +97,7 @@ func TestControllerFailover(t *testing.T) {
 		t.Errorf("the backup took over %s after the kill, beyond %s", took.Sub(killed).Round(time.Second), bound)
 	}
 	// The SlurmCluster is Ready again, with the reason an operator must see: the spare is in use.
-	e.waitControllerReason(t, name, time.Minute, metav1.ConditionTrue, slurmcluster.ReasonBackupInCharge, metav1.ConditionTrue)
+	e.waitControllerReason(t, name, time.Minute, metav1.ConditionTrue, sunkv1.ReasonBackupInCharge, metav1.ConditionTrue)
 	out, err = e.sh(t, login, "login", "scontrol ping")
 	if err != nil || !strings.Contains(out, "Slurmctld(primary) at "+primary+" is DOWN") || !strings.Contains(out, "Slurmctld(backup) at "+backup+" is UP") {
 		t.Errorf("scontrol ping under the backup: %v\n%s", err, out)
@@ -142,7 +141,7 @@ func TestControllerFailover(t *testing.T) {
 		}
 		return nil
 	})
-	e.waitControllerReason(t, name, time.Minute, metav1.ConditionTrue, slurmcluster.ReasonReady, metav1.ConditionTrue)
+	e.waitControllerReason(t, name, time.Minute, metav1.ConditionTrue, sunkv1.ReasonReady, metav1.ConditionTrue)
 	started := e.containerStart(t, primary)
 	handed := e.logTime(t, backup, logRequestControl)
 	t.Logf("primary released %s after the kill; control back %s after the release (its slurmctld started %s after the release)",

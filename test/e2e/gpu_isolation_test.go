@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -107,13 +106,13 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 	// reconcile, which then has nothing to wait for (no event): the order of the pod's creation
 	// and the condition's transition shows the wait either way.
 	waited := false
-	poll(t, 2*time.Minute, "NodeSet event "+nodeset.ReasonWaitingForGPUConfig+" or the device Include", func() error {
+	poll(t, 2*time.Minute, "NodeSet event "+sunkv1.ReasonWaitingForGPUConfig+" or the device Include", func() error {
 		var events eventsv1.EventList
 		if err := e.c.List(context.Background(), &events, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
 		for _, ev := range events.Items {
-			if ev.Regarding.Kind == "NodeSet" && ev.Regarding.Name == "gpu" && ev.Reason == nodeset.ReasonWaitingForGPUConfig {
+			if ev.Regarding.Kind == "NodeSet" && ev.Regarding.Name == "gpu" && ev.Reason == sunkv1.ReasonWaitingForGPUConfig {
 				waited = true
 				return nil
 			}

@@ -9,7 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"sunk.dev/sunk/internal/controller/nodeset"
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 )
 
 // burstFigures counts the autoscaler's decisions on the NodeSet burst during the run from its
@@ -31,9 +31,9 @@ func (s *soak) burstFigures() {
 			n = float64(ev.Series.Count)
 		}
 		switch ev.Reason {
-		case nodeset.ReasonScaledUp:
+		case sunkv1.ReasonScaledUp:
 			up += n
-		case nodeset.ReasonScaledDown:
+		case sunkv1.ReasonScaledDown:
 			down += n
 		}
 	}

@@ -88,7 +88,7 @@ func (r *Reconciler) act(ctx context.Context, w *world, a action, o *outcome, st
 			o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("resuming %s: %v", a.m.name, err))
 			return nil
 		}
-		r.event(w.ns, corev1.EventTypeNormal, ReasonResumed, "resumed Slurm node %s (was drained: %s)", a.m.name, a.m.slurm.Reason)
+		r.event(w.ns, corev1.EventTypeNormal, sunkv1.ReasonResumed, "resumed Slurm node %s (was drained: %s)", a.m.name, a.m.slurm.Reason)
 		a.m.slurm.State = slices.DeleteFunc(slices.Clone(a.m.slurm.State), func(s string) bool { return s == "DRAIN" })
 		return nil
 	case actRelease:
@@ -108,7 +108,7 @@ func (r *Reconciler) create(ctx context.Context, w *world, m *member, st *status
 	}
 	typ, err := render.MemberGPUType(w.ns, nodeLabels)
 	if err != nil {
-		r.event(w.ns, corev1.EventTypeWarning, ReasonGPUTypeUnusable, "pod %s gets untyped GPUs: %v", m.name, err)
+		r.event(w.ns, corev1.EventTypeWarning, sunkv1.ReasonGPUTypeUnusable, "pod %s gets untyped GPUs: %v", m.name, err)
 	}
 	cm.GPUType = typ
 	cm.Topology = r.registrationTopology(ctx, w, m)
@@ -119,7 +119,7 @@ func (r *Reconciler) create(ctx context.Context, w *world, m *member, st *status
 	err = r.Create(ctx, pod)
 	switch {
 	case err == nil:
-		r.event(w.ns, corev1.EventTypeNormal, ReasonPodCreated, "created pod %s", pod.Name)
+		r.event(w.ns, corev1.EventTypeNormal, sunkv1.ReasonPodCreated, "created pod %s", pod.Name)
 		m.pod = pod
 		return nil
 	case apierrors.IsAlreadyExists(err):
@@ -156,7 +156,7 @@ func (r *Reconciler) retire(ctx context.Context, w *world, m *member, reason str
 	sn, err := w.sl.GetNode(ctx, m.name)
 	if err == nil && !sn.Drained() {
 		if err = w.sl.UpdateNode(ctx, m.name, slurm.NodeUpdate{State: slurm.NodeStateDrain, Reason: &reason}); err == nil {
-			r.event(w.ns, corev1.EventTypeNormal, ReasonDrained, "drained Slurm node %s: %s", m.name, reason)
+			r.event(w.ns, corev1.EventTypeNormal, sunkv1.ReasonDrained, "drained Slurm node %s: %s", m.name, reason)
 			sn, err = w.sl.GetNode(ctx, m.name)
 		}
 	}
@@ -190,7 +190,7 @@ func (r *Reconciler) deletePod(ctx context.Context, ns *sunkv1.NodeSet, p *corev
 		}
 		return fmt.Errorf("deleting pod %s: %w", p.Name, err)
 	}
-	r.event(ns, corev1.EventTypeNormal, ReasonPodDeleted, "deleted pod %s: %s", p.Name, why)
+	r.event(ns, corev1.EventTypeNormal, sunkv1.ReasonPodDeleted, "deleted pod %s: %s", p.Name, why)
 	return nil
 }
 
@@ -232,7 +232,7 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 			o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("reading Slurm node %s: %v", m.name, err))
 			return nil
 		case m.desired && n.Drained() && !wellknown.DrainBySunk(n.Reason):
-			r.event(ns, corev1.EventTypeNormal, ReasonRecordKept, "kept Slurm node %s for its replacement: drained by someone else (%s)", m.name, n.Reason)
+			r.event(ns, corev1.EventTypeNormal, sunkv1.ReasonRecordKept, "kept Slurm node %s for its replacement: drained by someone else (%s)", m.name, n.Reason)
 			return removeFinalizer(ctx, r.Client, p)
 		}
 	}
@@ -250,7 +250,7 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 		o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("removing Slurm node %s: %v", m.name, err))
 		return nil
 	} else if err == nil {
-		r.event(ns, corev1.EventTypeNormal, ReasonRecordRemoved, "removed Slurm node %s: %s", m.name, why)
+		r.event(ns, corev1.EventTypeNormal, sunkv1.ReasonRecordRemoved, "removed Slurm node %s: %s", m.name, why)
 	}
 	return removeFinalizer(ctx, r.Client, p)
 }
@@ -310,7 +310,7 @@ func (r *Reconciler) releaseOrphans(ctx context.Context, namespace, name string)
 			requeue = true
 			log.FromContext(ctx).Info("keeping a stopped compute pod until its Slurm node is removed", "pod", p.Name, "error", o.slurmErrs[0])
 			if r.Recorder != nil {
-				r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonRecordNotRemoved, "Release", "%s", o.slurmErrs[0])
+				r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, sunkv1.ReasonRecordNotRemoved, "Release", "%s", o.slurmErrs[0])
 			}
 		}
 	}

@@ -24,13 +24,6 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// Event reasons of the autoscaler.
-const (
-	ReasonScaledUp   = "ScaledUp"
-	ReasonScaledDown = "ScaledDown"
-	ReasonParked     = "SlurmNodeParked"
-)
-
 // scaleNode is what the autoscaler knows of one ordinal of the NodeSet.
 type scaleNode struct {
 	name   string
@@ -196,9 +189,9 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	if next == in.replicas {
 		return nil // replicas was unset: now it says what the autoscaler keeps
 	}
-	reason := ReasonScaledUp
+	reason := sunkv1.ReasonScaledUp
 	if next < in.replicas {
-		reason = ReasonScaledDown
+		reason = sunkv1.ReasonScaledDown
 	}
 	r.Metrics.decided(ns, next > in.replicas)
 	log.FromContext(ctx).Info("autoscaled", "nodeSet", ns.Name, "from", in.replicas, "to", next, "why", why)
@@ -261,12 +254,12 @@ func (r *Reconciler) unpark(ctx context.Context, w *world, sl slurm.Client, reco
 			continue
 		}
 		if err := sl.DeleteNode(ctx, n.Name); err != nil {
-			r.event(ns, corev1.EventTypeWarning, ReasonRecordNotRemoved, "removing parked Slurm node %s: %v", n.Name, err)
+			r.event(ns, corev1.EventTypeWarning, sunkv1.ReasonRecordNotRemoved, "removing parked Slurm node %s: %v", n.Name, err)
 			parked++
 			continue
 		}
 		delete(records, o)
-		r.event(ns, corev1.EventTypeNormal, ReasonRecordRemoved, "removed parked Slurm node %s: the autoscaler no longer keeps it (or it is of an older template)", n.Name)
+		r.event(ns, corev1.EventTypeNormal, sunkv1.ReasonRecordRemoved, "removed parked Slurm node %s: the autoscaler no longer keeps it (or it is of an older template)", n.Name)
 	}
 	st.counts.Parked = parked
 	return nil
@@ -296,6 +289,6 @@ func (r *Reconciler) park(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.Clie
 	if err := sl.UpdateNode(ctx, m.name, slurm.NodeUpdate{State: slurm.NodeStateFuture, Comment: &comment}); err != nil {
 		return false, err
 	}
-	r.event(ns, corev1.EventTypeNormal, ReasonParked, "parked Slurm node %s in state FUTURE: jobs may pend for it while it has no pod", m.name)
+	r.event(ns, corev1.EventTypeNormal, sunkv1.ReasonParked, "parked Slurm node %s in state FUTURE: jobs may pend for it while it has no pod", m.name)
 	return true, nil
 }

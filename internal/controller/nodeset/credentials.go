@@ -15,12 +15,6 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 )
 
-// Reasons of the ContainerCredentials condition.
-const (
-	ReasonSecretsFound  = "SecretsFound"
-	ReasonSecretMissing = "SecretMissing"
-)
-
 // secretState is what the operator found of one named Secret: missing, or its type.
 type secretState struct {
 	name    string
@@ -72,12 +66,12 @@ func (r *Reconciler) checkCredentials(ctx context.Context, ns *sunkv1.NodeSet, s
 	}
 	ok, msg := credentialsVerdict(found)
 	if ok {
-		st.set(sunkv1.ConditionContainerCredentials, true, ReasonSecretsFound, msg)
+		st.set(sunkv1.ConditionContainerCredentials, true, sunkv1.ReasonSecretsFound, msg)
 		return false, nil
 	}
-	st.set(sunkv1.ConditionContainerCredentials, false, ReasonSecretMissing, msg)
+	st.set(sunkv1.ConditionContainerCredentials, false, sunkv1.ReasonSecretMissing, msg)
 	if st.becomes(sunkv1.ConditionContainerCredentials, metav1.ConditionFalse) {
-		r.event(ns, corev1.EventTypeWarning, ReasonSecretMissing, "%s", msg)
+		r.event(ns, corev1.EventTypeWarning, sunkv1.ReasonSecretMissing, "%s", msg)
 	}
 	return true, nil
 }

@@ -17,10 +17,6 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// The deletion's own event reason; Released and ForceDeleted are kube's, shared with the other
-// finalizer.
-const ReasonDeleting = "Deleting"
-
 // addFinalizer puts FinalizerNodeSetDrain on a live NodeSet; it reports whether it wrote.
 func (r *Reconciler) addFinalizer(ctx context.Context, ns *sunkv1.NodeSet) (bool, error) {
 	return kube.AddFinalizer(ctx, r.Client, ns, wellknown.FinalizerNodeSetDrain)
@@ -38,9 +34,9 @@ func (r *Reconciler) finalize(ctx context.Context, ns *sunkv1.NodeSet) (ctrl.Res
 		return ctrl.Result{}, err
 	} else if now {
 		if ns.Annotations[wellknown.AnnotationForceDelete] == "true" {
-			r.event(ns, corev1.EventTypeWarning, kube.ReasonForceDeleted, "%s", why)
+			r.event(ns, corev1.EventTypeWarning, sunkv1.ReasonForceDeleted, "%s", why)
 		} else {
-			r.event(ns, corev1.EventTypeNormal, kube.ReasonReleased, "%s", why)
+			r.event(ns, corev1.EventTypeNormal, sunkv1.ReasonReleased, "%s", why)
 		}
 		return ctrl.Result{}, r.dropFinalizer(ctx, ns)
 	}
@@ -57,7 +53,7 @@ func (r *Reconciler) finalize(ctx context.Context, ns *sunkv1.NodeSet) (ctrl.Res
 			return result, nil // the scale-in to zero is not done; it requeues itself
 		}
 	}
-	r.event(ns, corev1.EventTypeNormal, ReasonDeleting, "every pod is gone after its jobs: releasing the NodeSet")
+	r.event(ns, corev1.EventTypeNormal, sunkv1.ReasonDeleting, "every pod is gone after its jobs: releasing the NodeSet")
 	return ctrl.Result{}, r.dropFinalizer(ctx, ns)
 }
 

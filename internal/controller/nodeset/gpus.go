@@ -9,10 +9,6 @@ import (
 	"sunk.dev/sunk/internal/render"
 )
 
-// ReasonWaitingForGPUConfig: the NodeSet's pods have GPUs and slurmctld does not yet run the
-// gres.conf that includes their device lines (gpuConfigWait).
-const ReasonWaitingForGPUConfig = "WaitingForGPUConfig"
-
 // gpuConfigWait says why the pods of a NodeSet may not be created yet, "" when they may. A
 // pod with GPUs registers them only if the configuration slurmctld runs has gres.conf include
 // the pod's own device lines: before that its slurmd reports no GPUs, and slurmctld drains the
@@ -26,10 +22,6 @@ func gpuConfigWait(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster) string {
 	}
 	return fmt.Sprintf("pods with GPUs wait until SlurmCluster %s runs a configuration whose gres.conf includes each pod's device lines (condition GPUDevicesIncluded): a slurmd registering before would report no GPUs and Slurm would drain its node", sc.Name)
 }
-
-// ReasonWaitingForContainersConfig: the NodeSet enables containers and slurmctld does not yet
-// run the plugstack.conf that loads the plugin (containersConfigWait).
-const ReasonWaitingForContainersConfig = "WaitingForContainersConfig"
 
 // containersConfigWait says why the pods of a NodeSet with containers may not be created yet,
 // "" when they may. A configless slurmd fetches plugstack.conf once, when it starts; the
@@ -48,10 +40,10 @@ func containersConfigWait(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster) string {
 // may: the cluster's configuration does not yet have what they need to register.
 func createWait(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster) (reason, msg string) {
 	if msg := gpuConfigWait(ns, sc); msg != "" {
-		return ReasonWaitingForGPUConfig, msg
+		return sunkv1.ReasonWaitingForGPUConfig, msg
 	}
 	if msg := containersConfigWait(ns, sc); msg != "" {
-		return ReasonWaitingForContainersConfig, msg
+		return sunkv1.ReasonWaitingForContainersConfig, msg
 	}
 	return "", ""
 }

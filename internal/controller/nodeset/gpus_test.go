@@ -76,11 +76,11 @@ func TestCreateWaitForContainers(t *testing.T) {
 		sc     *sunkv1.SlurmCluster
 		reason string
 	}{
-		{"containers, plugin not running yet", on, cluster(false, false), ReasonWaitingForContainersConfig},
+		{"containers, plugin not running yet", on, cluster(false, false), sunkv1.ReasonWaitingForContainersConfig},
 		{"containers, plugin running", on, cluster(true, false), ""},
 		{"containers disabled", off, cluster(false, false), ""},
-		{"GPUs first", gpusAndContainers, cluster(false, false), ReasonWaitingForGPUConfig},
-		{"then containers", gpusAndContainers, cluster(false, true), ReasonWaitingForContainersConfig},
+		{"GPUs first", gpusAndContainers, cluster(false, false), sunkv1.ReasonWaitingForGPUConfig},
+		{"then containers", gpusAndContainers, cluster(false, true), sunkv1.ReasonWaitingForContainersConfig},
 	} {
 		reason, msg := createWait(c.ns, c.sc)
 		if reason != c.reason || (reason == "") != (msg == "") {

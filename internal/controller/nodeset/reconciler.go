@@ -64,29 +64,7 @@ type Reconciler struct {
 	ResyncInterval time.Duration
 }
 
-// Reasons of conditions and events.
 const (
-	ReasonClusterNotFound   = "ClusterNotFound"
-	ReasonNoImage           = "NoImage"
-	ReasonInvalidSpec       = sunkv1.ReasonInvalidSpec
-	ReasonSlurmUnreachable  = "SlurmUnreachable"
-	ReasonReachable         = "Reachable"
-	ReasonNodeHeld          = "NodeHeldByOlderNodeSet"
-	ReasonNoConflict        = "NoConflict"
-	ReasonWaitingForJobs    = "WaitingForJobs"
-	ReasonScalingIn         = "ScalingIn"
-	ReasonUpdating          = "Updating"
-	ReasonProgressing       = "Progressing"
-	ReasonReady             = sunkv1.ReasonReady
-	ReasonPodCreated        = "PodCreated"
-	ReasonGPUTypeUnusable   = "GPUTypeUnusable"
-	ReasonPodDeleted        = "PodDeleted"
-	ReasonDrained           = "Drained"
-	ReasonResumed           = "Resumed"
-	ReasonRecordRemoved     = "SlurmNodeRemoved"
-	ReasonPodNameTaken      = "PodNameTaken"
-	ReasonRecordNotRemoved  = "SlurmNodeNotRemoved"
-	ReasonRecordKept        = "SlurmNodeKept"
 	defaultPollInterval     = 5 * time.Second
 	defaultResyncInterval   = 60 * time.Second
 	maxMessageItems         = 5
@@ -170,8 +148,8 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 	// deleted NodeSet only retires pods, which needs no valid spec.)
 	if errs := validation.ValidateNodeSetSpec(&ns.Spec, field.NewPath("spec")); len(errs) > 0 && ns.DeletionTimestamp.IsZero() {
 		msg := errs.ToAggregate().Error()
-		r.event(ns, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", msg)
-		st.set(sunkv1.ConditionReady, false, ReasonInvalidSpec, msg)
+		r.event(ns, corev1.EventTypeWarning, sunkv1.ReasonInvalidSpec, "%s", msg)
+		st.set(sunkv1.ConditionReady, false, sunkv1.ReasonInvalidSpec, msg)
 		return ctrl.Result{}, nil
 	}
 
@@ -181,17 +159,17 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
-		st.set(sunkv1.ConditionReady, false, ReasonClusterNotFound, fmt.Sprintf("SlurmCluster %s does not exist", ns.Spec.ClusterRef))
+		st.set(sunkv1.ConditionReady, false, sunkv1.ReasonClusterNotFound, fmt.Sprintf("SlurmCluster %s does not exist", ns.Spec.ClusterRef))
 		return ctrl.Result{}, nil
 	}
 	if clusterGoing(sc) {
-		st.set(sunkv1.ConditionReady, false, ReasonClusterNotFound, fmt.Sprintf("SlurmCluster %s is being deleted", ns.Spec.ClusterRef))
+		st.set(sunkv1.ConditionReady, false, sunkv1.ReasonClusterNotFound, fmt.Sprintf("SlurmCluster %s is being deleted", ns.Spec.ClusterRef))
 		return ctrl.Result{}, nil
 	}
 	if ns.Spec.Image == "" {
 		resolved, err := r.Images.Resolve(sc)
 		if err != nil {
-			st.set(sunkv1.ConditionReady, false, ReasonNoImage, err.Error())
+			st.set(sunkv1.ConditionReady, false, sunkv1.ReasonNoImage, err.Error())
 			return ctrl.Result{}, nil
 		}
 		sc = resolved
@@ -210,7 +188,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 	// 2. The selection: which Kubernetes nodes the NodeSet may use.
 	sel, err := newSelection(ns)
 	if err != nil {
-		st.set(sunkv1.ConditionReady, false, ReasonInvalidSpec, err.Error())
+		st.set(sunkv1.ConditionReady, false, sunkv1.ReasonInvalidSpec, err.Error())
 		return ctrl.Result{}, nil
 	}
 	w.sel = sel

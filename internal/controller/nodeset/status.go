@@ -128,27 +128,27 @@ func (r *Reconciler) conclude(w *world, st *status, o *outcome) ctrl.Result {
 		}
 	}
 	if len(slurmErrs) == 0 {
-		st.set(sunkv1.ConditionSlurmReachable, true, ReasonReachable, "slurmrestd answered")
+		st.set(sunkv1.ConditionSlurmReachable, true, sunkv1.ReasonReachable, "slurmrestd answered")
 	} else {
-		st.set(sunkv1.ConditionSlurmReachable, false, ReasonSlurmUnreachable,
+		st.set(sunkv1.ConditionSlurmReachable, false, sunkv1.ReasonSlurmUnreachable,
 			"Slurm could not be read: every drain, resume, record removal and pod deletion that needs Slurm's answer waits until it can: "+list(slurmErrs))
 	}
 	if len(st.conflicts) > 0 {
-		st.set(sunkv1.ConditionNodeConflict, true, ReasonNodeHeld, list(st.conflicts))
+		st.set(sunkv1.ConditionNodeConflict, true, sunkv1.ReasonNodeHeld, list(st.conflicts))
 	} else {
-		st.set(sunkv1.ConditionNodeConflict, false, ReasonNoConflict, "no selected node is held by another NodeSet")
+		st.set(sunkv1.ConditionNodeConflict, false, sunkv1.ReasonNoConflict, "no selected node is held by another NodeSet")
 	}
 
 	updating := c.Updated < c.Replicas
 	wasHeld := false
-	if prev := meta.FindStatusCondition(st.previous, sunkv1.ConditionReady); prev != nil && (prev.Reason == ReasonWaitingForGPUConfig || prev.Reason == ReasonWaitingForContainersConfig) {
+	if prev := meta.FindStatusCondition(st.previous, sunkv1.ConditionReady); prev != nil && (prev.Reason == sunkv1.ReasonWaitingForGPUConfig || prev.Reason == sunkv1.ReasonWaitingForContainersConfig) {
 		wasHeld = true
 	}
 	switch {
 	case len(slurmErrs) > 0:
-		st.set(sunkv1.ConditionReady, false, ReasonSlurmUnreachable, "Slurm could not be read: "+list(slurmErrs))
+		st.set(sunkv1.ConditionReady, false, sunkv1.ReasonSlurmUnreachable, "Slurm could not be read: "+list(slurmErrs))
 	case len(o.waitingForJobs) > 0:
-		st.set(sunkv1.ConditionReady, false, ReasonWaitingForJobs,
+		st.set(sunkv1.ConditionReady, false, sunkv1.ReasonWaitingForJobs,
 			"drained, waiting for running jobs to end before deleting the pods of "+list(o.waitingForJobs))
 	case len(o.held) > 0:
 		// The SlurmCluster's status change wakes the NodeSet: nothing to poll.
@@ -157,19 +157,19 @@ func (r *Reconciler) conclude(w *world, st *status, o *outcome) ctrl.Result {
 			r.event(w.ns, corev1.EventTypeNormal, w.createWaitReason, "%s", w.createWait)
 		}
 	case o.retiring > 0 && !updating:
-		st.set(sunkv1.ConditionReady, false, ReasonScalingIn, fmt.Sprintf("%d pods to remove, %d of %d desired pods ready", c.Replicas-int32(st.desired), c.Ready, st.desired))
+		st.set(sunkv1.ConditionReady, false, sunkv1.ReasonScalingIn, fmt.Sprintf("%d pods to remove, %d of %d desired pods ready", c.Replicas-int32(st.desired), c.Ready, st.desired))
 	case updating:
-		st.set(sunkv1.ConditionReady, false, ReasonUpdating, fmt.Sprintf("%d of %d pods run the current template", c.Updated, c.Replicas))
+		st.set(sunkv1.ConditionReady, false, sunkv1.ReasonUpdating, fmt.Sprintf("%d of %d pods run the current template", c.Updated, c.Replicas))
 	case c.Ready < int32(st.desired) || c.Replicas != int32(st.desired):
-		st.set(sunkv1.ConditionReady, false, ReasonProgressing, fmt.Sprintf("%d of %d desired pods ready (%d exist)", c.Ready, st.desired, c.Replicas))
+		st.set(sunkv1.ConditionReady, false, sunkv1.ReasonProgressing, fmt.Sprintf("%d of %d desired pods ready (%d exist)", c.Ready, st.desired, c.Replicas))
 	default:
-		st.set(sunkv1.ConditionReady, true, ReasonReady, fmt.Sprintf("%d of %d pods ready and current", c.Ready, st.desired))
+		st.set(sunkv1.ConditionReady, true, sunkv1.ReasonReady, fmt.Sprintf("%d of %d pods ready and current", c.Ready, st.desired))
 	}
 	if st.becomes(sunkv1.ConditionSlurmReachable, metav1.ConditionFalse) {
-		r.event(w.ns, corev1.EventTypeWarning, ReasonSlurmUnreachable, "%s", meta.FindStatusCondition(st.conditions, sunkv1.ConditionSlurmReachable).Message)
+		r.event(w.ns, corev1.EventTypeWarning, sunkv1.ReasonSlurmUnreachable, "%s", meta.FindStatusCondition(st.conditions, sunkv1.ConditionSlurmReachable).Message)
 	}
 	if st.becomes(sunkv1.ConditionNodeConflict, metav1.ConditionTrue) {
-		r.event(w.ns, corev1.EventTypeWarning, ReasonNodeHeld, "%s", list(st.conflicts))
+		r.event(w.ns, corev1.EventTypeWarning, sunkv1.ReasonNodeHeld, "%s", list(st.conflicts))
 	}
 
 	// Pods report through the watch; Slurm does not, so anything waiting on Slurm polls.

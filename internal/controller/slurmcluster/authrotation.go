@@ -24,17 +24,6 @@ import (
 	"sunk.dev/sunk/internal/render"
 )
 
-// Reasons of the AuthKeyRotated condition and of the events of an auth key rotation.
-const (
-	ReasonAuthKeyCurrent      = "AuthKeyCurrent"
-	ReasonAuthRingWritten     = "AuthKeyRingWritten"
-	ReasonAuthRingLoading     = "AuthKeyRingLoading"
-	ReasonAuthRingLoaded      = "AuthKeyRingLoaded"
-	ReasonAuthWaitingForJobs  = "AuthKeyWaitingForCredentials"
-	ReasonAuthOldJobsRequeued = "AuthKeyOldJobsRequeued"
-	ReasonAuthKeyRefused      = "AuthKeyRotationRefused"
-)
-
 // authInitialKid names slurm.key once it becomes the first key of a ring.
 const authInitialKid = "initial"
 

@@ -51,7 +51,7 @@ func (r *Reconciler) requeueOldJobs(ctx context.Context, sc *sunkv1.SlurmCluster
 		}
 	}
 	if len(ids) == 0 {
-		st.set(sunkv1.ConditionAuthKeyRotated, false, ReasonAuthWaitingForJobs,
+		st.set(sunkv1.ConditionAuthKeyRotated, false, sunkv1.ReasonAuthWaitingForJobs,
 			fmt.Sprintf("%s passed; waiting for %d job(s) that started before to finish ending", wellknown.AnnotationAuthKeyDeadline, len(old)))
 		return ctrl.Result{RequeueAfter: authPoll}, nil
 	}
@@ -60,7 +60,7 @@ func (r *Reconciler) requeueOldJobs(ctx context.Context, sc *sunkv1.SlurmCluster
 		return ctrl.Result{}, err
 	}
 	if !kube.PodReady(pod) {
-		st.set(sunkv1.ConditionAuthKeyRotated, false, ReasonAuthWaitingForJobs, "the deadline passed; waiting for slurmctld to be ready to requeue the jobs that started before")
+		st.set(sunkv1.ConditionAuthKeyRotated, false, sunkv1.ReasonAuthWaitingForJobs, "the deadline passed; waiting for slurmctld to be ready to requeue the jobs that started before")
 		return ctrl.Result{RequeueAfter: authPoll}, nil
 	}
 	sl, err := r.slurmFor(ctx, sc, n, jwtKeys)
@@ -83,8 +83,8 @@ func (r *Reconciler) requeueOldJobs(ctx context.Context, sc *sunkv1.SlurmCluster
 	}
 	msg := fmt.Sprintf("%s passed: jobs that started under the previous key ring requeued: [%s], cancelled (Slurm would not requeue them): [%s]",
 		wellknown.AnnotationAuthKeyDeadline, strings.Join(requeued, " "), strings.Join(cancelled, " "))
-	r.event(sc, corev1.EventTypeWarning, ReasonAuthOldJobsRequeued, msg)
-	st.set(sunkv1.ConditionAuthKeyRotated, false, ReasonAuthOldJobsRequeued, msg)
+	r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonAuthOldJobsRequeued, msg)
+	st.set(sunkv1.ConditionAuthKeyRotated, false, sunkv1.ReasonAuthOldJobsRequeued, msg)
 	if len(failed) > 0 {
 		return ctrl.Result{}, fmt.Errorf("ending jobs past %s: %s", wellknown.AnnotationAuthKeyDeadline, strings.Join(failed, "; "))
 	}

@@ -51,8 +51,8 @@ func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster,
 		return ctrl.Result{}, nil
 	}
 	refuse := func(msg string) (ctrl.Result, error) {
-		r.event(sc, corev1.EventTypeWarning, ReasonAuthKeyRefused, msg)
-		st.set(sunkv1.ConditionAuthKeyRotated, false, ReasonAuthKeyRefused, msg)
+		r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonAuthKeyRefused, msg)
+		st.set(sunkv1.ConditionAuthKeyRotated, false, sunkv1.ReasonAuthKeyRefused, msg)
 		return ctrl.Result{}, nil
 	}
 	if err := render.CheckAuthRingKid(wanted); err != nil {
@@ -90,7 +90,7 @@ func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster,
 	step := nextAuthStep(f)
 	switch step {
 	case authSteady:
-		st.set(sunkv1.ConditionAuthKeyRotated, true, ReasonAuthKeyCurrent, "every daemon signs with auth key "+wanted)
+		st.set(sunkv1.ConditionAuthKeyRotated, true, sunkv1.ReasonAuthKeyCurrent, "every daemon signs with auth key "+wanted)
 		return ctrl.Result{}, nil
 	case authRefused:
 		return refuse(fmt.Sprintf("Secret %s was not made by sunk and is never written by it: rotate its slurm.jwks yourself (docs/security.md)", n.AuthSecret))
@@ -109,7 +109,7 @@ func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster,
 				msg += fmt.Sprintf(" (%s bounds the wait)", wellknown.AnnotationAuthKeyDeadline)
 			}
 		}
-		st.set(sunkv1.ConditionAuthKeyRotated, false, ReasonAuthWaitingForJobs, msg)
+		st.set(sunkv1.ConditionAuthKeyRotated, false, sunkv1.ReasonAuthWaitingForJobs, msg)
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	case authWaitLoad:
 		return r.loadAuthRing(ctx, sc, n, jwtKeys, secret, ringID, st)
@@ -150,8 +150,8 @@ func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster,
 		return ctrl.Result{}, err
 	}
 	msg := fmt.Sprintf("auth key rotation round %s: wrote %s %s to Secret %s", round, render.AuthRingName, keyID(secret.Data[render.AuthRingName]), n.AuthSecret)
-	r.event(sc, corev1.EventTypeNormal, ReasonAuthRingWritten, msg)
-	st.set(sunkv1.ConditionAuthKeyRotated, false, ReasonAuthRingWritten, msg)
+	r.event(sc, corev1.EventTypeNormal, sunkv1.ReasonAuthRingWritten, msg)
+	st.set(sunkv1.ConditionAuthKeyRotated, false, sunkv1.ReasonAuthRingWritten, msg)
 	return ctrl.Result{RequeueAfter: authPoll}, nil
 }
 
@@ -162,7 +162,7 @@ func (r *Reconciler) followAuthKey(ctx context.Context, sc *sunkv1.SlurmCluster,
 // Secret records the ring as loaded.
 func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, jwtKeys slurmconn.Keys, secret *corev1.Secret, ringID string, st *status) (ctrl.Result, error) {
 	wait := func(msg string) (ctrl.Result, error) {
-		st.set(sunkv1.ConditionAuthKeyRotated, false, ReasonAuthRingLoading, msg)
+		st.set(sunkv1.ConditionAuthKeyRotated, false, sunkv1.ReasonAuthRingLoading, msg)
 		return ctrl.Result{RequeueAfter: authPoll}, nil
 	}
 	if r.Logs == nil {
@@ -262,8 +262,8 @@ func (r *Reconciler) loadAuthRing(ctx context.Context, sc *sunkv1.SlurmCluster, 
 		return ctrl.Result{}, err
 	}
 	msg := fmt.Sprintf("every daemon has loaded %s %s", render.AuthRingName, ringID)
-	r.event(sc, corev1.EventTypeNormal, ReasonAuthRingLoaded, msg)
-	st.set(sunkv1.ConditionAuthKeyRotated, false, ReasonAuthRingLoaded, msg)
+	r.event(sc, corev1.EventTypeNormal, sunkv1.ReasonAuthRingLoaded, msg)
+	st.set(sunkv1.ConditionAuthKeyRotated, false, sunkv1.ReasonAuthRingLoaded, msg)
 	return ctrl.Result{RequeueAfter: authPoll}, nil
 }
 

@@ -19,12 +19,6 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// Reasons of the Slurm check of a new configuration (Reconciler.SlurmConfigCheck).
-const (
-	ReasonCheckingConfig      = "CheckingConfig"
-	ReasonSlurmRejectedConfig = "SlurmRejectedConfig"
-)
-
 // +kubebuilder:rbac:groups="",resources=pods,verbs=create;delete
 
 // slurmAccepts says whether Slurm's own parser accepts a configuration the operator is about
@@ -60,7 +54,7 @@ func (r *Reconciler) slurmAccepts(ctx context.Context, sc *sunkv1.SlurmCluster, 
 		if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, 0, err
 		}
-		st.set(sunkv1.ConditionConfigApplied, false, ReasonCheckingConfig, fmt.Sprintf("Slurm checks the new configuration %s (pod %s)", cfg.Hash, name))
+		st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonCheckingConfig, fmt.Sprintf("Slurm checks the new configuration %s (pod %s)", cfg.Hash, name))
 		return false, pollWhileConverging, nil
 	} else if err != nil {
 		return false, 0, err
@@ -68,7 +62,7 @@ func (r *Reconciler) slurmAccepts(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	done, accepted, stale, msg := render.ConfigCheckVerdict(pod)
 	switch {
 	case !done:
-		st.set(sunkv1.ConditionConfigApplied, false, ReasonCheckingConfig, fmt.Sprintf("Slurm checks the new configuration %s (pod %s)", cfg.Hash, name))
+		st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonCheckingConfig, fmt.Sprintf("Slurm checks the new configuration %s (pod %s)", cfg.Hash, name))
 		return false, pollWhileConverging, nil
 	case accepted || stale:
 		// Accepted: applied next, so the pod has served. Stale: checked again from scratch.
@@ -82,9 +76,9 @@ func (r *Reconciler) slurmAccepts(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	}
 	msg = fmt.Sprintf("Slurm refuses the rendered configuration %s, so the running one stays (pod %s): %s", cfg.Hash, name, msg)
 	if c := meta.FindStatusCondition(sc.Status.Conditions, sunkv1.ConditionConfigApplied); c == nil || c.Message != msg {
-		r.event(sc, corev1.EventTypeWarning, ReasonSlurmRejectedConfig, msg)
+		r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonSlurmRejectedConfig, msg)
 	}
-	st.set(sunkv1.ConditionConfigApplied, false, ReasonSlurmRejectedConfig, msg)
+	st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonSlurmRejectedConfig, msg)
 	return false, 0, nil
 }
 

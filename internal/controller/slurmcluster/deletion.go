@@ -22,10 +22,6 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// The deletion's own event reason; Released and ForceDeleted are kube's, shared with the other
-// finalizer.
-const ReasonDeletingNodeSets = "DeletingNodeSets"
-
 // +kubebuilder:rbac:groups=sunk.dev,resources=nodesets,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters,verbs=patch
 // +kubebuilder:rbac:groups=sunk.dev,resources=slurmclusters/finalizers,verbs=update
@@ -49,9 +45,9 @@ func (r *Reconciler) finalize(ctx context.Context, sc *sunkv1.SlurmCluster) (ctr
 	if why, now, err := r.letGoAtOnce(ctx, sc); err != nil {
 		return ctrl.Result{}, err
 	} else if now {
-		typ, reason := corev1.EventTypeNormal, kube.ReasonReleased
+		typ, reason := corev1.EventTypeNormal, sunkv1.ReasonReleased
 		if sc.Annotations[wellknown.AnnotationForceDelete] == "true" {
-			typ, reason = corev1.EventTypeWarning, kube.ReasonForceDeleted
+			typ, reason = corev1.EventTypeWarning, sunkv1.ReasonForceDeleted
 		}
 		r.event(sc, typ, reason, why)
 		return ctrl.Result{}, r.dropFinalizer(ctx, sc)
@@ -61,7 +57,7 @@ func (r *Reconciler) finalize(ctx context.Context, sc *sunkv1.SlurmCluster) (ctr
 		return ctrl.Result{}, err
 	}
 	if len(deleted) > 0 {
-		r.event(sc, corev1.EventTypeNormal, ReasonDeletingNodeSets, fmt.Sprintf(
+		r.event(sc, corev1.EventTypeNormal, sunkv1.ReasonDeletingNodeSets, fmt.Sprintf(
 			"deleting NodeSets %s: their nodes drain and their pods go once their jobs are done; slurmctld stays until then (annotate %s=true to stop waiting)",
 			strings.Join(deleted, ", "), wellknown.AnnotationForceDelete))
 	}
@@ -69,7 +65,7 @@ func (r *Reconciler) finalize(ctx context.Context, sc *sunkv1.SlurmCluster) (ctr
 		// The NodeSet watch wakes the cluster when one goes; the requeue is a backstop.
 		return ctrl.Result{RequeueAfter: pollWhileDraining}, nil
 	}
-	r.event(sc, corev1.EventTypeNormal, kube.ReasonReleased, "every NodeSet is gone after its jobs: releasing the SlurmCluster")
+	r.event(sc, corev1.EventTypeNormal, sunkv1.ReasonReleased, "every NodeSet is gone after its jobs: releasing the SlurmCluster")
 	if err := r.dropFinalizer(ctx, sc); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -18,17 +18,6 @@ import (
 	"sunk.dev/sunk/pkg/slurm"
 )
 
-// Reasons of ControllerReady (and Ready) around a failover.
-const (
-	// ReasonBackupInCharge: the primary slurmctld is down and the backup serves. The cluster
-	// works (ControllerReady and Ready are True) but has lost its spare: an operator must
-	// bring the primary back (its node, its pod), after which it takes control back itself.
-	ReasonBackupInCharge = "BackupInCharge"
-	// ReasonPrimaryDown: the primary slurmctld is down and no controller serves yet; with a
-	// backup, it takes over once the primary has been silent for SlurmctldTimeout.
-	ReasonPrimaryDown = "PrimaryDown"
-)
-
 // Timeouts of the failover check. A Slurm client that finds no controller in charge retries
 // them for up to 1.5 x SlurmctldTimeout, and slurmrestd answers only then: the check must
 // not hold a reconcile that long, so not answering within serveTimeout reads as not serving.
@@ -56,22 +45,22 @@ type controllerView struct {
 func controllerCondition(v controllerView) (ok bool, reason, msg string) {
 	switch {
 	case v.PrimaryReady:
-		return true, ReasonReady, "slurmctld answers on " + v.Primary
+		return true, sunkv1.ReasonReady, "slurmctld answers on " + v.Primary
 	case !v.HasBackup:
-		return false, ReasonNotReady, v.PrimaryProblem
+		return false, sunkv1.ReasonNotReady, v.PrimaryProblem
 	case !v.BackupReady:
-		return false, ReasonPrimaryDown, fmt.Sprintf("the primary slurmctld is down (%s), and the backup %s is not ready either", v.PrimaryProblem, v.Backup)
+		return false, sunkv1.ReasonPrimaryDown, fmt.Sprintf("the primary slurmctld is down (%s), and the backup %s is not ready either", v.PrimaryProblem, v.Backup)
 	case !v.Asked:
-		return false, ReasonPrimaryDown, fmt.Sprintf("the primary slurmctld is down (%s); whether the backup %s serves is not known yet", v.PrimaryProblem, v.Backup)
+		return false, sunkv1.ReasonPrimaryDown, fmt.Sprintf("the primary slurmctld is down (%s); whether the backup %s serves is not known yet", v.PrimaryProblem, v.Backup)
 	case v.ServeErr != nil:
-		return false, ReasonPrimaryDown, fmt.Sprintf("the primary slurmctld is down (%s), and the backup %s does not serve yet (it takes over once the primary has been silent for SlurmctldTimeout): %v",
+		return false, sunkv1.ReasonPrimaryDown, fmt.Sprintf("the primary slurmctld is down (%s), and the backup %s does not serve yet (it takes over once the primary has been silent for SlurmctldTimeout): %v",
 			v.PrimaryProblem, v.Backup, v.ServeErr)
 	case v.PrimaryResponds:
 		// The primary answers Slurm although its pod is not Ready (a probe that timed out):
 		// it serves.
-		return true, ReasonReady, fmt.Sprintf("slurmctld answers on %s (its pod is not Ready: %s)", v.Primary, v.PrimaryProblem)
+		return true, sunkv1.ReasonReady, fmt.Sprintf("slurmctld answers on %s (its pod is not Ready: %s)", v.Primary, v.PrimaryProblem)
 	default:
-		return true, ReasonBackupInCharge, fmt.Sprintf("the backup slurmctld %s serves; the primary %s is down: %s", v.Backup, v.Primary, v.PrimaryProblem)
+		return true, sunkv1.ReasonBackupInCharge, fmt.Sprintf("the backup slurmctld %s serves; the primary %s is down: %s", v.Backup, v.Primary, v.PrimaryProblem)
 	}
 }
 
@@ -97,8 +86,8 @@ func (r *Reconciler) observeController(ctx context.Context, sc *sunkv1.SlurmClus
 		}
 	}
 	ok, reason, msg := controllerCondition(v)
-	if reason == ReasonBackupInCharge && !hadReason(sc, sunkv1.ConditionControllerReady, ReasonBackupInCharge) {
-		r.event(sc, corev1.EventTypeWarning, ReasonBackupInCharge, msg)
+	if reason == sunkv1.ReasonBackupInCharge && !hadReason(sc, sunkv1.ConditionControllerReady, sunkv1.ReasonBackupInCharge) {
+		r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonBackupInCharge, msg)
 	}
 	st.set(sunkv1.ConditionControllerReady, ok, reason, msg)
 	if !v.PrimaryReady && v.HasBackup {

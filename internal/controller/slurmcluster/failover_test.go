@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/slurm"
 )
 
@@ -21,15 +22,15 @@ func TestControllerCondition(t *testing.T) {
 		reason string
 		inMsg  string
 	}{
-		{"primary ready", with(func(v *controllerView) { v.PrimaryReady, v.HasBackup = true, true }), true, ReasonReady, "answers on c-0"},
-		{"no backup", base, false, ReasonNotReady, "does not exist"},
-		{"backup not ready", with(func(v *controllerView) { v.HasBackup = true }), false, ReasonPrimaryDown, "c-1 is not ready"},
-		{"slurmrestd not ready", with(func(v *controllerView) { v.HasBackup, v.BackupReady = true, true }), false, ReasonPrimaryDown, "not known yet"},
-		{"backup in standby", with(func(v *controllerView) { v.HasBackup, v.BackupReady, v.Asked, v.ServeErr = true, true, true, standby }), false, ReasonPrimaryDown, "Slurm error 1020"},
-		{"backup serves", with(func(v *controllerView) { v.HasBackup, v.BackupReady, v.Asked = true, true, true }), true, ReasonBackupInCharge, "the backup slurmctld c-1 serves; the primary c-0 is down"},
+		{"primary ready", with(func(v *controllerView) { v.PrimaryReady, v.HasBackup = true, true }), true, sunkv1.ReasonReady, "answers on c-0"},
+		{"no backup", base, false, sunkv1.ReasonNotReady, "does not exist"},
+		{"backup not ready", with(func(v *controllerView) { v.HasBackup = true }), false, sunkv1.ReasonPrimaryDown, "c-1 is not ready"},
+		{"slurmrestd not ready", with(func(v *controllerView) { v.HasBackup, v.BackupReady = true, true }), false, sunkv1.ReasonPrimaryDown, "not known yet"},
+		{"backup in standby", with(func(v *controllerView) { v.HasBackup, v.BackupReady, v.Asked, v.ServeErr = true, true, true, standby }), false, sunkv1.ReasonPrimaryDown, "Slurm error 1020"},
+		{"backup serves", with(func(v *controllerView) { v.HasBackup, v.BackupReady, v.Asked = true, true, true }), true, sunkv1.ReasonBackupInCharge, "the backup slurmctld c-1 serves; the primary c-0 is down"},
 		{"primary answers with its pod not ready", with(func(v *controllerView) {
 			v.HasBackup, v.BackupReady, v.Asked, v.PrimaryResponds = true, true, true, true
-		}), true, ReasonReady, "answers on c-0"},
+		}), true, sunkv1.ReasonReady, "answers on c-0"},
 	} {
 		ok, reason, msg := controllerCondition(c.v)
 		if ok != c.ok || reason != c.reason || !strings.Contains(msg, c.inMsg) {

@@ -34,12 +34,7 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// Reasons of the events of a JWT key rotation.
 const (
-	ReasonJWTKeyLoaded    = "JWTKeyLoaded"
-	ReasonJWTKeyPending   = "JWTKeyPending"
-	ReasonJWTKeyUnusable  = "JWTKeyUnusable"
-	ReasonJWTKeyPrevious  = "JWTPreviousKeyDropped"
 	jwtReconfigureEvery   = 30 * time.Second
 	jwtPollWhileRotating  = 5 * time.Second
 	jwtKeyIDHexCharacters = 16
@@ -113,7 +108,7 @@ func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	switch nextJWTStep(probe, hasPrevious, ownSecret, time.Since(state.reconfigured)) {
 	case jwtSteady:
 		if state.loaded != "" && state.loaded != id {
-			r.event(sc, corev1.EventTypeNormal, ReasonJWTKeyLoaded, "slurmctld accepts the JWT key "+id)
+			r.event(sc, corev1.EventTypeNormal, sunkv1.ReasonJWTKeyLoaded, "slurmctld accepts the JWT key "+id)
 		}
 		state.loaded = id
 		return ctrl.Result{}, nil
@@ -124,13 +119,13 @@ func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, 
 			return ctrl.Result{}, err
 		}
 		state.loaded = id
-		r.event(sc, corev1.EventTypeNormal, ReasonJWTKeyPrevious,
+		r.event(sc, corev1.EventTypeNormal, sunkv1.ReasonJWTKeyPrevious,
 			fmt.Sprintf("slurmctld accepts the JWT key %s; dropped %s from Secret %s", id, wellknown.SecretJWTPreviousKey, n.JWTSecret))
 		return ctrl.Result{}, nil
 	case jwtStuck:
 		msg := fmt.Sprintf("slurmctld refuses the JWT key %s of Secret %s, and the Secret has no %s to reach it with: put the key slurmctld loaded back as %s, or restart slurmctld",
 			id, n.JWTSecret, wellknown.SecretJWTPreviousKey, wellknown.SecretJWTPreviousKey)
-		r.event(sc, corev1.EventTypeWarning, ReasonJWTKeyUnusable, msg)
+		r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonJWTKeyUnusable, msg)
 		return ctrl.Result{RequeueAfter: jwtReconfigureEvery}, nil
 	case jwtWait:
 		log.FromContext(ctx).V(1).Info("waiting for slurmctld to load the JWT key", "key", id, "probe", fmt.Sprint(probe))
@@ -154,7 +149,7 @@ func (r *Reconciler) followJWTKey(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	if err := r.reconfigure(ctx, sc, sl, "to load the new JWT key "+id); err != nil {
 		return ctrl.Result{RequeueAfter: jwtPollWhileRotating}, nil
 	}
-	r.event(sc, corev1.EventTypeNormal, ReasonJWTKeyPending, "slurmctld refused the JWT key "+id+": reconfigured it to load the key")
+	r.event(sc, corev1.EventTypeNormal, sunkv1.ReasonJWTKeyPending, "slurmctld refused the JWT key "+id+": reconfigured it to load the key")
 	return ctrl.Result{RequeueAfter: jwtPollWhileRotating}, nil
 }
 

@@ -52,8 +52,8 @@ func (r *Reconciler) ensureKeys(ctx context.Context, sc *sunkv1.SlurmCluster, n 
 		}
 		if data[k.key] == nil {
 			msg := fmt.Sprintf("Secret %s exists without the key %q; sunk does not replace existing keys, restore it or delete the Secret", k.secret, k.key)
-			r.event(sc, corev1.EventTypeWarning, ReasonKeyMissing, msg)
-			st.set(sunkv1.ConditionConfigApplied, false, ReasonKeyMissing, msg)
+			r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonKeyMissing, msg)
+			st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonKeyMissing, msg)
 			return nil, nil
 		}
 		if k.secret == n.JWTSecret {
@@ -113,7 +113,7 @@ func (r *Reconciler) ensureSecretKey(ctx context.Context, sc *sunkv1.SlurmCluste
 	if err := r.Create(ctx, s); err != nil {
 		return nil, err
 	}
-	r.event(sc, corev1.EventTypeNormal, ReasonKeyCreated, fmt.Sprintf("generated %s in Secret %s", key, name))
+	r.event(sc, corev1.EventTypeNormal, sunkv1.ReasonKeyCreated, fmt.Sprintf("generated %s in Secret %s", key, name))
 	return s.Data, nil
 }
 
@@ -132,7 +132,7 @@ func (r *Reconciler) adopt(ctx context.Context, sc *sunkv1.SlurmCluster, s *core
 	if err := r.Patch(ctx, s, patch); err != nil {
 		return fmt.Errorf("labelling the existing Secret %s as the cluster's: %w", s.Name, err)
 	}
-	r.event(sc, corev1.EventTypeNormal, ReasonKeyAdopted, fmt.Sprintf(
+	r.event(sc, corev1.EventTypeNormal, sunkv1.ReasonKeyAdopted, fmt.Sprintf(
 		"took up Secret %s, which existed before this cluster, and labelled it %s=%s: its keys are the cluster's, and whoever may read Secrets in namespace %s holds them",
 		s.Name, wellknown.LabelCluster, sc.Name, sc.Namespace))
 	return nil

@@ -88,29 +88,6 @@ type Reconciler struct {
 	uids sync.Map // types.NamespacedName -> types.UID
 }
 
-// Reasons of conditions and events.
-const (
-	ReasonInvalidSpec        = sunkv1.ReasonInvalidSpec
-	ReasonScriptNotFound     = "ScriptNotFound"
-	ReasonInvalidScript      = "InvalidScript"
-	ReasonUnsafeConfKeys     = "UnsafeConfKeys"
-	ReasonKeyMissing         = "KeyMissing"
-	ReasonKeyCreated         = "KeyCreated"
-	ReasonKeyAdopted         = "KeyAdopted"
-	ReasonReconfigured       = "Reconfigured"
-	ReasonReconfigureFailed  = "ReconfigureFailed"
-	ReasonWaitingForKubelet  = "WaitingForConfigVolume"
-	ReasonWaitingForCtld     = "WaitingForController"
-	ReasonWaitingForRestAPI  = "WaitingForRestApi"
-	ReasonRollingRestart     = "RollingRestart"
-	ReasonApplied            = "Applied"
-	ReasonReady              = sunkv1.ReasonReady
-	ReasonNotReady           = "NotReady"
-	ReasonDisabled           = "Disabled"
-	ReasonComponentsNotReady = "ComponentsNotReady"
-	ReasonNoImage            = "NoImage"
-)
-
 // pollWhileConverging is how soon to look again while waiting for something outside the
 // API (kubelet refreshing a volume, a daemon starting) that no watch reports.
 const pollWhileConverging = 3 * time.Second
@@ -178,8 +155,8 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	// 1b. The Slurm release: its image unless the spec names one, what it lacks, what runs.
 	resolved, err := r.Images.Resolve(sc)
 	if err != nil {
-		r.event(sc, corev1.EventTypeWarning, ReasonNoImage, err.Error())
-		st.set(sunkv1.ConditionConfigApplied, false, ReasonNoImage, err.Error())
+		r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonNoImage, err.Error())
+		st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonNoImage, err.Error())
 		return ctrl.Result{}, nil
 	}
 	sc = resolved
@@ -286,17 +263,17 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 	pod := &corev1.Pod{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.ControllerPod(0)}, pod); err != nil {
 		if apierrors.IsNotFound(err) {
-			st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForCtld, "slurmctld pod does not exist yet")
+			st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonWaitingForCtld, "slurmctld pod does not exist yet")
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if pod.Annotations[wellknown.AnnotationRestartHash] != cfg.RestartHash {
-		st.set(sunkv1.ConditionConfigApplied, false, ReasonRollingRestart, "slurmctld restarts to apply settings that a reconfigure cannot")
+		st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonRollingRestart, "slurmctld restarts to apply settings that a reconfigure cannot")
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
 	if !kube.PodReady(pod) {
-		st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForCtld, "slurmctld is not ready")
+		st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonWaitingForCtld, "slurmctld is not ready")
 		return ctrl.Result{}, nil
 	}
 	// Naming the wanted hash on the pod also makes kubelet resync its volumes now rather
@@ -309,12 +286,12 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 		return ctrl.Result{}, err
 	}
 	if got := render.HashInSlurmConf(first); got != cfg.Hash {
-		st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForKubelet,
+		st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonWaitingForKubelet,
 			fmt.Sprintf("slurmctld's pod still sees configuration %q; waiting for kubelet to deliver %s", got, cfg.Hash))
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
 	if !meta.IsStatusConditionTrue(st.conditions, sunkv1.ConditionRestAPIReady) {
-		st.set(sunkv1.ConditionConfigApplied, false, ReasonWaitingForRestAPI, "slurmrestd is not ready")
+		st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonWaitingForRestAPI, "slurmrestd is not ready")
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
 	sl, err := r.slurmFor(ctx, sc, n, jwtKeys)
@@ -322,11 +299,11 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 		return ctrl.Result{}, err
 	}
 	if err := r.reconfigure(ctx, sc, sl, "to apply configuration "+cfg.Hash); err != nil {
-		st.set(sunkv1.ConditionConfigApplied, false, ReasonReconfigureFailed, err.Error())
+		st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonReconfigureFailed, err.Error())
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
 	r.applied.Store(sc.UID, cfg.Hash)
-	r.event(sc, corev1.EventTypeNormal, ReasonReconfigured, "slurmctld reconfigured with configuration "+cfg.Hash)
+	r.event(sc, corev1.EventTypeNormal, sunkv1.ReasonReconfigured, "slurmctld reconfigured with configuration "+cfg.Hash)
 	st.applied(cfg)
 	return ctrl.Result{}, nil
 }

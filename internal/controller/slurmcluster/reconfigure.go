@@ -50,7 +50,7 @@ func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, s
 	if err := sl.Reconfigure(ctx); err != nil {
 		r.reconfigureFailed.Store(sc.UID, reconfigureFailure{at: at, err: err})
 		err = fmt.Errorf("scontrol reconfigure over REST %s failed: %w", purpose, err)
-		r.event(sc, corev1.EventTypeWarning, ReasonReconfigureFailed, err.Error())
+		r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonReconfigureFailed, err.Error())
 		return err
 	}
 	r.reconfigureFailed.Delete(sc.UID)

@@ -15,8 +15,8 @@ import (
 )
 
 // scriptError is a prolog or epilog the controller cannot use: its ConfigMap or key is
-// missing (ReasonScriptNotFound), or its text fails the checks an inline script passes at
-// admission (ReasonInvalidScript). Either way nothing new is rendered, so the scripts
+// missing (sunkv1.ReasonScriptNotFound), or its text fails the checks an inline script passes at
+// admission (sunkv1.ReasonInvalidScript). Either way nothing new is rendered, so the scripts
 // ConfigMap keeps the last good scripts.
 type scriptError struct{ reason, msg string }
 
@@ -46,17 +46,17 @@ func (r *Reconciler) resolve(ctx context.Context, ns, kind string, scripts []sun
 		cm := &corev1.ConfigMap{}
 		err := r.notOnlyOwned().Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, cm)
 		if apierrors.IsNotFound(err) {
-			return nil, &scriptError{ReasonScriptNotFound, fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s not found", kind, i, ref.Name)}
+			return nil, &scriptError{sunkv1.ReasonScriptNotFound, fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s not found", kind, i, ref.Name)}
 		}
 		if err != nil {
 			return nil, err
 		}
 		text, ok := cm.Data[ref.Key]
 		if !ok {
-			return nil, &scriptError{ReasonScriptNotFound, fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s has no key %q", kind, i, ref.Name, ref.Key)}
+			return nil, &scriptError{sunkv1.ReasonScriptNotFound, fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s has no key %q", kind, i, ref.Name, ref.Key)}
 		}
 		if err := validation.ValidateScript(text); err != nil {
-			return nil, &scriptError{ReasonInvalidScript, fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s key %q: %v (the last good scripts stay in place)", kind, i, ref.Name, ref.Key, err)}
+			return nil, &scriptError{sunkv1.ReasonInvalidScript, fmt.Sprintf("spec.%s[%d].configMapKeyRef: ConfigMap %s key %q: %v (the last good scripts stay in place)", kind, i, ref.Name, ref.Key, err)}
 		}
 		out = append(out, render.ResolvedScript{Name: s.Name, Text: text})
 	}

@@ -38,31 +38,24 @@ func newStatus(sc *sunkv1.SlurmCluster) *status {
 	}
 }
 
-// ReasonNoGPUs: GPUDevicesIncluded is False because no NodeSet of the cluster grants GPUs.
-const ReasonNoGPUs = "NoGPUNodeSets"
-
-// ReasonNoContainers: ContainersEnabled is False because no NodeSet of the cluster enables
-// containers.
-const ReasonNoContainers = "NoContainerNodeSets"
-
 // applied records that slurmctld runs cfg, whether its gres.conf has the device Include and
 // whether its plugstack.conf loads the containers plugin: all describe the running
 // configuration, and change only together.
 func (s *status) applied(cfg *render.Config) {
 	s.configHash = cfg.Hash
-	s.set(sunkv1.ConditionConfigApplied, true, ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
+	s.set(sunkv1.ConditionConfigApplied, true, sunkv1.ReasonApplied, "slurmctld runs configuration "+cfg.Hash)
 	if cfg.GPUDevices {
-		s.set(sunkv1.ConditionGPUDevicesIncluded, true, ReasonApplied,
+		s.set(sunkv1.ConditionGPUDevicesIncluded, true, sunkv1.ReasonApplied,
 			"slurmctld runs configuration "+cfg.Hash+", whose gres.conf includes each compute pod's GPU device lines")
 	} else {
-		s.set(sunkv1.ConditionGPUDevicesIncluded, false, ReasonNoGPUs,
+		s.set(sunkv1.ConditionGPUDevicesIncluded, false, sunkv1.ReasonNoGPUs,
 			"slurmctld runs configuration "+cfg.Hash+", whose gres.conf has no device Include: no NodeSet of the cluster grants GPUs")
 	}
 	if cfg.Containers {
-		s.set(sunkv1.ConditionContainersEnabled, true, ReasonApplied,
+		s.set(sunkv1.ConditionContainersEnabled, true, sunkv1.ReasonApplied,
 			"slurmctld runs configuration "+cfg.Hash+", whose plugstack.conf loads the containers plugin")
 	} else {
-		s.set(sunkv1.ConditionContainersEnabled, false, ReasonNoContainers,
+		s.set(sunkv1.ConditionContainersEnabled, false, sunkv1.ReasonNoContainers,
 			"slurmctld runs configuration "+cfg.Hash+", whose plugstack.conf has no containers plugin: no NodeSet of the cluster enables containers")
 	}
 }
@@ -92,7 +85,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmClust
 		return err
 	}
 	if want := ptr.Deref(sc.Spec.Login.Replicas, 1); want == 0 {
-		st.set(sunkv1.ConditionLoginReady, true, ReasonDisabled, "spec.login.replicas is 0")
+		st.set(sunkv1.ConditionLoginReady, true, sunkv1.ReasonDisabled, "spec.login.replicas is 0")
 	} else {
 		availableCondition(st, sunkv1.ConditionLoginReady, "login", login.Status.AvailableReplicas, want)
 	}
@@ -121,12 +114,12 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmClust
 			}
 		}
 		if notReady == "" {
-			st.set(sunkv1.ConditionAccountingReady, true, ReasonReady, "slurmdbd is ready")
+			st.set(sunkv1.ConditionAccountingReady, true, sunkv1.ReasonReady, "slurmdbd is ready")
 		} else {
-			st.set(sunkv1.ConditionAccountingReady, false, ReasonNotReady, notReady)
+			st.set(sunkv1.ConditionAccountingReady, false, sunkv1.ReasonNotReady, notReady)
 		}
 	default:
-		st.set(sunkv1.ConditionAccountingReady, true, ReasonDisabled, "spec.accounting.mode is None")
+		st.set(sunkv1.ConditionAccountingReady, true, sunkv1.ReasonDisabled, "spec.accounting.mode is None")
 	}
 	return nil
 }
@@ -140,10 +133,10 @@ func (r *Reconciler) get(ctx context.Context, n clusternames.Names, name string,
 // availableCondition: a workload serves once one of its pods is available.
 func availableCondition(st *status, typ, what string, available, want int32) {
 	if available >= 1 {
-		st.set(typ, true, ReasonReady, fmt.Sprintf("%d of %d %s pods available", available, want, what))
+		st.set(typ, true, sunkv1.ReasonReady, fmt.Sprintf("%d of %d %s pods available", available, want, what))
 		return
 	}
-	st.set(typ, false, ReasonNotReady, fmt.Sprintf("0 of %d %s pods available", want, what))
+	st.set(typ, false, sunkv1.ReasonNotReady, fmt.Sprintf("0 of %d %s pods available", want, what))
 }
 
 // podProblem says why a pod is not ready, from its container states.
@@ -173,13 +166,13 @@ func (r *Reconciler) updateStatus(ctx context.Context, sc *sunkv1.SlurmCluster, 
 	}
 	ctld := meta.FindStatusCondition(st.conditions, sunkv1.ConditionControllerReady)
 	switch {
-	case len(notReady) == 0 && ctld.Reason == ReasonBackupInCharge:
+	case len(notReady) == 0 && ctld.Reason == sunkv1.ReasonBackupInCharge:
 		// The cluster serves, but on its spare: Ready's reason (kubectl get's column) says so.
-		st.set(sunkv1.ConditionReady, true, ReasonBackupInCharge, "every component serves, but on the backup slurmctld: "+ctld.Message)
+		st.set(sunkv1.ConditionReady, true, sunkv1.ReasonBackupInCharge, "every component serves, but on the backup slurmctld: "+ctld.Message)
 	case len(notReady) == 0:
-		st.set(sunkv1.ConditionReady, true, ReasonReady, "every component is ready and runs the current configuration")
+		st.set(sunkv1.ConditionReady, true, sunkv1.ReasonReady, "every component is ready and runs the current configuration")
 	default:
-		reason := ReasonComponentsNotReady
+		reason := sunkv1.ReasonComponentsNotReady
 		if c := meta.FindStatusCondition(st.conditions, sunkv1.ConditionConfigApplied); c != nil && c.Status == metav1.ConditionFalse && len(notReady) == 1 {
 			reason = c.Reason
 		}

@@ -38,14 +38,6 @@ const (
 	DefaultTopologyMaxDelay = 60 * time.Second
 )
 
-// Reasons of the TopologyReady condition.
-const (
-	ReasonTopologyPlaced     = "Placed"
-	ReasonTopologyUnlabelled = "UnlabelledNodes"
-	ReasonTopologyLeftOut    = "NodesLeftOut"
-	ReasonTopologyInvalid    = "InvalidTopology"
-)
-
 // pendingTopology is a rendered topology.conf waiting for the nodes to settle.
 type pendingTopology struct {
 	conf        string
@@ -104,7 +96,7 @@ func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n cl
 	}
 	if err != nil {
 		// Never reaches slurmctld: the file it runs with stays.
-		st.set(sunkv1.ConditionTopologyReady, false, ReasonTopologyInvalid, err.Error())
+		st.set(sunkv1.ConditionTopologyReady, false, sunkv1.ReasonTopologyInvalid, err.Error())
 		kept, kerr := render.RenderTopology(sc.Spec.Topology, nil)
 		if kerr != nil {
 			return nil, 0, kerr
@@ -155,11 +147,11 @@ func (r *Reconciler) topology(ctx context.Context, sc *sunkv1.SlurmCluster, n cl
 	}
 	switch {
 	case excluded > 0:
-		st.set(sunkv1.ConditionTopologyReady, false, ReasonTopologyLeftOut, msg+"; "+strings.Join(problems, "; "))
+		st.set(sunkv1.ConditionTopologyReady, false, sunkv1.ReasonTopologyLeftOut, msg+"; "+strings.Join(problems, "; "))
 	case unlabelled > 0:
-		st.set(sunkv1.ConditionTopologyReady, false, ReasonTopologyUnlabelled, msg+"; "+strings.Join(problems, "; "))
+		st.set(sunkv1.ConditionTopologyReady, false, sunkv1.ReasonTopologyUnlabelled, msg+"; "+strings.Join(problems, "; "))
 	default:
-		st.set(sunkv1.ConditionTopologyReady, true, ReasonTopologyPlaced, msg+", every one under a labelled switch or block")
+		st.set(sunkv1.ConditionTopologyReady, true, sunkv1.ReasonTopologyPlaced, msg+", every one under a labelled switch or block")
 	}
 	if apply {
 		return desired, 0, nil

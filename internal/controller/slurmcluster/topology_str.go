@@ -33,13 +33,6 @@ import (
 //
 // A move to a place the running file already has skips step 1.
 
-// Reasons of the moves by topology_str: a TopologyReady reason and two event reasons.
-const (
-	ReasonTopologyMoving     = "MovingNodes"
-	ReasonTopologyMoved      = "TopologyMoved"
-	ReasonTopologyMoveFailed = "TopologyMoveFailed"
-)
-
 // topologyStrPlan is what the moves by topology_str need now.
 type topologyStrPlan struct {
 	// moves are the nodes to update now: their new place is in the running file.
@@ -225,10 +218,10 @@ func (r *Reconciler) moveByTopologyStr(ctx context.Context, sc *sunkv1.SlurmClus
 		str := m.TopologyStr
 		if err := sl.UpdateNode(ctx, m.Node, slurm.NodeUpdate{Topology: &str}); err != nil {
 			failed = append(failed, m.Node)
-			r.event(sc, corev1.EventTypeWarning, ReasonTopologyMoveFailed, fmt.Sprintf("moving node %s to %s: %v", m.Node, str, err))
+			r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonTopologyMoveFailed, fmt.Sprintf("moving node %s to %s: %v", m.Node, str, err))
 			continue
 		}
-		r.event(sc, corev1.EventTypeNormal, ReasonTopologyMoved, fmt.Sprintf("node %s moved to %s by topology_str", m.Node, str))
+		r.event(sc, corev1.EventTypeNormal, sunkv1.ReasonTopologyMoved, fmt.Sprintf("node %s moved to %s by topology_str", m.Node, str))
 	}
 	msg := fmt.Sprintf("%d nodes moved by topology_str", len(p.moves)-len(failed))
 	if len(failed) > 0 {
@@ -237,6 +230,6 @@ func (r *Reconciler) moveByTopologyStr(ctx context.Context, sc *sunkv1.SlurmClus
 	if len(p.waiting) > 0 {
 		msg += fmt.Sprintf("; %d wait for the topology file to have their new switch or block (%s)", len(p.waiting), strings.Join(p.waiting, ", "))
 	}
-	st.set(sunkv1.ConditionTopologyReady, false, ReasonTopologyMoving, msg)
+	st.set(sunkv1.ConditionTopologyReady, false, sunkv1.ReasonTopologyMoving, msg)
 	return pollWhileConverging, nil
 }

@@ -17,8 +17,8 @@ import (
 func (r *Reconciler) validSpec(sc *sunkv1.SlurmCluster, st *status) bool {
 	if errs, _ := r.Validation.ValidateSpec(&sc.Spec, field.NewPath("spec")); len(errs) > 0 {
 		msg := errs.ToAggregate().Error()
-		r.event(sc, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
-		st.set(sunkv1.ConditionConfigApplied, false, ReasonInvalidSpec, msg)
+		r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonInvalidSpec, msg)
+		st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonInvalidSpec, msg)
 		return false
 	}
 	r.reportUnsafe(sc)
@@ -39,6 +39,6 @@ func (r *Reconciler) reportUnsafe(sc *sunkv1.SlurmCluster) {
 	}
 	r.unsafeReported.Store(sc.UID, msg)
 	if msg != "" {
-		r.event(sc, corev1.EventTypeWarning, ReasonUnsafeConfKeys, msg)
+		r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonUnsafeConfKeys, msg)
 	}
 }

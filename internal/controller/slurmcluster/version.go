@@ -17,20 +17,6 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// Reasons of the SlurmVersion and FeaturesAvailable conditions.
-const (
-	// ReasonCurrent: every Slurm pod of the cluster runs spec.slurmVersion.
-	ReasonCurrent = "Current"
-	// ReasonUpgrading: some pods still run an older release than spec.slurmVersion.
-	ReasonUpgrading = "Upgrading"
-	// ReasonUpgraded (an event): the last tier runs the spec's release.
-	ReasonUpgraded = "Upgraded"
-	// ReasonNewestSlurm: the cluster's release has every feature sunk renders.
-	ReasonNewestSlurm = "NewestSlurm"
-	// ReasonOlderSlurm: the cluster's release lacks features of newer ones (the message names them).
-	ReasonOlderSlurm = "OlderSlurm"
-)
-
 // runningVersion is the release the cluster runs, as its pods' LabelSlurmVersion say (a pod
 // without the label runs 24.11): the oldest one among them, since that is the release every
 // daemon must still understand. Without pods it is the spec's. current says whether every pod
@@ -63,9 +49,9 @@ func (r *Reconciler) observeVersion(ctx context.Context, sc *sunkv1.SlurmCluster
 	plan := planUpgrade(want, tiers)
 	running, current := runningVersion(want, versions)
 	if current && !plan.Upgrading {
-		st.set(sunkv1.ConditionSlurmVersion, true, ReasonCurrent, running)
+		st.set(sunkv1.ConditionSlurmVersion, true, sunkv1.ReasonCurrent, running)
 	} else {
-		st.set(sunkv1.ConditionSlurmVersion, false, ReasonUpgrading, running)
+		st.set(sunkv1.ConditionSlurmVersion, false, sunkv1.ReasonUpgrading, running)
 	}
 	// One event per step: when the tier the upgrade waits on changes.
 	step := ""
@@ -73,17 +59,17 @@ func (r *Reconciler) observeVersion(ctx context.Context, sc *sunkv1.SlurmCluster
 		step = want + "/" + plan.Waiting
 	}
 	if last, _ := r.upgradeStep.Swap(sc.UID, step); last != nil && last.(string) != step || last == nil && step != "" {
-		reason := ReasonUpgrading
+		reason := sunkv1.ReasonUpgrading
 		if step == "" {
-			reason = ReasonUpgraded
+			reason = sunkv1.ReasonUpgraded
 		}
 		r.event(sc, corev1.EventTypeNormal, reason, plan.message(want))
 	}
 	if missing := slurmversion.Missing(want); len(missing) > 0 {
-		st.set(sunkv1.ConditionFeaturesAvailable, false, ReasonOlderSlurm,
+		st.set(sunkv1.ConditionFeaturesAvailable, false, sunkv1.ReasonOlderSlurm,
 			"Slurm "+want+" lacks: "+strings.Join(missing, "; ")+". Raise spec.slurmVersion to have them.")
 	} else {
-		st.set(sunkv1.ConditionFeaturesAvailable, true, ReasonNewestSlurm, "Slurm "+want+" has every feature sunk offers")
+		st.set(sunkv1.ConditionFeaturesAvailable, true, sunkv1.ReasonNewestSlurm, "Slurm "+want+" has every feature sunk offers")
 	}
 	return plan, nil
 }

@@ -73,7 +73,7 @@ func TestSlurmConfigCheck(t *testing.T) {
 	// The reconciler creates the check pod before it writes the condition: a loaded machine
 	// shows the pod first.
 	eventually(t, "ConfigApplied CheckingConfig while the check pod runs", func() error {
-		if c := condition(h.cluster(t, "cc"), sunkv1.ConditionConfigApplied); c.Reason != slurmcluster.ReasonCheckingConfig {
+		if c := condition(h.cluster(t, "cc"), sunkv1.ConditionConfigApplied); c.Reason != sunkv1.ReasonCheckingConfig {
 			return fmt.Errorf("ConfigApplied %+v", c)
 		}
 		return nil
@@ -101,10 +101,10 @@ func TestSlurmConfigCheck(t *testing.T) {
 	h.finish(t, p, 1, slurmSays)
 	eventually(t, "SlurmRejectedConfig", func() error {
 		c := condition(h.cluster(t, "cc"), sunkv1.ConditionConfigApplied)
-		if c.Reason != slurmcluster.ReasonSlurmRejectedConfig || !strings.Contains(c.Message, "MaxJobCount value (abc) is not a valid number") {
+		if c.Reason != sunkv1.ReasonSlurmRejectedConfig || !strings.Contains(c.Message, "MaxJobCount value (abc) is not a valid number") {
 			return fmt.Errorf("ConfigApplied %+v", c)
 		}
-		return h.event("cc", slurmcluster.ReasonSlurmRejectedConfig)
+		return h.event("cc", sunkv1.ReasonSlurmRejectedConfig)
 	})
 	if err := h.get(t, "cc-config", &conf); err != nil || render.HashInSlurmConf(conf.Data["slurm.conf"]) != good || strings.Contains(conf.Data["slurm.conf"], "MaxJobCount=abc") {
 		t.Fatalf("the refused configuration reached the config ConfigMap (%v)", err)

@@ -14,8 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/controller/nodeset"
-	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -39,7 +37,7 @@ func TestGPUNodeSetWaitsForTheDeviceInclude(t *testing.T) {
 	eventually(t, "configuration without GPUs applied", func() error {
 		sc := h.cluster(t, "g")
 		if c, g := condition(sc, sunkv1.ConditionConfigApplied), condition(sc, sunkv1.ConditionGPUDevicesIncluded); c.Status != metav1.ConditionTrue ||
-			g.Status != metav1.ConditionFalse || g.Reason != slurmcluster.ReasonNoGPUs {
+			g.Status != metav1.ConditionFalse || g.Reason != sunkv1.ReasonNoGPUs {
 			return fmt.Errorf("ConfigApplied %+v, GPUDevicesIncluded %+v", c, g)
 		}
 		return nil
@@ -61,15 +59,15 @@ func TestGPUNodeSetWaitsForTheDeviceInclude(t *testing.T) {
 			return fmt.Errorf("gres.conf %q", conf.Data["gres.conf"])
 		}
 		sc := h.cluster(t, "g")
-		if c, g := condition(sc, sunkv1.ConditionConfigApplied), condition(sc, sunkv1.ConditionGPUDevicesIncluded); c.Reason != slurmcluster.ReasonWaitingForKubelet ||
+		if c, g := condition(sc, sunkv1.ConditionConfigApplied), condition(sc, sunkv1.ConditionGPUDevicesIncluded); c.Reason != sunkv1.ReasonWaitingForKubelet ||
 			g.Status != metav1.ConditionFalse {
 			return fmt.Errorf("ConfigApplied %+v, GPUDevicesIncluded %+v", c, g)
 		}
 		n := h.nodeSet(t, "gpu")
-		if c := nsCondition(n, sunkv1.ConditionReady); c.Reason != nodeset.ReasonWaitingForGPUConfig || !strings.Contains(c.Message, "gpu-0") {
+		if c := nsCondition(n, sunkv1.ConditionReady); c.Reason != sunkv1.ReasonWaitingForGPUConfig || !strings.Contains(c.Message, "gpu-0") {
 			return fmt.Errorf("NodeSet Ready %+v", c)
 		}
-		return h.event("gpu", nodeset.ReasonWaitingForGPUConfig)
+		return h.event("gpu", sunkv1.ReasonWaitingForGPUConfig)
 	})
 	if got := h.allPods(t, "gpu"); len(got) != 0 {
 		t.Fatalf("pods created before slurmctld runs the Include: %v", got)

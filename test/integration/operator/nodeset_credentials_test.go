@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/controller/nodeset"
 )
 
 // TestNodeSetContainerCredentials: a NodeSet whose spec.containers.imagePullSecrets names a
@@ -43,7 +42,7 @@ func TestNodeSetContainerCredentials(t *testing.T) {
 	}
 	eventually(t, "ContainerCredentials False naming ncvr", func() error {
 		c := credentials()
-		if c.Status != metav1.ConditionFalse || c.Reason != nodeset.ReasonSecretMissing ||
+		if c.Status != metav1.ConditionFalse || c.Reason != sunkv1.ReasonSecretMissing ||
 			!strings.Contains(c.Message, "Secret ncvr does not exist") || strings.Contains(c.Message, "Secret nvcr") {
 			return fmt.Errorf("condition %+v", c)
 		}
@@ -55,7 +54,7 @@ func TestNodeSetContainerCredentials(t *testing.T) {
 			return err
 		}
 		for _, e := range list.Items {
-			if e.Regarding.Name == "ctr" && e.Reason == nodeset.ReasonSecretMissing && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "Secret ncvr does not exist") {
+			if e.Regarding.Name == "ctr" && e.Reason == sunkv1.ReasonSecretMissing && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "Secret ncvr does not exist") {
 				return nil
 			}
 		}
@@ -64,7 +63,7 @@ func TestNodeSetContainerCredentials(t *testing.T) {
 
 	must(t, h.c.Create(ctx, secret("ncvr")))
 	eventually(t, "ContainerCredentials True once ncvr exists", func() error {
-		if c := credentials(); c.Status != metav1.ConditionTrue || c.Reason != nodeset.ReasonSecretsFound {
+		if c := credentials(); c.Status != metav1.ConditionTrue || c.Reason != sunkv1.ReasonSecretsFound {
 			return fmt.Errorf("condition %+v", c)
 		}
 		return nil

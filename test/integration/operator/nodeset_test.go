@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -391,7 +390,7 @@ func TestNodeSetPerNodeAndConflicts(t *testing.T) {
 	h.readyNodeSet(t, "cpu-b", "cpu-b-n3")
 	eventually(t, "conflict reported", func() error {
 		c := nsCondition(h.nodeSet(t, "cpu-b"), sunkv1.ConditionNodeConflict)
-		if c.Status != metav1.ConditionTrue || c.Reason != nodeset.ReasonNodeHeld ||
+		if c.Status != metav1.ConditionTrue || c.Reason != sunkv1.ReasonNodeHeld ||
 			!strings.Contains(c.Message, "node n1.example.com is held by the older NodeSet cpu-a") || !strings.Contains(c.Message, "node n2 is held") {
 			return fmt.Errorf("NodeConflict %+v", c)
 		}
@@ -403,7 +402,7 @@ func TestNodeSetPerNodeAndConflicts(t *testing.T) {
 	if c := nsCondition(h.nodeSet(t, "cpu-a"), sunkv1.ConditionNodeConflict); c.Status != metav1.ConditionFalse {
 		t.Errorf("the older NodeSet reports a conflict: %+v", c)
 	}
-	eventually(t, "conflict event", func() error { return h.event("cpu-b", nodeset.ReasonNodeHeld) })
+	eventually(t, "conflict event", func() error { return h.event("cpu-b", sunkv1.ReasonNodeHeld) })
 
 	// n2 leaves cpu-a's selection: drained with the reason, deleted (idle), its Slurm
 	// record removed; cpu-b does not select it either.
@@ -491,7 +490,7 @@ func TestNodeSetReplicasProtectedScaleIn(t *testing.T) {
 			return fmt.Errorf("rep-2 in Slurm: %+v %v", n, err)
 		}
 		ns := h.nodeSet(t, "rep")
-		if c := nsCondition(ns, sunkv1.ConditionReady); c.Reason != nodeset.ReasonWaitingForJobs || !strings.Contains(c.Message, "rep-2") {
+		if c := nsCondition(ns, sunkv1.ConditionReady); c.Reason != sunkv1.ReasonWaitingForJobs || !strings.Contains(c.Message, "rep-2") {
 			return fmt.Errorf("Ready %+v", c)
 		}
 		if s := ns.Status; s.Desired != 1 || s.Replicas != 2 || s.Busy != 1 || s.Drained != 1 {
@@ -574,7 +573,7 @@ func TestNodeSetRollingUpdateIdleFirstOneAtATime(t *testing.T) {
 		if n, err := h.slurmNode(t, "roll-0"); err != nil || !n.Drained() || n.Reason != "k8s: nodeset update" {
 			return fmt.Errorf("roll-0 in Slurm: %+v %v", n, err)
 		}
-		if c := nsCondition(ns, sunkv1.ConditionReady); c.Reason != nodeset.ReasonWaitingForJobs {
+		if c := nsCondition(ns, sunkv1.ConditionReady); c.Reason != sunkv1.ReasonWaitingForJobs {
 			return fmt.Errorf("Ready %+v", c)
 		}
 		if s := ns.Status; s.Updated != 2 || s.Busy != 1 {
@@ -659,7 +658,7 @@ func TestNodeSetReplacementKeepsForeignDrain(t *testing.T) {
 	if k.registered["keep-0"] != 1 || k.registered["keep-1"] != 2 {
 		t.Errorf("registrations %v: keep-0's record must be kept, keep-1's made anew", k.registered)
 	}
-	if err := h.event("keep", nodeset.ReasonRecordKept); err != nil {
+	if err := h.event("keep", sunkv1.ReasonRecordKept); err != nil {
 		t.Error(err)
 	}
 }
@@ -689,8 +688,8 @@ func TestNodeSetSlurmUnreachableDeletesNothing(t *testing.T) {
 	eventually(t, "Slurm reported unreachable", func() error {
 		ns := h.nodeSet(t, "fc")
 		c, r := nsCondition(ns, sunkv1.ConditionSlurmReachable), nsCondition(ns, sunkv1.ConditionReady)
-		if c.Status != metav1.ConditionFalse || c.Reason != nodeset.ReasonSlurmUnreachable || !strings.Contains(c.Message, "connection refused") ||
-			r.Reason != nodeset.ReasonSlurmUnreachable || ns.Status.ObservedGeneration != ns.Generation {
+		if c.Status != metav1.ConditionFalse || c.Reason != sunkv1.ReasonSlurmUnreachable || !strings.Contains(c.Message, "connection refused") ||
+			r.Reason != sunkv1.ReasonSlurmUnreachable || ns.Status.ObservedGeneration != ns.Generation {
 			return fmt.Errorf("SlurmReachable %+v, Ready %+v", c, r)
 		}
 		return nil
@@ -709,7 +708,7 @@ func TestNodeSetSlurmUnreachableDeletesNothing(t *testing.T) {
 	if len(k.stopped()) != 0 {
 		t.Fatalf("pods stopped: %+v", k.stopped())
 	}
-	eventually(t, "warning event", func() error { return h.event("fc", nodeset.ReasonSlurmUnreachable) })
+	eventually(t, "warning event", func() error { return h.event("fc", sunkv1.ReasonSlurmUnreachable) })
 
 	// Slurm answers again: the scale-in goes on, the protected way.
 	h.slurm.SetError("*", nil)
@@ -786,7 +785,7 @@ func TestNodeSetAdmission(t *testing.T) {
 	}
 	// Without its SlurmCluster the NodeSet says so and creates nothing.
 	eventually(t, "ClusterNotFound", func() error {
-		if c := nsCondition(h.nodeSet(t, "good"), sunkv1.ConditionReady); c.Reason != nodeset.ReasonClusterNotFound {
+		if c := nsCondition(h.nodeSet(t, "good"), sunkv1.ConditionReady); c.Reason != sunkv1.ReasonClusterNotFound {
 			return fmt.Errorf("Ready %+v", c)
 		}
 		return nil

@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -45,7 +44,7 @@ func TestSlurmClusterObjectsKeysAndConditions(t *testing.T) {
 	// The prolog's ConfigMap is missing: the cluster says so and renders nothing.
 	eventually(t, "ScriptNotFound", func() error {
 		c := condition(h.cluster(t, "c1"), sunkv1.ConditionConfigApplied)
-		if c.Reason != slurmcluster.ReasonScriptNotFound || !strings.Contains(c.Message, "spec.prolog[0].configMapKeyRef") {
+		if c.Reason != sunkv1.ReasonScriptNotFound || !strings.Contains(c.Message, "spec.prolog[0].configMapKeyRef") {
 			return fmt.Errorf("ConfigApplied = %+v", c)
 		}
 		return nil
@@ -118,7 +117,7 @@ func TestSlurmClusterObjectsKeysAndConditions(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "KeyAdopted event", func() error { return h.event("c1", slurmcluster.ReasonKeyAdopted) })
+	eventually(t, "KeyAdopted event", func() error { return h.event("c1", sunkv1.ReasonKeyAdopted) })
 	if !strings.Contains(string(dbd.Data["slurmdbd.conf"]), "DbdHost=c1-accounting-0") || !strings.Contains(string(dbd.Data["slurmdbd.conf"]), "StoragePass=") {
 		t.Errorf("slurmdbd.conf = %s", dbd.Data["slurmdbd.conf"])
 	}
@@ -148,7 +147,7 @@ func TestSlurmClusterObjectsKeysAndConditions(t *testing.T) {
 	eventually(t, "conditions", func() error {
 		sc := h.cluster(t, "c1")
 		ready, ctldc := condition(sc, sunkv1.ConditionReady), condition(sc, sunkv1.ConditionControllerReady)
-		if ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "ControllerReady") || ctldc.Reason != slurmcluster.ReasonNotReady || sc.Status.ObservedGeneration != sc.Generation {
+		if ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "ControllerReady") || ctldc.Reason != sunkv1.ReasonNotReady || sc.Status.ObservedGeneration != sc.Generation {
 			return fmt.Errorf("Ready %+v, ControllerReady %+v", ready, ctldc)
 		}
 		if sc.Status.Endpoints.Controller != "c1-controller-0.c1-controller.slurm.svc.cluster.local:6817" {
@@ -186,7 +185,7 @@ func TestSlurmClusterKeyMissingIsNotReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "KeyMissing", func() error {
-		if c := condition(h.cluster(t, "c2"), sunkv1.ConditionConfigApplied); c.Reason != slurmcluster.ReasonKeyMissing {
+		if c := condition(h.cluster(t, "c2"), sunkv1.ConditionConfigApplied); c.Reason != sunkv1.ReasonKeyMissing {
 			return fmt.Errorf("ConfigApplied = %+v", c)
 		}
 		return nil
@@ -247,7 +246,7 @@ func TestConfigChangeReconfiguresWithoutRestart(t *testing.T) {
 	second := render.HashInSlurmConf(conf.Data["slurm.conf"])
 	eventually(t, "waiting for kubelet", func() error {
 		sc := h.cluster(t, "c3")
-		if c := condition(sc, sunkv1.ConditionConfigApplied); c.Reason != slurmcluster.ReasonWaitingForKubelet {
+		if c := condition(sc, sunkv1.ConditionConfigApplied); c.Reason != sunkv1.ReasonWaitingForKubelet {
 			return fmt.Errorf("ConfigApplied %+v", c)
 		}
 		if err := h.get(t, "c3-controller-0", pod); err != nil {
@@ -286,13 +285,13 @@ func TestConfigChangeReconfiguresWithoutRestart(t *testing.T) {
 		if ctld.Spec.Template.Annotations[wellknown.AnnotationRestartHash] == restartHash {
 			return fmt.Errorf("restart hash unchanged")
 		}
-		if c := condition(h.cluster(t, "c3"), sunkv1.ConditionConfigApplied); c.Reason != slurmcluster.ReasonRollingRestart {
+		if c := condition(h.cluster(t, "c3"), sunkv1.ConditionConfigApplied); c.Reason != sunkv1.ReasonRollingRestart {
 			return fmt.Errorf("ConfigApplied %+v", c)
 		}
 		return nil
 	})
 	// The escape is on record: a Warning event names the keys taken over.
-	eventually(t, "UnsafeConfKeys event", func() error { return h.event("c3", slurmcluster.ReasonUnsafeConfKeys) })
+	eventually(t, "UnsafeConfKeys event", func() error { return h.event("c3", sunkv1.ReasonUnsafeConfKeys) })
 }
 
 func TestAdmissionRejectsBadSpecsNamingTheField(t *testing.T) {

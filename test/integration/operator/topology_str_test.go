@@ -259,7 +259,7 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 	}
 	eventually(t, "TopologyReady Placed", func() error {
 		sc := h.cluster(t, "topo")
-		if c := condition(sc, sunkv1.ConditionTopologyReady); c.Reason != slurmcluster.ReasonTopologyPlaced {
+		if c := condition(sc, sunkv1.ConditionTopologyReady); c.Reason != sunkv1.ReasonTopologyPlaced {
 			return fmt.Errorf("TopologyReady %+v", c)
 		}
 		if c := condition(sc, sunkv1.ConditionConfigApplied); c.Status != metav1.ConditionTrue {

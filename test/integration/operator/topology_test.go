@@ -113,7 +113,7 @@ func testTopologyFromNodeLabels(t *testing.T, version, file string, wants []stri
 	eventually(t, "TopologyReady", func() error {
 		sc := h.cluster(t, "topo")
 		c := condition(sc, sunkv1.ConditionTopologyReady)
-		if c.Reason != slurmcluster.ReasonTopologyUnlabelled || sc.Status.Topology == nil || *sc.Status.Topology != (sunkv1.TopologyStatus{Nodes: 3, UnlabelledNodes: 1}) {
+		if c.Reason != sunkv1.ReasonTopologyUnlabelled || sc.Status.Topology == nil || *sc.Status.Topology != (sunkv1.TopologyStatus{Nodes: 3, UnlabelledNodes: 1}) {
 			return fmt.Errorf("TopologyReady %+v, status %+v", c, sc.Status.Topology)
 		}
 		return nil
@@ -140,7 +140,7 @@ func testTopologyFromNodeLabels(t *testing.T, version, file string, wants []stri
 	}
 	t.Logf("the relabel reached %s after %v", file, time.Since(relabelled).Round(100*time.Millisecond))
 	eventually(t, "TopologyReady True", func() error {
-		if c := condition(h.cluster(t, "topo"), sunkv1.ConditionTopologyReady); c.Reason != slurmcluster.ReasonTopologyPlaced {
+		if c := condition(h.cluster(t, "topo"), sunkv1.ConditionTopologyReady); c.Reason != sunkv1.ReasonTopologyPlaced {
 			return fmt.Errorf("TopologyReady %+v", c)
 		}
 		return nil

@@ -85,7 +85,7 @@ func TestSlurmVersionDefaultsImagesAndAdmission(t *testing.T) {
 	eventually(t, "24.11 cluster's conditions", func() error {
 		c := h.cluster(t, "v0")
 		f := condition(c, sunkv1.ConditionFeaturesAvailable)
-		if f.Status != metav1.ConditionFalse || f.Reason != slurmcluster.ReasonOlderSlurm || !strings.Contains(f.Message, "topology.yaml") {
+		if f.Status != metav1.ConditionFalse || f.Reason != sunkv1.ReasonOlderSlurm || !strings.Contains(f.Message, "topology.yaml") {
 			return fmt.Errorf("FeaturesAvailable %+v", f)
 		}
 		var cm corev1.ConfigMap

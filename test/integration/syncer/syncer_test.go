@@ -32,6 +32,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -538,8 +539,8 @@ func TestSyncer(t *testing.T) {
 		if st, r, err := h.slurmNode(n2); err != nil || strings.Contains(st, "DRAIN") {
 			t.Fatalf("n2 drained past the budget: %s %q %v", st, r, err)
 		}
-		if !h.events.has(syncer.ReasonDrainHeld, n2) {
-			t.Errorf("no %s event for %s; events: %v", syncer.ReasonDrainHeld, n2, h.events.all())
+		if !h.events.has(sunkv1.ReasonDrainHeld, n2) {
+			t.Errorf("no %s event for %s; events: %v", sunkv1.ReasonDrainHeld, n2, h.events.all())
 		}
 		// A cordon is a person's request: drained whatever the budget.
 		h.cordon(k8sNode(2), true, "budget test")
