@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+	"strconv"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
@@ -21,10 +22,10 @@ const envCheckedHash = "SUNK_CONFIG_HASH"
 
 // configCheckScript checks the candidate files in /candidate; ExitStaleCandidate says that
 // they were replaced by another configuration before the pod read them.
-const configCheckScript = `set -u
+var configCheckScript = `set -u
 d=$(mktemp -d)
 cp /candidate/* "$d"/
-head -n1 "$d/slurm.conf" | grep -q "` + ConfigHashLine + `$` + envCheckedHash + `" || { echo "stale candidate" > /dev/termination-log; exit 3; }
+head -n1 "$d/slurm.conf" | grep -q "` + ConfigHashLine + `$` + envCheckedHash + `" || { echo "stale candidate" > /dev/termination-log; exit ` + strconv.Itoa(ExitStaleCandidate) + `; }
 head -c 1024 /dev/urandom > "$d/slurm.key"
 out=$(SLURM_CONF="$d/slurm.conf" scontrol show hostnames sunk-config-check 2>&1); rc=$?
 printf '%s\n' "$out" | tail -c 2048 > /dev/termination-log

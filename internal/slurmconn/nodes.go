@@ -37,7 +37,7 @@ type nodeCache struct {
 	stop context.CancelFunc
 }
 
-// NodeWatcherURL is the cluster's node watchers' endpoint (render.NodeWatchService), through
+// NodeWatcherURL is the cluster's node watchers' endpoint (render.NodeWatchService makes their Service), through
 // their Service's cluster IP, which works from inside the cluster and from a process outside
 // it. The Service has ClientIP affinity: each watcher has its own epoch, and a reader that
 // switched between them would get the whole table at every switch.
