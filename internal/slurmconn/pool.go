@@ -6,7 +6,9 @@
 // and closes the old one then and when the cluster goes. Every component of a process (the SlurmCluster and
 // NodeSet controllers, the syncer) shares it, so no reconcile opens connections of its own.
 // It also keeps the process's one cache of each cluster's Slurm nodes, fed by the cluster's
-// node watchers (Nodes), so that no reconcile lists every node through slurmrestd.
+// node watchers (Nodes), so that no reconcile lists every node through slurmrestd, and one
+// cache of each cluster's Slurm jobs, polled incrementally on the cluster's client (Jobs), so
+// that autoscaled NodeSets share one read of the queue.
 package slurmconn
 
 import (
@@ -78,6 +80,9 @@ type Options struct {
 	Timeout time.Duration
 	// Metrics counts the default clients' requests per cluster; Forget drops their series.
 	Metrics *slurm.Metrics
+	// JobCache configures each cluster's job cache (Jobs); an Interval of zero polls every
+	// DefaultJobPollInterval.
+	JobCache slurm.InformerOptions
 }
 
 // Pool maps each SlurmCluster to its client. The zero value is not usable; use New.
@@ -87,6 +92,8 @@ type Pool struct {
 	conns map[types.NamespacedName]*conn
 	// nodes are the clusters' Slurm node caches fed by their node watchers (Nodes).
 	nodes map[types.NamespacedName]*nodeCache
+	// now is the job caches' clock (their age and idleness); tests move it.
+	now func() time.Time
 }
 
 type conn struct {
@@ -95,6 +102,9 @@ type conn struct {
 	keys      Keys   // the node watchers' clients mint their tokens with them too
 	client    slurm.Client
 	transport *http.Transport
+	// jobs is the cluster's job cache on client (Jobs), nil until asked for; it stops with
+	// the client.
+	jobs *jobCache
 }
 
 // New returns an empty Pool.
@@ -105,7 +115,10 @@ func New(opts Options) *Pool {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	return &Pool{opts: opts, conns: map[types.NamespacedName]*conn{}, nodes: map[types.NamespacedName]*nodeCache{}}
+	if opts.JobCache.Interval <= 0 {
+		opts.JobCache.Interval = DefaultJobPollInterval
+	}
+	return &Pool{opts: opts, conns: map[types.NamespacedName]*conn{}, nodes: map[types.NamespacedName]*nodeCache{}, now: time.Now}
 }
 
 // Key names a cluster in the pool and in metrics.
@@ -136,6 +149,16 @@ func (p *Pool) readKeys(ctx context.Context, n clusternames.Names) (Keys, error)
 // through its Service's cluster IP, which works from inside the cluster and from a process
 // running outside it.
 func (p *Pool) ForKeys(ctx context.Context, n clusternames.Names, version string, keys Keys) (slurm.Client, error) {
+	c, err := p.conn(ctx, n, version, keys)
+	if err != nil {
+		return nil, err
+	}
+	return c.client, nil
+}
+
+// conn is the cluster's connection for version and keys: the one the pool holds while
+// nothing changed, else a new one that replaces it.
+func (p *Pool) conn(ctx context.Context, n clusternames.Names, version string, keys Keys) (*conn, error) {
 	url, err := p.url(ctx, n)
 	if err != nil {
 		return nil, err
@@ -147,10 +170,11 @@ func (p *Pool) ForKeys(ctx context.Context, n clusternames.Names, version string
 	defer p.mu.Unlock()
 	if c := p.conns[k]; c != nil {
 		if c.url == url && c.keys.sum() == sum && c.version == version {
-			return c.client, nil
+			return c, nil
 		}
 		// The endpoint, the keys or the version changed: requests in flight on the old client finish; its
-		// idle connections go now and the rest when they fall idle.
+		// idle connections go now and the rest when they fall idle. Its job cache stops: it
+		// would poll with the old client.
 		c.close()
 		delete(p.conns, k)
 	}
@@ -160,8 +184,9 @@ func (p *Pool) ForKeys(ctx context.Context, n clusternames.Names, version string
 	if cl, err = p.build(url, version, keys, hc, k); err != nil {
 		return nil, err
 	}
-	p.conns[k] = &conn{url: url, version: version, keys: keys, client: cl, transport: t}
-	return cl, nil
+	c := &conn{url: url, version: version, keys: keys, client: cl, transport: t}
+	p.conns[k] = c
+	return c, nil
 }
 
 // Probe asks slurmctld (Diag) with a token of key alone, without falling back: nil when
@@ -217,8 +242,8 @@ func (p *Pool) build(url, version string, keys Keys, hc *http.Client, k types.Na
 	return defaultClient(url, version, keys, hc, p.opts.Metrics, k.String())
 }
 
-// Forget closes the cluster's client, if any, stops its node cache and drops its metric
-// series. Call it when the SlurmCluster is gone.
+// Forget closes the cluster's client, if any, stops its node and job caches and drops its
+// metric series. Call it when the SlurmCluster is gone.
 func (p *Pool) Forget(k types.NamespacedName) {
 	p.stopNodeCache(k)
 	p.mu.Lock()
@@ -242,6 +267,9 @@ func (c *conn) close() {
 	// client; taking its idle ones away and letting the rest time out bounds the leak to
 	// the in-flight requests.
 	c.transport.CloseIdleConnections()
+	if c.jobs != nil {
+		c.jobs.stop()
+	}
 }
 
 // defaultClient speaks version, or discovers one, as SlurmUser; its metrics carry the cluster
