@@ -116,11 +116,11 @@ func goes(n scaleNode, now time.Time, idleAfter time.Duration) bool {
 	return !r.LastBusy.IsZero() && now.Sub(r.LastBusy) >= idleAfter
 }
 
-// autoscale is step 2c: with spec.autoscaling, it reads Slurm's nodes and queue, writes the
-// replicas decideReplicas returns into spec.replicas (in memory too, for the members step),
-// and removes parked records the NodeSet no longer wants (above maxReplicas, of an older
-// template, or all of them once autoscaling is off or the NodeSet is deleted). On any Slurm
-// error it changes nothing.
+// autoscale is step 2c: with spec.autoscaling, it reads Slurm's nodes and its queue (the
+// pool's job cache, slurmconn.Pool.Jobs), writes the replicas decideReplicas returns into
+// spec.replicas (in memory too, for the members step), and removes parked records the NodeSet
+// no longer wants (above maxReplicas, of an older template, or all of them once autoscaling
+// is off or the NodeSet is deleted). On any Slurm error it changes nothing.
 func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error {
 	ns := w.ns
 	a := ns.Spec.Autoscaling
@@ -139,9 +139,15 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	if err == nil {
 		nodes, err = sl.ListNodes(ctx, time.Time{})
 	}
-	var jobs *slurm.JobList
+	// The nodes are read afresh: scale-in safety (busy, last_busy) rests on their state now.
+	// The jobs come from the pool's one cache of the cluster's queue, polled incrementally
+	// and shared by the cluster's autoscaled NodeSets: pending demand may be a poll old (a
+	// pending job's reason, a full list old), which delays a scale-up or a scale-in by as
+	// much and busies no node. A cache that cannot vouch for its freshness fails here like a
+	// failed list.
+	var jobs []slurm.Job
 	if err == nil && scales {
-		jobs, err = sl.ListJobs(ctx, time.Time{})
+		jobs, err = r.Slurm.Jobs(ctx, w.names, w.sc.Spec.RestAPI.Version)
 	}
 	if err != nil {
 		// SlurmReachable turns False (once, with its event): the autoscaler changes nothing.
@@ -165,7 +171,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 		return nil
 	}
 	in := scaleInput{replicas: ptr.Deref(ns.Spec.Replicas, 0), bounds: *a, now: time.Now()}
-	mine, err := r.demandFor(ctx, w, nodes.Nodes, jobs.Jobs)
+	mine, err := r.demandFor(ctx, w, nodes.Nodes, jobs)
 	if err != nil {
 		return err
 	}
