@@ -427,7 +427,7 @@ func TestValueTablesAreTrue(t *testing.T) {
 	for key, tk := range templateKeys {
 		text := read(t, "../charts/"+tk.template)
 		for _, k := range tk.keys {
-			if !strings.Contains(text, "."+k) {
+			if !regexp.MustCompile(`\.` + k + `\b`).MatchString(text) {
 				t.Errorf("templateKeys: %s does not read %s of %s", tk.template, k, key)
 			}
 		}
