@@ -335,10 +335,18 @@ func TestDocsNameOnlyChartValues(t *testing.T) {
 	}
 }
 
-// valueTable is the value paths of the rows of a chart README's "## Values" table: each
-// backticked path of a row's first cell. `.tag` after `image.repository` is image.tag, and
-// `<component>.x` is x of every Deployment of the sunk chart.
-func valueTable(t *testing.T, readme string) (paths []string, lines []int) {
+// valueRow is one row of a chart README's "## Values" table: the backticked paths of its first
+// cell, and the defaults of its second when that cell is backticked values alone, one a path.
+type valueRow struct {
+	paths    []string
+	defaults []string
+	line     int
+}
+
+// valueTable is the rows of a chart README's "## Values" table that name values. `.tag` after
+// `image.repository` is image.tag, and `<component>.x` is x of every Deployment of the sunk
+// chart.
+func valueTable(t *testing.T, readme string) []valueRow {
 	t.Helper()
 	start := strings.Index(readme, "\n## Values\n")
 	if start < 0 {
@@ -349,11 +357,13 @@ func valueTable(t *testing.T, readme string) (paths []string, lines []int) {
 	if end := strings.Index(section[3:], "\n## "); end > 0 {
 		section = section[:end+3]
 	}
+	var rows []valueRow
 	for i, l := range strings.Split(section, "\n") {
-		cells := strings.Split(l, "|")
-		if len(cells) < 3 || !strings.HasPrefix(l, "|") {
+		cells := strings.Split(strings.ReplaceAll(l, `\|`, "\x00"), "|")
+		if len(cells) < 4 || !strings.HasPrefix(l, "|") {
 			continue
 		}
+		row := valueRow{line: base + i}
 		prev := ""
 		for _, m := range spanRe.FindAllStringSubmatch(cells[1], -1) {
 			p := m[1]
@@ -364,17 +374,63 @@ func valueTable(t *testing.T, readme string) (paths []string, lines []int) {
 			prev = p
 			if rest, ok := strings.CutPrefix(p, "<component>."); ok {
 				for _, c := range components {
-					paths, lines = append(paths, c+"."+rest), append(lines, base+i)
+					row.paths = append(row.paths, c+"."+rest)
 				}
 				continue
 			}
-			paths, lines = append(paths, p), append(lines, base+i)
+			row.paths = append(row.paths, p)
 		}
+		if len(row.paths) == 0 {
+			continue
+		}
+		if strings.Trim(spanRe.ReplaceAllString(cells[2], ""), " ,") == "" {
+			for _, m := range spanRe.FindAllStringSubmatch(cells[2], -1) {
+				row.defaults = append(row.defaults, m[1])
+			}
+		}
+		rows = append(rows, row)
 	}
-	if len(paths) == 0 {
+	if len(rows) == 0 {
 		t.Fatal("the ## Values section has no table of backticked value paths")
 	}
-	return paths, lines
+	return rows
+}
+
+// defaultText is a value of values.yaml as a README writes it: a scalar as it is, a list of
+// scalars in flow style ([a, b]), an empty map {}; ok is false for what a row cannot quote.
+func defaultText(v any) (string, bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		return "{}", len(v) == 0
+	case []any:
+		var items []string
+		for _, e := range v {
+			s, ok := defaultText(e)
+			if !ok {
+				return "", false
+			}
+			items = append(items, s)
+		}
+		return "[" + strings.Join(items, ", ") + "]", true
+	case nil:
+		return "", false
+	}
+	return fmt.Sprint(v), true
+}
+
+// valueAt is the value of values.yaml at a dotted path without lists.
+func valueAt(values map[string]any, path string) (any, bool) {
+	var v any = values
+	for _, k := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 // leaves are the value paths of values.yaml a README must cover: every key down to a value
@@ -395,7 +451,8 @@ func leaves(v any, prefix string, out *[]string) {
 }
 
 // TestValueTablesAreTrue: every path the value table of charts/<chart>/README.md names is a
-// value of the chart, and every value of its values.yaml is in the table, itself or a group
+// value of the chart, with the default values.yaml gives it where the row quotes one per path
+// (`operator.replicas` | `2`), and every value of its values.yaml is in the table, itself or a group
 // above it (`controller.stateStorage` covers its size and storageClassName, and
 // `operator.slurmImages` its releases).
 func TestValueTablesAreTrue(t *testing.T) {
@@ -403,12 +460,21 @@ func TestValueTablesAreTrue(t *testing.T) {
 	for _, chart := range chartNames {
 		values := chartValues(t, chart)
 		readme := read(t, "../charts/"+chart+"/README.md")
-		paths, lines := valueTable(t, readme)
 		named := map[string]bool{}
-		for i, p := range paths {
-			named[p] = true
-			if err := checkValue(kinds, values, chart, valuePath(p)); err != nil {
-				t.Errorf("charts/%s/README.md:%d: `%s`: %v", chart, lines[i], p, err)
+		for _, row := range valueTable(t, readme) {
+			for i, p := range row.paths {
+				named[p] = true
+				if err := checkValue(kinds, values, chart, valuePath(p)); err != nil {
+					t.Errorf("charts/%s/README.md:%d: `%s`: %v", chart, row.line, p, err)
+					continue
+				}
+				if len(row.defaults) != len(row.paths) {
+					continue
+				}
+				v, _ := valueAt(values, p)
+				if want, ok := defaultText(v); ok && strings.Trim(row.defaults[i], `"`) != want {
+					t.Errorf("charts/%s/README.md:%d: the default of `%s` is `%s`, values.yaml has %s", chart, row.line, p, row.defaults[i], want)
+				}
 			}
 		}
 		var all []string
