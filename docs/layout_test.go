@@ -1,5 +1,9 @@
 // Package docs keeps the documentation true to the tree: the tests here fail when a Go
-// package or command appears that docs/architecture.md or the README's Layout does not name.
+// package or command appears that docs/architecture.md or the README's Layout does not name
+// (layout_test.go), when the docs name a chart value or a CRD field that does not exist or a
+// chart README's value table misses a value (values_test.go, crdfields_test.go), and when
+// docs/reference.md misses a label, annotation, taint, condition or finalizer key sunk defines
+// or names one it does not (reference_test.go).
 package docs
 
 import (
