@@ -93,8 +93,9 @@ type RestAPISpec struct {
 
 	// Threads is slurmrestd's worker thread count (-t): how many requests one replica serves
 	// at once, each waiting on one slurmctld RPC. Default 32: sunk's components keep at most
-	// 16 requests in flight (the operator and the syncer 4 each, sunk-scheduler 8), and users
-	// get at least as many. Replicas x threads is the most RPCs slurmrestd puts on slurmctld
+	// 28 requests in flight (the operator and the syncer 4 each, sunk-scheduler 20 during a
+	// burst of submissions), which leaves users 4 then; raise it if their commands slow down
+	// while pods are being scheduled. Replicas x threads is the most RPCs slurmrestd puts on slurmctld
 	// at once; keep it below 150, where sunk's SchedulerParameters (max_rpc_cnt) make the
 	// scheduler stand back.
 	// +kubebuilder:validation:Minimum=2
@@ -104,7 +105,7 @@ type RestAPISpec struct {
 
 	// MaxConnections is how many client connections one replica holds open at once
 	// (--max-connections); past it, new connections wait unaccepted and slurmrestd's own
-	// readiness probe fails. Default 256: sunk's components hold at most 16 (32 while leaders
+	// readiness probe fails. Default 256: sunk's components hold at most 28 (56 while leaders
 	// hand over), slurmrestd never closes an idle connection itself (so a client that
 	// vanished without closing keeps its slot), and the rest is for users.
 	// Each connection is a file descriptor: stay below the container's open-file limit.

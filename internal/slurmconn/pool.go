@@ -31,7 +31,7 @@ import (
 // Defaults of Options.
 const (
 	// DefaultMaxConns per cluster and process: with the operator and the syncer at 4 and
-	// sunk-scheduler at 8, sunk holds at most 16 of slurmrestd's connections (render sizes
+	// sunk-scheduler at 20, sunk holds at most 28 of slurmrestd's connections (render sizes
 	// slurmrestd's threads and connection limit with room for users).
 	DefaultMaxConns = slurm.DefaultMaxConns
 	DefaultTimeout  = 15 * time.Second
