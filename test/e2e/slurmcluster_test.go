@@ -12,17 +12,20 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -71,16 +74,38 @@ type operatorEnv struct {
 	metrics *prometheus.Registry
 }
 
+// crdInstalls serialises this process's CRD installs. envtest.InstallCRDs creates a CRD it did
+// not find: two parallel tests starting on a fresh cluster both created it, and one failed with
+// AlreadyExists (TestUpgrade2411To2605 beside TestSlurm2605Cluster, in a whole run).
+var crdInstalls sync.Mutex
+
+// installCRDs installs or updates sunk's CRDs. A test process of another checkout may race it
+// too: AlreadyExists and Conflict are retried, and the retry finds the CRD and updates it.
+func installCRDs(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	crdInstalls.Lock()
+	defer crdInstalls.Unlock()
+	for attempt := 1; ; attempt++ {
+		_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+			Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")}, ErrorIfPathMissing: true,
+		})
+		if err == nil {
+			return
+		}
+		if attempt < 3 && (apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err)) {
+			t.Logf("installing CRDs raced another installer (%v); again", err)
+			continue
+		}
+		t.Fatalf("installing CRDs: %v", err)
+	}
+}
+
 func startOperator(t *testing.T) *operatorEnv {
 	t.Helper()
 	cl := testenv.Cluster(t)
 	// The operator logs to stderr, which go test shows with -v or on failure.
 	ctrl.SetLogger(zap.New())
-	if _, err := envtest.InstallCRDs(cl.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")}, ErrorIfPathMissing: true,
-	}); err != nil {
-		t.Fatalf("installing CRDs: %v", err)
-	}
+	installCRDs(t, cl.Config)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
