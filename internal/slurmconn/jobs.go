@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/slurm"
 )
@@ -39,8 +41,9 @@ type jobCache struct {
 }
 
 // Jobs is the cluster's job table, from the pool's one job cache of the cluster: the first
-// read starts it on the cluster's client (For's, speaking version) and waits, within ctx, for
-// its first list; it polls every Options.JobCache.Interval at what changed costs (see
+// read starts it on the client For or ForKeys last made for the cluster (call one first, as a
+// reconcile does for its other requests, so that the Secret and the Service are read once)
+// and waits, within ctx, for its first list; it polls every Options.JobCache.Interval at what changed costs (see
 // slurm.NewJobInformer: a job's state as of the last poll, its other fields as of the last
 // full list), so that all of a cluster's readers cost slurmctld one incremental poll per
 // interval. It stops when the cluster's client is rebuilt or forgotten, or nobody read it
@@ -50,9 +53,9 @@ type jobCache struct {
 // whose last good poll is older than jobCacheStalePolls intervals plus the request timeout
 // is an error naming which, never an empty or stale table. The jobs share their slices
 // (State...) with the cache: read them, clone to change.
-func (p *Pool) Jobs(ctx context.Context, n clusternames.Names, version string) ([]slurm.Job, error) {
+func (p *Pool) Jobs(ctx context.Context, n clusternames.Names) ([]slurm.Job, error) {
 	k := Key(n)
-	jc, err := p.jobCache(ctx, n, version)
+	jc, err := p.jobCache(k)
 	if err != nil {
 		return nil, err
 	}
@@ -83,35 +86,21 @@ func (p *Pool) jobStaleAfter() time.Duration {
 	return jobCacheStalePolls*max(p.opts.JobCache.Interval, slurm.MinPollInterval) + p.opts.Timeout
 }
 
-// jobCache returns the cluster's job cache on its current client, started if it has none or
-// its cache stopped.
-func (p *Pool) jobCache(ctx context.Context, n clusternames.Names, version string) (*jobCache, error) {
-	keys, err := p.readKeys(ctx, n)
-	if err != nil {
-		return nil, err
+// jobCache returns the job cache of the cluster's current client, started if it has none or
+// its cache stopped. A client replaced since the caller's For is replaced by a newer one, whose
+// cache is the right one to read.
+func (p *Pool) jobCache(k types.NamespacedName) (*jobCache, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.conns[k]
+	if c == nil {
+		return nil, fmt.Errorf("slurm job cache of %s: the cluster has no client (For comes first)", k)
 	}
-	k := Key(n)
-	// Another reconcile may replace the client between conn and the lock: a cache started on
-	// the replaced one would poll with its old keys or address. Ask again then.
-	for range 3 {
-		c, err := p.conn(ctx, n, version, keys)
-		if err != nil {
-			return nil, err
-		}
-		p.mu.Lock()
-		if p.conns[k] != c {
-			p.mu.Unlock()
-			continue
-		}
-		if c.jobs == nil || c.jobs.stopped() {
-			c.jobs = p.startJobCache(c.client)
-		}
-		jc := c.jobs
-		jc.read.Store(p.now().UnixNano())
-		p.mu.Unlock()
-		return jc, nil
+	if c.jobs == nil || c.jobs.stopped() {
+		c.jobs = p.startJobCache(c.client)
 	}
-	return nil, fmt.Errorf("slurm job cache of %s: the cluster's client kept changing", k)
+	c.jobs.read.Store(p.now().UnixNano())
+	return c.jobs, nil
 }
 
 // startJobCache starts a job cache on cl. It outlives the reconcile that started it: it stops

@@ -86,6 +86,15 @@ func newJobsEnv(t *testing.T, opts slurm.InformerOptions) *jobsEnv {
 	return e
 }
 
+// jobs reads the cluster's jobs as the autoscaler does: For (the pool's client, new when the
+// keys changed), then Jobs.
+func (e *jobsEnv) jobs(ctx context.Context) ([]slurm.Job, error) {
+	if _, err := e.p.For(ctx, e.n, ""); err != nil {
+		return nil, err
+	}
+	return e.p.Jobs(ctx, e.n)
+}
+
 // fake is the fake slurmrestd of the i-th client built.
 func (e *jobsEnv) fake(i int) *recorder {
 	e.mu.Lock()
@@ -128,13 +137,13 @@ func TestJobsOneListForTheCluster(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if jobs, err := e.p.Jobs(context.Background(), e.n, ""); err != nil || ids(jobs) != "1" {
+			if jobs, err := e.jobs(context.Background()); err != nil || ids(jobs) != "1" {
 				t.Errorf("jobs %s, error %v; want job 1", ids(jobs), err)
 			}
 		}()
 	}
 	wg.Wait()
-	if _, err := e.p.Jobs(context.Background(), e.n, ""); err != nil {
+	if _, err := e.jobs(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if all, _ := e.fake(0).lists(); all != 1 || e.fake(0).Calls("ListJobStates") != 1 {
@@ -147,13 +156,13 @@ func TestJobsOneListForTheCluster(t *testing.T) {
 func TestJobsPollsIncrementally(t *testing.T) {
 	ctx := context.Background()
 	e := newJobsEnv(t, slurm.InformerOptions{Interval: slurm.MinPollInterval, JobFullListEvery: 2 * slurm.MinPollInterval})
-	if _, err := e.p.Jobs(ctx, e.n, ""); err != nil {
+	if _, err := e.jobs(ctx); err != nil {
 		t.Fatal(err)
 	}
 	f := e.fake(0)
 	f.AddJob(slurm.Job{ID: 2, State: []string{"PENDING"}, StateReason: "Priority"})
 	wait.For(t, "the new job in the cache", 10*time.Second, 20*time.Millisecond, func() error {
-		if jobs, err := e.p.Jobs(ctx, e.n, ""); err != nil || ids(jobs) != "1,2" && ids(jobs) != "2,1" {
+		if jobs, err := e.jobs(ctx); err != nil || ids(jobs) != "1,2" && ids(jobs) != "2,1" {
 			return fmt.Errorf("jobs %s, error %v", ids(jobs), err)
 		}
 		return nil
@@ -177,29 +186,36 @@ func TestJobsPollsIncrementally(t *testing.T) {
 func TestJobsFailsClosed(t *testing.T) {
 	ctx := context.Background()
 	down := fmt.Errorf("slurmctld: %w", slurm.ErrUnavailable)
+	t.Run("no client", func(t *testing.T) {
+		e := newJobsEnv(t, slurm.InformerOptions{Interval: slurm.MinPollInterval})
+		jobs, err := e.p.Jobs(ctx, e.n)
+		if err == nil || jobs != nil || !strings.Contains(err.Error(), "the cluster has no client") {
+			t.Fatalf("jobs %v, error %v; want no client", jobs, err)
+		}
+	})
 	t.Run("never listed", func(t *testing.T) {
 		e := newJobsEnv(t, slurm.InformerOptions{Interval: slurm.MinPollInterval})
 		e.broken = down
-		jobs, err := e.p.Jobs(ctx, e.n, "")
+		jobs, err := e.jobs(ctx)
 		if err == nil || jobs != nil || !errors.Is(err, slurm.ErrUnavailable) || !strings.Contains(err.Error(), "no list has succeeded yet") {
 			t.Fatalf("jobs %v, error %v; want no list has succeeded yet", jobs, err)
 		}
 		e.fake(0).SetError("*", nil)
 		wait.For(t, "the jobs once Slurm answers", 10*time.Second, 20*time.Millisecond, func() error {
-			_, err := e.p.Jobs(ctx, e.n, "")
+			_, err := e.jobs(ctx)
 			return err
 		})
 	})
 	t.Run("last list failed", func(t *testing.T) {
 		e := newJobsEnv(t, slurm.InformerOptions{Interval: slurm.MinPollInterval})
-		if _, err := e.p.Jobs(ctx, e.n, ""); err != nil {
+		if _, err := e.jobs(ctx); err != nil {
 			t.Fatal(err)
 		}
 		e.fake(0).SetError("ListJobStates", down)
 		var err error
 		wait.For(t, "an error", 10*time.Second, 20*time.Millisecond, func() error {
 			var jobs []slurm.Job
-			if jobs, err = e.p.Jobs(ctx, e.n, ""); err == nil || jobs != nil {
+			if jobs, err = e.jobs(ctx); err == nil || jobs != nil {
 				return fmt.Errorf("jobs %s, error %v", ids(jobs), err)
 			}
 			return nil
@@ -210,11 +226,11 @@ func TestJobsFailsClosed(t *testing.T) {
 	})
 	t.Run("stale", func(t *testing.T) {
 		e := newJobsEnv(t, slurm.InformerOptions{Interval: time.Hour})
-		if _, err := e.p.Jobs(ctx, e.n, ""); err != nil {
+		if _, err := e.jobs(ctx); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Store(int64(4 * time.Hour)) // three polls were due, and none happened
-		jobs, err := e.p.Jobs(ctx, e.n, "")
+		jobs, err := e.jobs(ctx)
 		if err == nil || jobs != nil || !strings.Contains(err.Error(), "last list succeeded 4h0m0s ago") {
 			t.Errorf("jobs %v, error %v; want a stale cache's error", jobs, err)
 		}
@@ -228,7 +244,7 @@ func TestJobsCacheStops(t *testing.T) {
 	e := newJobsEnv(t, slurm.InformerOptions{Interval: slurm.MinPollInterval})
 	read := func() {
 		t.Helper()
-		if _, err := e.p.Jobs(ctx, e.n, ""); err != nil {
+		if _, err := e.jobs(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -147,7 +147,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	// failed list.
 	var jobs []slurm.Job
 	if err == nil && scales {
-		jobs, err = r.Slurm.Jobs(ctx, w.names, w.sc.Spec.RestAPI.Version)
+		jobs, err = r.Slurm.Jobs(ctx, w.names)
 	}
 	if err != nil {
 		// SlurmReachable turns False (once, with its event): the autoscaler changes nothing.
