@@ -171,10 +171,11 @@ slapd() {
 
 # sunk's own commands (sunk-operator, sunk-syncer, ...: whatever cmd/ holds) and sunk-scheduler
 # (scheduler/, a module of its own), static, on an otherwise empty root filesystem with a non-root
-# user 65532 and /tmp. The stamp covers both modules' go.mod/go.sum and non-test Go files, so a
-# code change rebuilds, nothing else does.
+# user 65532 and /tmp: images/sunk/build.sh, as images/sunk/Dockerfile builds it. The stamp
+# covers the script, both modules' go.mod/go.sum and non-test Go files, so a code change
+# rebuilds, nothing else does.
 sunk_inputs() {
-  cat "$mk" "$SUNK_ROOT/go.mod" "$SUNK_ROOT/go.sum" "$SUNK_ROOT/scheduler/go.mod" "$SUNK_ROOT/scheduler/go.sum"
+  cat "$mk" "$SUNK_ROOT/images/sunk/build.sh" "$SUNK_ROOT/go.mod" "$SUNK_ROOT/go.sum" "$SUNK_ROOT/scheduler/go.mod" "$SUNK_ROOT/scheduler/go.sum"
   local files
   files=$(cd "$SUNK_ROOT" && find api cmd internal pkg scheduler/cmd scheduler/plugin -name '*.go' ! -name '*_test.go' 2>/dev/null | LC_ALL=C sort)
   echo "$files"
@@ -184,12 +185,7 @@ sunk() {
   stamp_ok image-sunk <(sunk_inputs) && [ -f "$SUNK_IMAGES/sunk.tar" ] && return 0
   log "building sunk.dev/sunk:local from ./cmd/... and scheduler/cmd/sunk-scheduler"
   local r; r=$(mktemp -d)
-  mkdir -p "$r"/{usr/local/bin,etc,tmp}
-  chmod 1777 "$r/tmp"
-  (cd "$SUNK_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$r/usr/local/bin/" ./cmd/...)
-  (cd "$SUNK_ROOT/scheduler" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$r/usr/local/bin/" ./cmd/sunk-scheduler)
-  printf 'root:x:0:0:root:/:/sbin/nologin\nsunk:x:65532:65532:sunk:/tmp:/sbin/nologin\n' > "$r/etc/passwd"
-  printf 'root:x:0:\nsunk:x:65532:\n' > "$r/etc/group"
+  (cd "$SUNK_ROOT" && sh images/sunk/build.sh "$r")
   "$mk" "$r" sunk.dev/sunk:local "$SUNK_IMAGES/sunk.tar" '["/usr/local/bin/sunk-operator"]'
   rm -rf "$r"; stamp_set image-sunk <(sunk_inputs)
 }
