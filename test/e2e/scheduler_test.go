@@ -33,9 +33,11 @@ const (
 // while it runs the node carries the sunk.dev/slurm-job taint and a default-scheduler pod stays
 // Pending; deleting the pod ends its Slurm job and lifts the taint (and the waiting pod runs).
 // The compute node has eight (fake) H100s: a pod asking for two gets them as gres/gpu:h100:2,
-// a pod asking for nine is refused once (gpuPods).
+// a pod asking for nine is refused once (gpuPods). Then the seeds' day (seedsDay) on an
+// autoscaled NodeSet train of partitions train and serve: a training job, an inference
+// Deployment scaled 0 → 2 → 0 that preempts it, the job requeued and run again.
 //
-// The local cluster has one kubelet node, so the NodeSet has one Slurm node: the batch job
+// The local cluster has one kubelet node, so NodeSet compute has one Slurm node: the batch job
 // fills it, and "bound to the node hosting its Slurm node" is the only node there is, checked
 // against the compute pod's node and the job's NodeList anyway.
 func TestScheduler(t *testing.T) {
@@ -53,12 +55,12 @@ func TestScheduler(t *testing.T) {
 	login := h.installSlurm(t, release, fmt.Sprintf(`image: {pullPolicy: Never}
 preemption: {type: partition_prio, mode: CANCEL}
 partitions:
-  - {name: batch, default: true, priorityTier: 1}
-  - {name: urgent, priorityTier: 10}
-schedulerPolicy:
+  - {name: batch, default: true, nodeSets: [compute], priorityTier: 1}
+  - {name: urgent, nodeSets: [compute], priorityTier: 10}
+`+seedsDayPartitions+`schedulerPolicy:
   tenants:
-    - {name: e2e, namespaces: [%s], partitions: [urgent], preempt: true}
-`, h.ns)+schedulerNodeSetYAML(), "compute-0")
+    - {name: e2e, namespaces: [%s], partitions: [urgent, serve], preempt: true}
+`, h.ns)+schedulerNodeSetYAML()+seedsDayValues, "compute-0")
 	if out := h.mustSh(t, login, "scontrol show config | grep -E '^Preempt(Type|Mode)'"); !strings.Contains(out, "preempt/partition_prio") || !strings.Contains(out, "CANCEL") {
 		t.Fatalf("slurmctld's preemption: %q", out)
 	}
@@ -174,6 +176,8 @@ schedulerPolicy:
 	})
 
 	h.gpuPods(t, login, nodeName)
+
+	h.seedsDay(t, login)
 
 	h.schedulerNotForbidden(t)
 	h.uninstall(t)
