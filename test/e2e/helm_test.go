@@ -62,92 +62,32 @@ func script(t *testing.T, path string, args ...string) {
 	}
 }
 
-// slurmValuesYAML are the slurm chart's values of the journey: one compute node, and the main
-// partition's time limit, which the upgrade changes.
-func slurmValuesYAML(maxTime string) string {
-	return fmt.Sprintf(`image: {pullPolicy: Never}
-partitions: [{name: main, default: true, maxTime: %q}]
-nodeSets: [{name: compute, mode: Replicas, replicas: 1}]
-`, maxTime)
-}
-
-// slurmValues writes slurmValuesYAML to a file for `helm -f`.
-func slurmValues(t *testing.T, maxTime string) string {
-	f := filepath.Join(t.TempDir(), "values.yaml")
-	if err := os.WriteFile(f, []byte(slurmValuesYAML(maxTime)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-// TestHelmJourney is the user's journey through the charts, as `make demo` takes it: install
-// sunk and a Slurm cluster with helm, run a job that writes to the shared volume and read the
-// file from a plain pod, cordon the Kubernetes node and see Slurm drain it with a `k8s:`
-// reason (the syncer), upgrade sunk (the webhook keeps its certificate) and the Slurm release
-// with a new partition time limit that reaches slurmctld while a held job waits in the queue,
-// send bad specs that the live webhook and Slurm's own check (operator.slurmConfigCheck) refuse
-// while a job runs on, and uninstall, leaving nothing behind.
-func TestHelmJourney(t *testing.T) {
-	h := startCharts(t)
-	ctx := context.Background()
-
-	// Install the Slurm cluster. The webhook Service may take a moment to reach the operator.
-	login := h.installSlurm(t, "journey", slurmValuesYAML("INFINITE"), "compute-0")
-	// The chart's default release (slurmVersion 26.05, the operator's image of it), as `make demo`
-	// shows it.
-	if v := strings.TrimSpace(h.mustSh(t, login, "sinfo --version")); !sinfoSays2605(v) {
-		t.Errorf("sinfo --version in the login pod: %q, want the chart's default 26.05", v)
-	}
-
-	// A job writes to the shared volume; a plain pod mounting the same claim reads it.
-	id := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable -o /shared/journey-%j.out --wrap 'echo written by job $SLURM_JOB_ID on $(hostname) > /shared/journey.txt'"))
-	if state, exit, _ := h.jobEnd(t, login, id, 2*time.Minute); state != "COMPLETED" || exit != "0:0" {
-		t.Fatalf("job %s: %s %s", id, state, exit)
-	}
-	reader := busyboxPod("reader", "cat /journey-shared/journey.txt")
-	mountClaims(reader, "journey-shared")
-	if _, err := h.Clientset.CoreV1().Pods(h.ns).Create(ctx, reader, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPod(t, h.Clientset, h.ns, "reader", 2*time.Minute, podSucceeded)
-	if got, want := strings.TrimSpace(podLogs(t, h.Clientset, h.ns, "reader")), "written by job "+id+" on compute-0"; got != want {
-		t.Errorf("the plain pod read %q from the shared volume, want %q", got, want)
-	}
-
-	h.cordonDrains(t, login)
-
-	h.upgradeKeepsWebhookCert(t)
-
-	// helm upgrade: a new partition time limit reaches slurmctld by reconfigure (admitted by the
-	// webhook that sunk's upgrade kept serving); a held job stays queued and slurmctld keeps running.
-	held := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable --hold -J held --wrap true"))
-	ctld := h.podOf(t, "journey", wellknown.ComponentController)
-	if _, err := h.helm(t, "upgrade", "journey", "charts/slurm", "-n", h.ns, "-f", slurmValues(t, "1:30:00")); err != nil {
-		t.Fatal(err)
-	}
-	poll(t, 3*time.Minute, "MaxTime in slurmctld", func() error {
-		out, err := h.sh(t, login, "login", "scontrol -o show partition main")
-		if err != nil || !strings.Contains(out, "MaxTime=01:30:00") {
-			return fmt.Errorf("scontrol: %v %q", err, out)
-		}
-		return nil
-	})
-	if out := h.mustSh(t, login, "squeue -h -j "+held+" -o '%T %r'"); !strings.HasPrefix(out, "PENDING") {
-		t.Errorf("held job %s after the upgrade: %q, want PENDING", held, out)
-	}
-	if after := h.podOf(t, "journey", wellknown.ComponentController); after.UID != ctld.UID ||
-		after.Status.ContainerStatuses[0].RestartCount != ctld.Status.ContainerStatuses[0].RestartCount {
-		t.Errorf("slurmctld was restarted by the upgrade")
-	}
-
-	h.badSpecsChangeNothing(t, login)
-
-	h.uninstall(t)
-}
-
 // startCharts builds and imports sunk.dev/sunk:local, installs the sunk chart into a namespace
 // of its own and makes the Slurm cluster's namespace. Cleanup uninstalls whatever is left.
 func startCharts(t *testing.T) *helmEnv {
+	t.Helper()
+	h := newHelmEnv(t)
+	stamp, err := os.ReadFile(filepath.Join(testenv.CacheDir(), "stamps", "image-sunk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.helm(t, "upgrade", "--install", h.sunkRelease, "charts/sunk", "-n", h.sunkNS, "--create-namespace",
+		"--wait", "--timeout", "3m", "--set", "operator.slurmConfigCheck=true",
+		// Only the test's namespace: other tests' SlurmClusters (another checkout's, run at the
+		// same time) are their own operators' to manage.
+		"--set", "watchNamespaces={"+h.ns+"}",
+		"--set-string", "operator.podAnnotations.sunk\\.dev/image-stamp="+strings.TrimSpace(string(stamp))); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// newHelmEnv builds and imports sunk.dev/sunk:local and names the test's releases and
+// namespaces, installing nothing. Cleanup uninstalls whatever is left.
+func newHelmEnv(t *testing.T) *helmEnv {
 	t.Helper()
 	script(t, "hack/images.sh", "sunk")
 	cl := testenv.Cluster(t) // imports what images.sh rebuilt
@@ -175,10 +115,6 @@ func startCharts(t *testing.T) *helmEnv {
 		sunkNS:      fmt.Sprintf("e2e-sunk-system-%d", n), sunkRelease: fmt.Sprintf("e2e-sunk-%d", n),
 		slurmRelease: "journey",
 	}
-	stamp, err := os.ReadFile(filepath.Join(testenv.CacheDir(), "stamps", "image-sunk"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			h.dumpNamespace(t)
@@ -190,17 +126,6 @@ func startCharts(t *testing.T) *helmEnv {
 		_, _ = h.helm(t, "uninstall", h.sunkRelease, "-n", h.sunkNS, "--ignore-not-found", "--wait")
 		_ = h.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.sunkNS}})
 	})
-	if _, err := h.helm(t, "upgrade", "--install", h.sunkRelease, "charts/sunk", "-n", h.sunkNS, "--create-namespace",
-		"--wait", "--timeout", "3m", "--set", "operator.slurmConfigCheck=true",
-		// Only the test's namespace: other tests' SlurmClusters (another checkout's, run at the
-		// same time) are their own operators' to manage.
-		"--set", "watchNamespaces={"+h.ns+"}",
-		"--set-string", "operator.podAnnotations.sunk\\.dev/image-stamp="+strings.TrimSpace(string(stamp))); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
-		t.Fatal(err)
-	}
 	return h
 }
 
@@ -281,45 +206,30 @@ func (h *helmEnv) setUnschedulable(t *testing.T, node string, v bool) {
 	}
 }
 
-// upgradeKeepsWebhookCert upgrades the sunk release and expects the webhook's certificate to
-// survive it (Helm looks the Secret up instead of generating a new CA), with the caBundle still
-// naming the CA that signed it.
-func (h *helmEnv) upgradeKeepsWebhookCert(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	name := h.sunkRelease + "-operator"
-	secret := func() *corev1.Secret {
-		s, err := h.Clientset.CoreV1().Secrets(h.sunkNS).Get(ctx, name+"-webhook-tls", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	before := secret()
-	if _, err := h.helm(t, "upgrade", h.sunkRelease, "charts/sunk", "-n", h.sunkNS, "--reuse-values", "--wait", "--timeout", "3m"); err != nil {
-		t.Fatal(err)
-	}
-	after := secret()
-	if !bytes.Equal(before.Data["tls.crt"], after.Data["tls.crt"]) || !bytes.Equal(before.Data["ca.crt"], after.Data["ca.crt"]) {
-		t.Errorf("helm upgrade replaced the webhook certificate")
-	}
-	vwc, err := h.Clientset.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(vwc.Webhooks[0].ClientConfig.CABundle, after.Data["ca.crt"]) {
-		t.Errorf("after the upgrade the caBundle is not the Secret's CA")
-	}
-}
-
-// uninstall removes the Slurm release and its namespace (docs/user-guide.md), then sunk's, and checks that nothing
-// is left: no pods, no volumes of the claims, no cluster-scoped RBAC or webhook. The CRDs stay
-// (Helm never deletes a chart's crds/: deleting them would delete every SlurmCluster).
+// uninstall removes the Slurm release and its namespace (docs/user-guide.md), then sunk's, and
+// checks that nothing is left (nothingLeft).
 func (h *helmEnv) uninstall(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
+	volumes := h.claimedVolumes(t)
+	// Without --wait: the SlurmCluster holds slurmctld while its NodeSet drains (finalizers);
+	// removeNamespace waits for all of it.
+	if _, err := h.helm(t, "uninstall", h.slurmRelease, "-n", h.ns); err != nil {
+		t.Fatal(err)
+	}
+	h.removeNamespace(t, h.ns)
+	if _, err := h.helm(t, "uninstall", h.sunkRelease, "-n", h.sunkNS, "--wait", "--timeout", "2m"); err != nil {
+		t.Fatal(err)
+	}
+	h.removeNamespace(t, h.sunkNS)
+	h.nothingLeft(t, volumes)
+}
+
+// claimedVolumes are the volumes of the Slurm namespace's claims: the shared volume and
+// slurmctld's state at least.
+func (h *helmEnv) claimedVolumes(t *testing.T) []string {
+	t.Helper()
 	var pvs corev1.PersistentVolumeList
-	if err := h.c.List(ctx, &pvs); err != nil {
+	if err := h.c.List(context.Background(), &pvs); err != nil {
 		t.Fatal(err)
 	}
 	var ours []string
@@ -328,17 +238,20 @@ func (h *helmEnv) uninstall(t *testing.T) {
 			ours = append(ours, pv.Name)
 		}
 	}
-	if len(ours) < 2 { // the shared volume and slurmctld's state
+	if len(ours) < 2 {
 		t.Errorf("volumes of %s before uninstalling: %v, want the shared and the state volume", h.ns, ours)
 	}
-	// Without --wait: the SlurmCluster holds slurmctld while its NodeSet drains (finalizers);
-	// removeNamespace waits for all of it.
-	if _, err := h.helm(t, "uninstall", h.slurmRelease, "-n", h.ns); err != nil {
-		t.Fatal(err)
-	}
-	h.removeNamespace(t, h.ns)
+	return ours
+}
+
+// nothingLeft checks what both releases and their namespaces leave once removed: no volumes of
+// the claims, no cluster-scoped RBAC or webhook. The CRDs stay (Helm never deletes a chart's
+// crds/: deleting them would delete every SlurmCluster).
+func (h *helmEnv) nothingLeft(t *testing.T, volumes []string) {
+	t.Helper()
+	ctx := context.Background()
 	poll(t, 2*time.Minute, "volumes deleted", func() error {
-		for _, name := range ours {
+		for _, name := range volumes {
 			err := h.c.Get(ctx, types.NamespacedName{Name: name}, &corev1.PersistentVolume{})
 			if err == nil {
 				return fmt.Errorf("volume %s still exists", name)
@@ -349,10 +262,6 @@ func (h *helmEnv) uninstall(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := h.helm(t, "uninstall", h.sunkRelease, "-n", h.sunkNS, "--wait", "--timeout", "2m"); err != nil {
-		t.Fatal(err)
-	}
-	h.removeNamespace(t, h.sunkNS)
 	release := client.MatchingLabels{"app.kubernetes.io/instance": h.sunkRelease}
 	var roles rbacv1.ClusterRoleList
 	var bindings rbacv1.ClusterRoleBindingList
