@@ -6,7 +6,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
@@ -227,15 +227,26 @@ func (h *helmEnv) backupHolds(t *testing.T, dir string) {
 			}
 		}
 	}
+	// The Secrets as restore applies them: whole manifests, with the live keys.
+	backedUp := map[string]corev1.Secret{}
+	for _, doc := range strings.Split(read("secrets.yaml"), "---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var s corev1.Secret
+		if err := yaml.UnmarshalStrict([]byte(doc), &s); err != nil || s.Kind != "Secret" || s.Name == "" {
+			t.Fatalf("backup secrets.yaml: a manifest that is not a Secret (%v):\n%s", err, doc)
+		}
+		backedUp[s.Name] = s
+	}
 	n := clusternames.For(h.cluster(t, h.slurmRelease), "")
-	secrets := read("secrets.yaml")
 	for name, key := range map[string]string{n.AuthSecret: render.AuthKeyName, n.JWTSecret: wellknown.SecretJWTKey, n.SSHHostKeySecret: render.SSHHostKeyName} {
-		s, err := h.Clientset.CoreV1().Secrets(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+		live, err := h.Clientset.CoreV1().Secrets(h.ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := "  " + key + ": " + base64.StdEncoding.EncodeToString(s.Data[key]) + "\n"; !strings.Contains(secrets, "metadata: {name: "+name+"}") || !strings.Contains(secrets, want) {
-			t.Errorf("backup secrets.yaml lacks Secret %s with its %s", name, key)
+		if got := backedUp[name].Data[key]; len(got) == 0 || !bytes.Equal(got, live.Data[key]) {
+			t.Errorf("backup secrets.yaml: Secret %s's %s is not the live one (%d bytes)", name, key, len(got))
 		}
 	}
 	f, err := os.Open(filepath.Join(dir, "slurmctld-state.tar"))
