@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/promtest"
 	"sunk.dev/sunk/test/testenv"
 )
@@ -41,7 +43,8 @@ var (
 // returns data, the syncer's, the controllers' and the scheduler's included. The same
 // Prometheus evaluates the alerting rules of the chart's PrometheusRule: a cordon of the compute
 // pods' Kubernetes node fires SunkSlurmNodeDrainedBySunk for the Slurm nodes the syncer drains,
-// not for the one a person drained, and the uncordon ends it.
+// not for the one a person drained, and the uncordon ends it; a frozen slurmctld fires
+// SunkSlurmUnreachable, and thawing it ends that.
 func TestMonitoring(t *testing.T) {
 	installPrometheusOperatorCRDs(t)
 	h := startCharts(t)
@@ -60,7 +63,7 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 3}]
 		"--set", "scheduler.enabled=true", "--set", "scheduler.cluster.name="+release, "--set", "scheduler.cluster.namespace="+h.ns,
 		"--set", "metrics.serviceMonitor.interval=2s", "--set", "metrics.serviceMonitor.scrapeTimeout=2s",
 		"--set", "syncer.exporter.interval=2s", "--set", "syncer.exporter.userSeries=true",
-		"--set", "metrics.prometheusRule.for.SunkSlurmNodeDrainedBySunk=0s"); err != nil {
+		"--set", "metrics.prometheusRule.for.SunkSlurmNodeDrainedBySunk=0s", "--set", "metrics.prometheusRule.for.SunkSlurmUnreachable=0s"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -180,6 +183,35 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 3}]
 	poll(t, time.Minute, "SunkSlurmNodeDrainedBySunk over after the uncordon", func() error {
 		if nodes, err := drainedBySunk(); err != nil || len(nodes) != 0 {
 			return fmt.Errorf("firing for %v: %v", nodes, err)
+		}
+		return nil
+	})
+
+	// slurmctld hangs (its container frozen): the exporter cannot read the cluster through
+	// slurmrestd and SunkSlurmUnreachable fires for it; thawed, the alert ends.
+	unreachable := func() (bool, error) {
+		firing, err := p.Firing("SunkSlurmUnreachable")
+		for _, s := range firing {
+			if s.Labels["cluster"] == h.ns+"/"+release {
+				return true, err
+			}
+		}
+		return false, err
+	}
+	frozen := time.Now()
+	ctld := h.podOf(t, release, wellknown.ComponentController)
+	thaw := h.Freeze(t, &ctld, render.ControllerContainer)
+	poll(t, 2*time.Minute, "SunkSlurmUnreachable firing while slurmctld is frozen", func() error {
+		if on, err := unreachable(); err != nil || !on {
+			return fmt.Errorf("not firing: %v", err)
+		}
+		return nil
+	})
+	t.Logf("SunkSlurmUnreachable firing %s after slurmctld froze", time.Since(frozen).Round(100*time.Millisecond))
+	thaw()
+	poll(t, 2*time.Minute, "SunkSlurmUnreachable over once slurmctld runs again", func() error {
+		if on, err := unreachable(); err != nil || on {
+			return fmt.Errorf("still firing: %v", err)
 		}
 		return nil
 	})

@@ -5,7 +5,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -91,6 +94,37 @@ func (c *ClusterEnv) BuildImage(t testing.TB, rootfs, ref string, entrypoint str
 	if out, err := c.ctr("images", "import", tarball); err != nil {
 		t.Fatalf("testenv: importing image %s: %v\n%s", ref, err, out)
 	}
+}
+
+// Freeze stops a running container of a pod as a hung process stops: containerd pauses its task
+// (the cgroup freezer), so it holds its sockets and answers nothing. The returned func thaws
+// it; a test's cleanup thaws it too, whatever happens.
+func (c *ClusterEnv) Freeze(t testing.TB, pod *corev1.Pod, container string) (thaw func()) {
+	t.Helper()
+	var id string
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == container {
+			id = strings.TrimPrefix(s.ContainerID, "containerd://")
+		}
+	}
+	if id == "" {
+		t.Fatalf("testenv: pod %s/%s has no running container %s", pod.Namespace, pod.Name, container)
+	}
+	if out, err := c.ctr("tasks", "pause", id); err != nil {
+		t.Fatalf("testenv: pausing container %s of pod %s/%s: %v\n%s", container, pod.Namespace, pod.Name, err, out)
+	}
+	thawed := false
+	thaw = func() {
+		if thawed {
+			return
+		}
+		thawed = true
+		if out, err := c.ctr("tasks", "resume", id); err != nil {
+			t.Errorf("testenv: resuming container %s of pod %s/%s: %v\n%s", container, pod.Namespace, pod.Name, err, out)
+		}
+	}
+	t.Cleanup(thaw)
+	return thaw
 }
 
 func (c *ClusterEnv) ctr(args ...string) (string, error) {
