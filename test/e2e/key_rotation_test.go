@@ -160,7 +160,7 @@ func (e *operatorEnv) waitSlurmState(t *testing.T, pod, what string, ok func(str
 }
 
 // mustSh runs a script in a pod's container and fails the test on an error.
-func (e *operatorEnv) mustSh(t *testing.T, pod, container, script string) string {
+func (e *operatorEnv) mustSh(t testing.TB, pod, container, script string) string {
 	t.Helper()
 	out, err := e.sh(t, pod, container, script)
 	if err != nil {

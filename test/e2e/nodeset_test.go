@@ -22,7 +22,7 @@ import (
 )
 
 // memberPods returns the live pods of a NodeSet by name.
-func (e *operatorEnv) memberPods(t *testing.T, nodeSet string) map[string]corev1.Pod {
+func (e *operatorEnv) memberPods(t testing.TB, nodeSet string) map[string]corev1.Pod {
 	var pods corev1.PodList
 	if err := e.c.List(context.Background(), &pods); err != nil {
 		t.Fatal(err)
@@ -37,13 +37,13 @@ func (e *operatorEnv) memberPods(t *testing.T, nodeSet string) map[string]corev1
 }
 
 // createReplicas creates a Replicas NodeSet of n small slurmd pods (100m CPU, 400Mi) in cluster.
-func (e *operatorEnv) createReplicas(t *testing.T, cluster, name string, n int32) *sunkv1.NodeSet {
+func (e *operatorEnv) createReplicas(t testing.TB, cluster, name string, n int32) *sunkv1.NodeSet {
 	t.Helper()
 	return e.createReplicasWith(t, cluster, name, n, func(*sunkv1.NodeSetSpec) {})
 }
 
 // createReplicasWith is createReplicas with the spec changed by with before it is created.
-func (e *operatorEnv) createReplicasWith(t *testing.T, cluster, name string, n int32, with func(*sunkv1.NodeSetSpec)) *sunkv1.NodeSet {
+func (e *operatorEnv) createReplicasWith(t testing.TB, cluster, name string, n int32, with func(*sunkv1.NodeSetSpec)) *sunkv1.NodeSet {
 	t.Helper()
 	ns := &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
@@ -61,7 +61,7 @@ func (e *operatorEnv) createReplicasWith(t *testing.T, cluster, name string, n i
 }
 
 // slurmNodes is `sinfo -N` as node → state, read in the login pod.
-func (e *operatorEnv) slurmNodes(t *testing.T, login string) (map[string]string, error) {
+func (e *operatorEnv) slurmNodes(t testing.TB, login string) (map[string]string, error) {
 	out, err := e.sh(t, login, "login", "sinfo -h -N -o '%N %t'")
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func (e *operatorEnv) slurmNodes(t *testing.T, login string) (map[string]string,
 
 // waitIdle waits until sinfo in the login pod shows every one of nodes idle; what names the
 // wait in a failure ("cpu-0 idle", "… again after the uncordon").
-func (e *operatorEnv) waitIdle(t *testing.T, login string, timeout time.Duration, what string, nodes ...string) {
+func (e *operatorEnv) waitIdle(t testing.TB, login string, timeout time.Duration, what string, nodes ...string) {
 	t.Helper()
 	poll(t, timeout, what, func() error {
 		got, err := e.slurmNodes(t, login)
@@ -94,7 +94,7 @@ func (e *operatorEnv) waitIdle(t *testing.T, login string, timeout time.Duration
 }
 
 // waitSacct waits until the sacct command, run in the login pod, prints want.
-func (e *operatorEnv) waitSacct(t *testing.T, login, sacct, want string) {
+func (e *operatorEnv) waitSacct(t testing.TB, login, sacct, want string) {
 	t.Helper()
 	poll(t, 3*time.Minute, "sacct shows "+want, func() error {
 		out, err := e.sh(t, login, "login", sacct)
@@ -106,7 +106,7 @@ func (e *operatorEnv) waitSacct(t *testing.T, login, sacct, want string) {
 }
 
 // jobEnd waits until a job finished and returns its state, exit code and end time.
-func (e *operatorEnv) jobEnd(t *testing.T, login, id string, timeout time.Duration) (state, exit string, end time.Time) {
+func (e *operatorEnv) jobEnd(t testing.TB, login, id string, timeout time.Duration) (state, exit string, end time.Time) {
 	t.Helper()
 	poll(t, timeout, "job "+id+" finished", func() error {
 		out, err := e.sh(t, login, "login", "scontrol -o show job "+id)
@@ -131,7 +131,7 @@ func (e *operatorEnv) jobEnd(t *testing.T, login, id string, timeout time.Durati
 	return state, exit, end
 }
 
-func (e *operatorEnv) sbatch(t *testing.T, login, args string) string {
+func (e *operatorEnv) sbatch(t testing.TB, login, args string) string {
 	t.Helper()
 	out, err := e.sh(t, login, "login", "sbatch --parsable "+args)
 	if err != nil {
@@ -156,13 +156,13 @@ func (e *operatorEnv) sbatch(t *testing.T, login, args string) string {
 const heldScript = `trap "exit 0" USR1; sleep 3600 & wait`
 
 // sbatchHeld submits a held job (heldScript) with args and waits until it runs.
-func (e *operatorEnv) sbatchHeld(t *testing.T, login, args string) string {
+func (e *operatorEnv) sbatchHeld(t testing.TB, login, args string) string {
 	t.Helper()
 	return e.sbatch(t, login, args+" --wrap '"+heldScript+"'")
 }
 
 // release ends a held job: its batch shell gets SIGUSR1 and exits 0.
-func (e *operatorEnv) release(t *testing.T, login, id string) {
+func (e *operatorEnv) release(t testing.TB, login, id string) {
 	t.Helper()
 	if out, err := e.sh(t, login, "login", "scancel --batch --signal=USR1 "+id); err != nil {
 		t.Fatalf("scancel --batch --signal=USR1 %s: %v\n%s", id, err, out)
@@ -172,7 +172,7 @@ func (e *operatorEnv) release(t *testing.T, login, id string) {
 // cancel cancels a job, asking again while slurmctld does not answer: a key rotation round or
 // an upgrade reconfigures it, and a command sent meanwhile times out (Slurm's clients do not
 // retry a request that may have been carried out). A job already ending counts as cancelled.
-func (e *operatorEnv) cancel(t *testing.T, login, id string) {
+func (e *operatorEnv) cancel(t testing.TB, login, id string) {
 	t.Helper()
 	poll(t, 2*time.Minute, "scancel "+id, func() error {
 		out, err := e.sh(t, login, "login", "scancel "+id)

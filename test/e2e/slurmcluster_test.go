@@ -81,7 +81,7 @@ var crdInstalls sync.Mutex
 
 // installCRDs installs or updates sunk's CRDs. A test process of another checkout may race it
 // too: AlreadyExists and Conflict are retried, and the retry finds the CRD and updates it.
-func installCRDs(t *testing.T, cfg *rest.Config) {
+func installCRDs(t testing.TB, cfg *rest.Config) {
 	t.Helper()
 	crdInstalls.Lock()
 	defer crdInstalls.Unlock()
@@ -100,7 +100,7 @@ func installCRDs(t *testing.T, cfg *rest.Config) {
 	}
 }
 
-func startOperator(t *testing.T) *operatorEnv {
+func startOperator(t testing.TB) *operatorEnv {
 	t.Helper()
 	cl := testenv.Cluster(t)
 	// The operator logs to stderr, which go test shows with -v or on failure.
@@ -172,7 +172,7 @@ func startOperator(t *testing.T) *operatorEnv {
 }
 
 // cordon cordons (or uncordons) the cluster's node, with a reason for the syncer.
-func (e *operatorEnv) cordon(t *testing.T, on bool, reason string) {
+func (e *operatorEnv) cordon(t testing.TB, on bool, reason string) {
 	t.Helper()
 	ann := map[string]any{wellknown.AnnotationCordonReason: nil}
 	if reason != "" {
@@ -187,7 +187,7 @@ func (e *operatorEnv) cordon(t *testing.T, on bool, reason string) {
 
 // deleteNamespace removes the test's namespace and waits until it is gone, so that the
 // pods' processes and volumes are gone before the environment stops.
-func (e *operatorEnv) deleteNamespace(t *testing.T) { e.removeNamespace(t, e.ns) }
+func (e *operatorEnv) deleteNamespace(t testing.TB) { e.removeNamespace(t, e.ns) }
 
 // removeNamespace deletes ns's SlurmClusters, waits until their pods are gone, then deletes ns
 // and waits for that. Deleting the namespace first would be as correct but slower: the namespace
@@ -195,7 +195,7 @@ func (e *operatorEnv) deleteNamespace(t *testing.T) { e.removeNamespace(t, e.ns)
 // (slurmctld's is 120 s) even when they exit in seconds, and backs off on the finalizers of
 // NodeSets and SlurmClusters; CI once measured over three minutes for one namespace. Other pods
 // (a test's one-shot pod, sunk-scheduler of the sunk release) go with the namespace.
-func (e *operatorEnv) removeNamespace(t *testing.T, ns string) {
+func (e *operatorEnv) removeNamespace(t testing.TB, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	start := time.Now()
@@ -231,12 +231,12 @@ func (e *operatorEnv) removeNamespace(t *testing.T, ns string) {
 	t.Logf("namespace %s removed in %s", ns, time.Since(start).Round(time.Second))
 }
 
-func (e *operatorEnv) dumpNamespace(t *testing.T) { e.dumpNamespaceOf(t, e.ns) }
+func (e *operatorEnv) dumpNamespace(t testing.TB) { e.dumpNamespaceOf(t, e.ns) }
 
 // dumpNamespaceOf logs what explains a failure in ns: its pods (with their finalizers and
 // deletion, for a deletion that hangs), their containers' logs, SlurmClusters, NodeSets and
 // events.
-func (e *operatorEnv) dumpNamespaceOf(t *testing.T, ns string) {
+func (e *operatorEnv) dumpNamespaceOf(t testing.TB, ns string) {
 	ctx := context.Background()
 	var pods corev1.PodList
 	_ = e.c.List(ctx, &pods, client.InNamespace(ns))
@@ -283,7 +283,7 @@ func (e *operatorEnv) dumpNamespaceOf(t *testing.T, ns string) {
 func parallel(t *testing.T) { t.Parallel() }
 
 // poll calls f until it returns nil or the timeout passes.
-func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
+func poll(t testing.TB, timeout time.Duration, what string, f func() error) {
 	t.Helper()
 	wait.For(t, what, timeout, pollEvery, f)
 }
@@ -294,7 +294,7 @@ func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
 const pollEvery = 2 * time.Second
 
 // createReady creates a SlurmCluster and waits until it is Ready.
-func (e *operatorEnv) createReady(t *testing.T, sc *sunkv1.SlurmCluster) {
+func (e *operatorEnv) createReady(t testing.TB, sc *sunkv1.SlurmCluster) {
 	t.Helper()
 	// Until the CRDs this test installed are served (see startOperator's client).
 	poll(t, 30*time.Second, "SlurmCluster created", func() error {
@@ -317,7 +317,7 @@ func (e *operatorEnv) createReady(t *testing.T, sc *sunkv1.SlurmCluster) {
 
 // update reads o afresh, applies mutate and writes it, again on a conflict: the operator
 // writes the object's status and finalizers meanwhile, each a new resourceVersion.
-func (e *operatorEnv) update(t *testing.T, o client.Object, mutate func()) {
+func (e *operatorEnv) update(t testing.TB, o client.Object, mutate func()) {
 	t.Helper()
 	key := client.ObjectKeyFromObject(o)
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -332,14 +332,14 @@ func (e *operatorEnv) update(t *testing.T, o client.Object, mutate func()) {
 }
 
 // sh runs a shell command in a pod's container.
-func (e *operatorEnv) sh(t *testing.T, pod, container, script string) (string, error) {
+func (e *operatorEnv) sh(t testing.TB, pod, container, script string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return e.exec.Exec(ctx, e.ns, pod, container, "sh", "-c", script)
 }
 
-func (e *operatorEnv) cluster(t *testing.T, name string) *sunkv1.SlurmCluster {
+func (e *operatorEnv) cluster(t testing.TB, name string) *sunkv1.SlurmCluster {
 	sc := &sunkv1.SlurmCluster{}
 	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, sc); err != nil {
 		t.Fatal(err)
@@ -350,7 +350,7 @@ func (e *operatorEnv) cluster(t *testing.T, name string) *sunkv1.SlurmCluster {
 // podOf returns the one running pod of a component, waiting up to a minute for it: kubelet
 // reports a pod Running a moment after its container started, and slurmd may register (sinfo
 // shows the node idle) before that.
-func (e *operatorEnv) podOf(t *testing.T, cluster, component string) corev1.Pod {
+func (e *operatorEnv) podOf(t testing.TB, cluster, component string) corev1.Pod {
 	t.Helper()
 	var running corev1.Pod
 	poll(t, time.Minute, "a running "+component+" pod", func() error {
