@@ -18,6 +18,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/internal/slurmversion"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -166,5 +167,29 @@ func TestNodePolicyAdmitsSunksKeys(t *testing.T) {
 		if !ours.MatchString(key) {
 			t.Errorf("the node policy's %s does not admit %s", ours, key)
 		}
+	}
+}
+
+// The chart's operator.slurmImages and the operator binary's --slurm-images default name the
+// same images: a SlurmCluster without an image runs the same Slurm either way.
+func TestSlurmImagesDefaultIsTheOperators(t *testing.T) {
+	b, err := os.ReadFile("sunk/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Operator struct {
+			SlurmImages slurmversion.Images `json:"slurmImages"`
+		} `json:"operator"`
+	}
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	want, err := slurmversion.ParseImages(slurmversion.DefaultImagesFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(values.Operator.SlurmImages) != fmt.Sprint(want) {
+		t.Errorf("charts/sunk/values.yaml operator.slurmImages %v, the operator's --slurm-images default %v", values.Operator.SlurmImages, want)
 	}
 }

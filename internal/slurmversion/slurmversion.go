@@ -15,8 +15,10 @@ import (
 // spec.image runs.
 type Images map[string]string
 
-// DefaultImagesFlag is the operator's --slurm-images default: the published images.
-const DefaultImagesFlag = "24.11=ghcr.io/sunk-dev/slurm:24.11,26.05=ghcr.io/sunk-dev/slurm:26.05"
+// DefaultImagesFlag is the operator's --slurm-images default, the sunk chart's
+// operator.slurmImages default too: the images `hack/images.sh slurm` builds. Nothing publishes
+// Slurm images for sunk; a cluster elsewhere names its registry's (docs/user-guide.md).
+const DefaultImagesFlag = "24.11=sunk.dev/slurm:24.11-local,26.05=sunk.dev/slurm:26.05-local"
 
 // ParseImages reads "24.11=REF,26.05=REF" (the operator's --slurm-images). Every release must
 // be a supported one; a release left out has no default image, and its clusters must set

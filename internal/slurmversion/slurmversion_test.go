@@ -12,7 +12,7 @@ func TestParseImages(t *testing.T) {
 		in, err string
 		want    Images
 	}{
-		{in: DefaultImagesFlag, want: Images{"24.11": "ghcr.io/sunk-dev/slurm:24.11", "26.05": "ghcr.io/sunk-dev/slurm:26.05"}},
+		{in: DefaultImagesFlag, want: Images{"24.11": "sunk.dev/slurm:24.11-local", "26.05": "sunk.dev/slurm:26.05-local"}},
 		{in: " 26.05=x:1 ", want: Images{"26.05": "x:1"}},
 		{in: "", want: Images{}},
 		{in: "25.11=x", err: `release "25.11" is not one of 24.11, 26.05`},
