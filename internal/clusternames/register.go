@@ -78,12 +78,23 @@ func NodeFeatures(ns *sunkv1.NodeSet) []string {
 // node a person or another tool registered has no such pair, and the syncer leaves its record
 // alone.
 func RegisteredByNodeSet(name string, features []string) bool {
+	return RegisteringNodeSet(name, features) != ""
+}
+
+// RegisteringNodeSet is the NodeSet whose compute pod registered a Slurm node of this name,
+// with these features, by the rule of RegisteredByNodeSet; "" for none. Of several features
+// that prefix the name it is the longest: "gpu-a-0" with features gpu-a and gpu is NodeSet
+// gpu-a's. A NodeSet whose spec.features prefix its own member names longer than its name
+// does has its records read as that feature's; whoever acts on a record by this answer
+// therefore leaves it alone rather than touching another NodeSet's.
+func RegisteringNodeSet(name string, features []string) string {
+	var owner string
 	for _, f := range features {
-		if f != "" && len(name) > len(f)+1 && strings.HasPrefix(name, f+"-") {
-			return true
+		if f != "" && len(f) > len(owner) && len(name) > len(f)+1 && strings.HasPrefix(name, f+"-") {
+			owner = f
 		}
 	}
-	return false
+	return owner
 }
 
 // RegisteredGres is the Gres= of the node line a compute pod's slurmd registers with: read

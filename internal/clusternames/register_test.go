@@ -53,3 +53,23 @@ func TestRegisteredByNodeSet(t *testing.T) {
 		}
 	}
 }
+
+func TestRegisteringNodeSet(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		features []string
+		want     string
+	}{
+		{"gpu-0", []string{"gpu", "h100"}, "gpu"},
+		{PerNodeMemberName("gpu", "sunk-node"), []string{"gpu"}, "gpu"},
+		// NodeSet gpu-a with the feature gpu: the longer prefix is the NodeSet's own name.
+		{"gpu-a-0", []string{"gpu-a", "gpu"}, "gpu-a"},
+		{"gpu-a-0", []string{"gpu", "gpu-a"}, "gpu-a"},
+		{"slurm-n1", []string{"sunk-test"}, ""},
+		{"cpu", []string{"cpu"}, ""},
+	} {
+		if got := RegisteringNodeSet(tt.name, tt.features); got != tt.want {
+			t.Errorf("RegisteringNodeSet(%q, %q) = %q, want %q", tt.name, tt.features, got, tt.want)
+		}
+	}
+}

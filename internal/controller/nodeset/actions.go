@@ -92,7 +92,7 @@ func (r *Reconciler) act(ctx context.Context, w *world, a action, o *outcome, st
 		a.m.slurm.State = slices.DeleteFunc(slices.Clone(a.m.slurm.State), func(s string) bool { return s == "DRAIN" })
 		return nil
 	case actRelease:
-		return r.release(ctx, w.ns, w.sl, w.slurmErr, a.m, o)
+		return r.release(ctx, w.ns, w.order, w.sl, w.slurmErr, a.m, o)
 	case actHold:
 		o.held = append(o.held, a.m.name)
 		return nil
@@ -201,7 +201,7 @@ func (r *Reconciler) deletePod(ctx context.Context, ns *sunkv1.NodeSet, p *corev
 // record stays when it carries a drain that no sunk component set (a person's, or Slurm's
 // own), so that the reason survives the replacement; drains with the "k8s:" prefix are
 // derived from Kubernetes state and set again by their owner when still due.
-func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.Client, slurmErr error, m *member, o *outcome) error {
+func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, order memberOrder, sl slurm.Client, slurmErr error, m *member, o *outcome) error {
 	p := m.pod
 	if p.Spec.NodeName == "" {
 		return removeFinalizer(ctx, r.Client, p) // never ran: never registered
@@ -236,7 +236,7 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.C
 			return removeFinalizer(ctx, r.Client, p)
 		}
 	}
-	if parked, err := r.park(ctx, ns, sl, m); err != nil {
+	if parked, err := r.park(ctx, ns, order, sl, m); err != nil {
 		o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("parking Slurm node %s: %v", m.name, err))
 		return nil
 	} else if parked {
@@ -303,7 +303,7 @@ func (r *Reconciler) releaseOrphans(ctx context.Context, namespace, name string)
 			}
 		}
 		o := &outcome{}
-		if err := r.release(ctx, nil, sl, slErr, &member{name: p.Name, pod: p}, o); err != nil {
+		if err := r.release(ctx, nil, memberOrder{}, sl, slErr, &member{name: p.Name, pod: p}, o); err != nil {
 			return ctrl.Result{}, err
 		}
 		if len(o.slurmErrs) > 0 {

@@ -1,9 +1,11 @@
-// Autoscaling (spec.autoscaling): Slurm's queue sizes a Replicas NodeSet. Slurm keeps a record
-// of every node up to maxReplicas, those without a pod parked in state FUTURE, so that its own
-// scheduler accepts and plans jobs for nodes that do not run yet; the operator reads the jobs
-// that pend in the NodeSet's partitions and writes spec.replicas, as a HorizontalPodAutoscaler
-// writes a scale subresource. Shrinking goes through the same drain-then-delete path as any
-// scale-in, and only ever takes the highest-numbered nodes once they are idle.
+// Autoscaling (spec.autoscaling): Slurm's queue sizes a NodeSet, in either mode. Slurm keeps a
+// record of every member up to maxReplicas, those without a pod parked in state FUTURE, so that
+// its own scheduler accepts and plans jobs for nodes that do not run yet; the operator reads
+// the jobs that pend in the NodeSet's partitions and writes spec.replicas, as a
+// HorizontalPodAutoscaler writes a scale subresource. Members are taken in memberOrder's order
+// (ordinals; in PerNode mode nodes with a pod first, then by node name), shrinking goes through
+// the same drain-then-delete path as any scale-in, and only ever takes the last members once
+// they are idle: a PerNode NodeSet gives its idle nodes back to Kubernetes.
 
 package nodeset
 
@@ -19,24 +21,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// scaleNode is what the autoscaler knows of one ordinal of the NodeSet.
+// scaleNode is what the autoscaler knows of the NodeSet's member at one position of its
+// memberOrder.
 type scaleNode struct {
 	name   string
 	record *slurm.Node // nil: Slurm has no record of it
-	// pod is when the ordinal's pod was created; zero without a pod.
+	// pod is when the member's pod was created; zero without a pod.
 	pod time.Time
 }
 
 // scaleInput is a snapshot for decideReplicas.
 type scaleInput struct {
-	replicas     int32
-	bounds       sunkv1.NodeSetAutoscaling
-	nodes        []scaleNode // ordinals 0 .. max(replicas, maxReplicas)-1
+	replicas int32
+	bounds   sunkv1.NodeSetAutoscaling
+	nodes    []scaleNode // positions 0 .. max(replicas, maxReplicas)-1, fewer when bounded
+	// bounded: the NodeSet has no members past the last of nodes when nodes lists fewer than
+	// max(replicas, maxReplicas) (PerNode: one per node it may run on), so it grows to no more
+	// than them, whatever maxReplicas says.
+	bounded      bool
 	pendingJobs  int32
 	pendingNodes int32
 	now          time.Time
@@ -44,15 +50,19 @@ type scaleInput struct {
 
 // decideReplicas is the autoscaler's whole rule, from a snapshot alone:
 //
-//   - wanted = the nodes that run jobs plus the nodes pending jobs ask for, within the bounds;
+//   - wanted = the nodes that run jobs plus the nodes pending jobs ask for, within the bounds
+//     (maxReplicas, or the members there are when fewer: bounded);
 //   - every node below maxReplicas that Slurm has no record of runs once, to register its shape
 //     (a job sent to it must pend, not be refused);
-//   - above that, the NodeSet shrinks from its highest-numbered node down, one node at a time
+//   - above that, the NodeSet shrinks from its last member down, one node at a time
 //     while each is idle for idleAfter (Slurm's last_busy) or, not registered yet, has had its
 //     pod for that long; the first node that is not stops the shrink, so that a busy node is
 //     never drained to make room.
 func decideReplicas(in scaleInput) (int32, string) {
 	lo, hi := in.bounds.MinReplicas, in.bounds.MaxReplicas
+	if in.bounded {
+		hi = min(hi, int32(len(in.nodes)))
+	}
 	idleAfter := in.bounds.IdleAfterOrDefault()
 	busy, _ := in.count()
 	wanted := min(max(busy+in.pendingNodes, lo), hi)
@@ -101,7 +111,7 @@ func (in scaleInput) count() (busy, idle int32) {
 	return busy, idle
 }
 
-// goes reports whether an ordinal above what is wanted may go: parked or pod-less, idle for
+// goes reports whether a member above what is wanted may go: parked or pod-less, idle for
 // idleAfter, or started that long ago without registering.
 func goes(n scaleNode, now time.Time, idleAfter time.Duration) bool {
 	r := n.record
@@ -116,11 +126,12 @@ func goes(n scaleNode, now time.Time, idleAfter time.Duration) bool {
 	return !r.LastBusy.IsZero() && now.Sub(r.LastBusy) >= idleAfter
 }
 
-// autoscale is step 2c: with spec.autoscaling, it reads Slurm's nodes and its queue (the
+// autoscale is step 2d: with spec.autoscaling, it reads Slurm's nodes and its queue (the
 // pool's job cache, slurmconn.Pool.Jobs), writes the replicas decideReplicas returns into
 // spec.replicas (in memory too, for the members step), and removes parked records the NodeSet
-// no longer wants (above maxReplicas, of an older template, or all of them once autoscaling
-// is off or the NodeSet is deleted). On any Slurm error it changes nothing.
+// no longer wants (no candidate any more, at or above maxReplicas, of an older template, or
+// all of them once autoscaling is off or the NodeSet is deleted). On any Slurm error it
+// changes nothing.
 func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error {
 	ns := w.ns
 	a := ns.Spec.Autoscaling
@@ -155,36 +166,36 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 		return nil
 	}
 	w.slurmNodes, w.slurmNodesRead = nodes.Nodes, true
-	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(ns.Namespace), client.MatchingLabels{wellknown.LabelNodeSet: ns.Name}); err != nil {
-		return err
-	}
 	podAt := map[string]time.Time{}
-	for i := range pods.Items {
-		podAt[pods.Items[i].Name] = pods.Items[i].CreationTimestamp.Time
+	for i := range w.pods.Items {
+		podAt[w.pods.Items[i].Name] = w.pods.Items[i].CreationTimestamp.Time
 	}
-	records := memberRecords(ns.Name, nodes.Nodes)
+	records := memberRecords(ns, nodes.Nodes)
 	if err := r.unpark(ctx, w, sl, records, podAt, st); err != nil {
 		return err
 	}
 	if !scales {
 		return nil
 	}
-	in := scaleInput{replicas: ptr.Deref(ns.Spec.Replicas, 0), bounds: *a, now: time.Now()}
+	// A PerNode NodeSet without spec.replicas runs every candidate: the autoscaler starts there.
+	in := scaleInput{replicas: w.order.running(ns.Spec.Replicas), bounds: *a, now: time.Now(), bounded: w.order.perNode}
 	mine, err := r.demandFor(ctx, w, nodes.Nodes, jobs)
 	if err != nil {
 		return err
 	}
 	in.pendingJobs, in.pendingNodes = mine.jobs, mine.nodes
 	st.counts.PendingNodes = in.pendingNodes
-	for i := range max(in.replicas, a.MaxReplicas) {
-		name := clusternames.OrdinalMemberName(ns.Name, int(i))
-		in.nodes = append(in.nodes, scaleNode{name: name, record: records[int(i)], pod: podAt[name]})
+	for i := range int(max(in.replicas, a.MaxReplicas)) {
+		name, ok := w.order.name(i)
+		if !ok {
+			break
+		}
+		in.nodes = append(in.nodes, scaleNode{name: name, record: records[name], pod: podAt[name]})
 	}
 	next, why := decideReplicas(in)
 	busy, idle := in.count()
 	r.Metrics.observe(ns, reading{pending: in.pendingNodes, replicas: next, parked: st.counts.Parked, busy: busy, idle: idle})
-	if next == in.replicas && ns.Spec.Replicas != nil {
+	if ns.Spec.Replicas != nil && next == *ns.Spec.Replicas {
 		return nil
 	}
 	patch := client.MergeFrom(ns.DeepCopy())
@@ -193,7 +204,9 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 		return fmt.Errorf("writing spec.replicas %d: %w", next, err)
 	}
 	if next == in.replicas {
-		return nil // replicas was unset: now it says what the autoscaler keeps
+		// replicas was unset, or (PerNode) above the nodes there are: now it says what the
+		// autoscaler keeps, and what runs does not change.
+		return nil
 	}
 	reason := sunkv1.ReasonScaledUp
 	if next < in.replicas {
@@ -205,20 +218,9 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	return nil
 }
 
-// memberRecords are the Slurm records of a NodeSet's members by ordinal: named as its members
-// and registered by its pods (clusternames.RegisteredByNodeSet).
-func memberRecords(nodeSet string, nodes []slurm.Node) map[int]*slurm.Node {
-	records := map[int]*slurm.Node{}
-	for i := range nodes {
-		if o, ok := clusternames.MemberOrdinal(nodeSet, nodes[i].Name); ok && clusternames.RegisteredByNodeSet(nodes[i].Name, nodes[i].Features) {
-			records[o] = &nodes[i]
-		}
-	}
-	return records
-}
-
 // demandFor is what the cluster's pending jobs ask this NodeSet for, once split among the
-// cluster's autoscaled NodeSets (splitDemand), each with the busy nodes Slurm lists for it.
+// cluster's autoscaled NodeSets (splitDemand), each with the busy nodes Slurm lists for it and,
+// in PerNode mode, no more room than its candidates.
 func (r *Reconciler) demandFor(ctx context.Context, w *world, nodes []slurm.Node, jobs []slurm.Job) (demand, error) {
 	var list sunkv1.NodeSetList
 	if err := r.List(ctx, &list, client.InNamespace(w.ns.Namespace)); err != nil {
@@ -234,27 +236,41 @@ func (r *Reconciler) demandFor(ctx context.Context, w *world, nodes []slurm.Node
 	targets := make([]demandTarget, 0, len(sets))
 	for _, o := range sets {
 		var busy int32
-		for _, n := range memberRecords(o.Name, nodes) {
+		for _, n := range memberRecords(o, nodes) {
 			if n.Busy() {
 				busy++
 			}
 		}
-		targets = append(targets, targetOf(w.sc, o, busy))
+		t := targetOf(w.sc, o, busy)
+		if o.ModeOrDefault() == sunkv1.NodeSetPerNode {
+			// Room up to the nodes it may run on, not to a maxReplicas above them: the rest
+			// of a job spills into the next NodeSet instead of pending for nodes that do not
+			// exist.
+			n := len(w.order.candidates)
+			if o != w.ns {
+				var err error
+				if n, err = r.perNodeCandidateCount(ctx, o, w.nodes); err != nil {
+					return demand{}, err
+				}
+			}
+			t.room = min(t.room, max(int32(n)-busy, 0))
+		}
+		targets = append(targets, t)
 	}
 	return splitDemand(jobs, targets)[w.ns.Name], nil
 }
 
 // unpark removes the parked records the NodeSet no longer wants, and counts the others.
-func (r *Reconciler) unpark(ctx context.Context, w *world, sl slurm.Client, records map[int]*slurm.Node, podAt map[string]time.Time, st *status) error {
+func (r *Reconciler) unpark(ctx context.Context, w *world, sl slurm.Client, records map[string]*slurm.Node, podAt map[string]time.Time, st *status) error {
 	ns := w.ns
 	var parked int32
-	for o, n := range records {
+	for name, n := range records {
 		if !wellknown.Parked(n.BaseState(), n.Comment) {
 			continue
 		}
 		_, hasPod := podAt[n.Name]
 		stale := ns.Spec.Autoscaling == nil || !ns.DeletionTimestamp.IsZero() ||
-			int32(o) >= ns.Spec.Autoscaling.MaxReplicas || n.Comment != wellknown.ParkedPrefix+w.hash
+			!w.order.keepsParked(name, ns.Spec.Autoscaling.MaxReplicas) || n.Comment != wellknown.ParkedPrefix+w.hash
 		if !stale || hasPod {
 			parked++
 			continue
@@ -264,7 +280,7 @@ func (r *Reconciler) unpark(ctx context.Context, w *world, sl slurm.Client, reco
 			parked++
 			continue
 		}
-		delete(records, o)
+		delete(records, name)
 		r.event(ns, corev1.EventTypeNormal, sunkv1.ReasonRecordRemoved, "removed parked Slurm node %s: the autoscaler no longer keeps it (or it is of an older template)", n.Name)
 	}
 	st.counts.Parked = parked
@@ -273,15 +289,14 @@ func (r *Reconciler) unpark(ctx context.Context, w *world, sl slurm.Client, reco
 
 // park keeps a scaled-in member's record in Slurm, in state FUTURE with the template it
 // registered with, instead of removing it: jobs may go on pending for it. Only an autoscaled
-// NodeSet parks, and only members below maxReplicas; a record of an older template is removed
-// by unpark at the next reconcile, and registered afresh.
-func (r *Reconciler) park(ctx context.Context, ns *sunkv1.NodeSet, sl slurm.Client, m *member) (bool, error) {
+// NodeSet parks, and only candidates below maxReplicas (memberOrder.keepsParked); a record of
+// an older template is removed by unpark at the next reconcile, and registered afresh.
+func (r *Reconciler) park(ctx context.Context, ns *sunkv1.NodeSet, order memberOrder, sl slurm.Client, m *member) (bool, error) {
 	if ns == nil || ns.Spec.Autoscaling == nil || !ns.DeletionTimestamp.IsZero() || m.desired {
 		return false, nil
 	}
-	o, ok := clusternames.MemberOrdinal(ns.Name, m.name)
 	hash := m.pod.Labels[wellknown.LabelTemplateHash]
-	if !ok || int32(o) >= ns.Spec.Autoscaling.MaxReplicas || hash == "" {
+	if !order.keepsParked(m.name, ns.Spec.Autoscaling.MaxReplicas) || hash == "" {
 		return false, nil
 	}
 	// Parked already: a release whose finalizer patch lost a conflict comes back here, and

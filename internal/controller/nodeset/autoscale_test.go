@@ -109,3 +109,51 @@ func TestMetricsForgetANodeSet(t *testing.T) {
 		t.Errorf("b's pending nodes %v, want 1", v)
 	}
 }
+
+// TestDecideReplicasPerNode: a PerNode NodeSet's members are its candidates (memberOrder: nodes
+// with a pod first, then by node name), all of them listed (bounded): it grows to no more than
+// the nodes it may run on, whatever maxReplicas says, and shrinks from its last candidate.
+func TestDecideReplicasPerNode(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	idle := &slurm.Node{State: []string{"IDLE", "DYNAMIC_NORM"}, LastBusy: ago(time.Hour)}
+	fresh := &slurm.Node{State: []string{"IDLE", "DYNAMIC_NORM"}, LastBusy: ago(10 * time.Second)}
+	busy := &slurm.Node{State: []string{"ALLOCATED", "DYNAMIC_NORM"}, LastBusy: now}
+	parked := &slurm.Node{State: []string{"FUTURE", "DYNAMIC_NORM"}}
+	running := func(r *slurm.Node) scaleNode { return scaleNode{record: r, pod: ago(time.Hour)} }
+	away := func(r *slurm.Node) scaleNode { return scaleNode{record: r} }
+	for _, tc := range []struct {
+		name         string
+		replicas     int32
+		max          int32
+		nodes        []scaleNode
+		pendingNodes int32
+		want         int32
+		why          string
+	}{
+		{name: "maxReplicas above the nodes: every node registers, no more", replicas: 0, max: 8,
+			nodes: []scaleNode{{}, {}}, want: 2, why: "started once to register"},
+		{name: "a job asks for more nodes than there are: all of them", replicas: 0, max: 8, pendingNodes: 5,
+			nodes: []scaleNode{away(parked), away(parked), away(parked)}, want: 3, why: "ask for 5 node(s)"},
+		{name: "one job, one node: the first parked candidate", replicas: 1, max: 3, pendingNodes: 1,
+			nodes: []scaleNode{running(busy), away(parked), away(parked)}, want: 2},
+		{name: "autoscaling turned on over running nodes: the idle tail goes, the busy head stays", replicas: 3, max: 3,
+			nodes: []scaleNode{running(busy), running(fresh), running(idle)}, want: 2, why: "idle for 1m0s"},
+		{name: "a busy last candidate holds the idle ones before it", replicas: 3, max: 4,
+			nodes: []scaleNode{running(idle), running(idle), running(busy), away(parked)}, want: 3},
+		{name: "all idle: back to zero, machines handed back", replicas: 2, max: 2,
+			nodes: []scaleNode{running(idle), running(idle)}, want: 0},
+		{name: "no nodes selected: zero", replicas: 0, max: 2, pendingNodes: 1, want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := range tc.nodes {
+				tc.nodes[i].name = "gpu-node" + string(rune('a'+i))
+			}
+			b := sunkv1.NodeSetAutoscaling{MaxReplicas: tc.max, IdleAfter: &metav1.Duration{Duration: time.Minute}}
+			got, why := decideReplicas(scaleInput{replicas: tc.replicas, bounds: b, nodes: tc.nodes, bounded: true, pendingNodes: tc.pendingNodes, now: now})
+			if got != tc.want || !strings.Contains(why, tc.why) {
+				t.Errorf("decideReplicas = %d (%s), want %d (%q)", got, why, tc.want, tc.why)
+			}
+		})
+	}
+}

@@ -7,11 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
-	"sunk.dev/sunk/internal/clusternames"
-	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -37,6 +34,18 @@ func newSelection(ns *sunkv1.NodeSet) (*selection, error) {
 func (s *selection) matches(n *corev1.Node) bool {
 	ok, err := s.req.Match(n)
 	return err == nil && ok
+}
+
+// selected are the nodes the selection matches, by name.
+func (s *selection) selected(nodes map[string]*corev1.Node) []string {
+	var out []string
+	for name, n := range nodes {
+		if s.matches(n) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // older orders NodeSets by age, the name breaking ties: the older one keeps a contested node.
@@ -68,54 +77,6 @@ const (
 	whyNodeGone   = "node deleted"
 	whyDeleted    = "deleted"
 )
-
-// perNodeDesired picks the members of a PerNode NodeSet: one per selected node that no
-// older NodeSet holds, at most limit of them, nodes that already have a pod first (so that a
-// cap does not move pods), then by node name. It returns the conflicts it found: nodes an
-// older NodeSet holds (held maps node -> that NodeSet) and nodes whose member name another
-// node already has.
-func perNodeDesired(nodeSet string, selected []string, held map[string]string, hasPod func(member string) bool, limit *int32) (desired []render.ComputeMember, conflicts []string, feasible int) {
-	var free []render.ComputeMember
-	for _, node := range selected {
-		if other, ok := held[node]; ok {
-			conflicts = append(conflicts, fmt.Sprintf("node %s is held by the older NodeSet %s", node, other))
-			continue
-		}
-		free = append(free, render.ComputeMember{Name: clusternames.PerNodeMemberName(nodeSet, node), NodeName: node})
-	}
-	sort.SliceStable(free, func(i, j int) bool {
-		pi, pj := hasPod(free[i].Name), hasPod(free[j].Name)
-		if pi != pj {
-			return pi
-		}
-		return free[i].NodeName < free[j].NodeName
-	})
-	seen := map[string]string{}
-	for _, m := range free {
-		if node, dup := seen[m.Name]; dup {
-			conflicts = append(conflicts, fmt.Sprintf("nodes %s and %s have the same member name %s", node, m.NodeName, m.Name))
-			continue
-		}
-		seen[m.Name] = m.NodeName
-		desired = append(desired, m)
-	}
-	feasible = len(desired)
-	if limit != nil && int(*limit) < len(desired) {
-		desired = desired[:*limit]
-	}
-	sort.Slice(desired, func(i, j int) bool { return desired[i].Name < desired[j].Name })
-	return desired, conflicts, feasible
-}
-
-// replicasDesired are members 0..replicas-1.
-func replicasDesired(nodeSet string, replicas *int32) []render.ComputeMember {
-	n := int(ptr.Deref(replicas, 0))
-	out := make([]render.ComputeMember, n)
-	for i := range out {
-		out[i] = render.ComputeMember{Name: clusternames.OrdinalMemberName(nodeSet, i)}
-	}
-	return out
-}
 
 // pinnedNode is the node a PerNode pod is pinned to by its required affinity.
 func pinnedNode(p *corev1.Pod) string {

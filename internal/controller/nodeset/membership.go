@@ -6,6 +6,7 @@ package nodeset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,46 +21,68 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// members computes the desired members and attaches the pods that exist.
-func (r *Reconciler) members(ctx context.Context, w *world, st *status) error {
+// candidates lists the NodeSet's pods and orders the members spec.replicas may take
+// (memberOrder), once for the autoscaler and the members step alike.
+func (r *Reconciler) candidates(ctx context.Context, w *world) error {
 	ns := w.ns
-	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(ns.Namespace), client.MatchingLabels{wellknown.LabelNodeSet: ns.Name}); err != nil {
+	if err := r.List(ctx, &w.pods, client.InNamespace(ns.Namespace), client.MatchingLabels{wellknown.LabelNodeSet: ns.Name}); err != nil {
 		return err
 	}
-	owned := map[string]*corev1.Pod{}
-	var foreign []*corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	w.owned = map[string]*corev1.Pod{}
+	for i := range w.pods.Items {
+		p := &w.pods.Items[i]
 		if metav1.IsControlledBy(p, ns) {
-			owned[p.Name] = p
+			w.owned[p.Name] = p
 		} else {
-			foreign = append(foreign, p)
+			w.foreign = append(w.foreign, p)
 		}
 	}
-	var selected []string
-	for name, n := range w.nodes {
-		if w.sel.matches(n) {
-			selected = append(selected, name)
-		}
+	w.selected = w.sel.selected(w.nodes)
+	w.order = replicasOrder(ns.Name)
+	if ns.ModeOrDefault() != sunkv1.NodeSetPerNode || !ns.DeletionTimestamp.IsZero() {
+		return nil
 	}
-	sort.Strings(selected)
+	var err error
+	if w.held, err = r.heldByOlder(ctx, ns, w.selected, w.nodes); err != nil {
+		return err
+	}
+	hasPod := func(name string) bool { p := w.owned[name]; return p != nil && !terminating(p) }
+	candidates, conflicts := perNodeOrder(ns.Name, w.selected, w.held, hasPod)
+	w.order, w.orderConflicts = perNodeMemberOrder(ns.Name, candidates), conflicts
+	return nil
+}
 
+// perNodeCandidateCount is how many candidates another PerNode NodeSet has (perNodeOrder):
+// what the autoscaler of each NodeSet of the cluster counts alike when it splits a job among
+// them. A NodeSet whose affinity cannot be read has none.
+func (r *Reconciler) perNodeCandidateCount(ctx context.Context, ns *sunkv1.NodeSet, nodes map[string]*corev1.Node) (int, error) {
+	sel, err := newSelection(ns)
+	if err != nil {
+		return 0, nil
+	}
+	selected := sel.selected(nodes)
+	held, err := r.heldByOlder(ctx, ns, selected, nodes)
+	if err != nil {
+		return 0, err
+	}
+	candidates, _ := perNodeOrder(ns.Name, selected, held, func(string) bool { return false })
+	return len(candidates), nil
+}
+
+// members computes the desired members and attaches the pods that exist.
+func (r *Reconciler) members(w *world, st *status) {
+	ns := w.ns
 	var desired []render.ComputeMember
-	var conflicts []string
-	held := map[string]string{}
-	if !ns.DeletionTimestamp.IsZero() {
+	conflicts := slices.Clone(w.orderConflicts)
+	switch {
+	case !ns.DeletionTimestamp.IsZero():
 		// Deleted: a scale-in to zero (finalize).
-		st.feasible = len(selected)
-	} else if ns.ModeOrDefault() == sunkv1.NodeSetPerNode {
-		var err error
-		if held, err = r.heldByOlder(ctx, ns, selected, w.nodes); err != nil {
-			return err
-		}
-		hasPod := func(name string) bool { p := owned[name]; return p != nil && !terminating(p) }
-		desired, conflicts, st.feasible = perNodeDesired(ns.Name, selected, held, hasPod, ns.Spec.Replicas)
-	} else {
-		desired, st.feasible = replicasDesired(ns.Name, ns.Spec.Replicas), len(selected)
+		st.feasible = len(w.selected)
+	case w.order.perNode:
+		desired = w.order.desired(ns.Spec.Replicas)
+		st.feasible = len(w.order.candidates)
+	default:
+		desired, st.feasible = w.order.desired(ns.Spec.Replicas), len(w.selected)
 	}
 	st.desired = len(desired)
 
@@ -67,17 +90,17 @@ func (r *Reconciler) members(ctx context.Context, w *world, st *status) error {
 	for _, d := range desired {
 		byName[d.Name] = &member{name: d.Name, node: d.NodeName, desired: true}
 	}
-	for name, p := range owned {
+	for name, p := range w.owned {
 		m := byName[name]
 		if m == nil {
-			m = &member{name: name, why: r.whyNotDesired(w, p, held)}
+			m = &member{name: name, why: r.whyNotDesired(w, p)}
 			byName[name] = m
 		}
 		m.pod = p
 	}
 	// Pods of the NodeSet's name that it does not control: leftovers of an earlier NodeSet
 	// of the same name (released here once stopped, like its own), or someone else's.
-	for _, p := range foreign {
+	for _, p := range w.foreign {
 		m := byName[p.Name]
 		if terminating(p) {
 			if hasFinalizer(p) && (m == nil || m.pod == nil) {
@@ -99,7 +122,6 @@ func (r *Reconciler) members(ctx context.Context, w *world, st *status) error {
 	}
 	sort.Slice(w.members, func(i, j int) bool { return w.members[i].name < w.members[j].name })
 	st.conflicts = append(st.conflicts, conflicts...)
-	return nil
 }
 
 // heldByOlder maps each selected node that an older PerNode NodeSet of the same cluster
@@ -130,7 +152,7 @@ func (r *Reconciler) heldByOlder(ctx context.Context, ns *sunkv1.NodeSet, select
 }
 
 // whyNotDesired says why a pod's member is no longer wanted.
-func (r *Reconciler) whyNotDesired(w *world, p *corev1.Pod, held map[string]string) string {
+func (r *Reconciler) whyNotDesired(w *world, p *corev1.Pod) string {
 	if !w.ns.DeletionTimestamp.IsZero() {
 		return whyDeleted
 	}
@@ -144,8 +166,8 @@ func (r *Reconciler) whyNotDesired(w *world, p *corev1.Pod, held map[string]stri
 		return whyNodeGone
 	case !w.sel.matches(n):
 		return whyUnselected
-	case held[node] != "":
-		return "node held by the older NodeSet " + held[node]
+	case w.held[node] != "":
+		return "node held by the older NodeSet " + w.held[node]
 	}
 	return whyScaleIn
 }

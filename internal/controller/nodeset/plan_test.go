@@ -3,7 +3,6 @@ package nodeset
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -164,28 +163,6 @@ func TestPlanReleasesStoppedPods(t *testing.T) {
 		&member{name: "n-3", why: whyScaleIn, pod: noFinalizer},
 	)
 	expect(t, "kubelet confirmed, or never ran", plan(in), "release:n-0", "release:n-2")
-}
-
-func TestPerNodeDesired(t *testing.T) {
-	selected := []string{"a", "b.x", "b-x", "c", "d"}
-	held := map[string]string{"c": "older"}
-	withPod := map[string]bool{"cpu-d": true}
-	desired, conflicts, feasible := perNodeDesired("cpu", selected, held, func(n string) bool { return withPod[n] }, nil)
-	var names []string
-	for _, d := range desired {
-		names = append(names, d.Name+"@"+d.NodeName)
-	}
-	if want := []string{"cpu-a@a", "cpu-b-x@b-x", "cpu-d@d"}; !slices.Equal(names, want) || feasible != 3 {
-		t.Errorf("desired %v (feasible %d), want %v", names, feasible, want)
-	}
-	if len(conflicts) != 2 || !strings.Contains(conflicts[0], "node c is held by the older NodeSet older") || !strings.Contains(conflicts[1], "cpu-b-x") {
-		t.Errorf("conflicts %q", conflicts)
-	}
-	// A cap keeps the nodes that have pods.
-	desired, _, _ = perNodeDesired("cpu", selected, held, func(n string) bool { return withPod[n] }, ptr.To(int32(2)))
-	if len(desired) != 2 || desired[0].Name != "cpu-a" || desired[1].Name != "cpu-d" {
-		t.Errorf("capped: %v", desired)
-	}
 }
 
 func TestMaxUnavailable(t *testing.T) {

@@ -123,7 +123,19 @@ type world struct {
 	sel     *selection
 	nodes   map[string]*corev1.Node
 	members []*member // by name
-	sl      slurm.Client
+	// pods are the pods with the NodeSet's label: owned (by name) and foreign ones.
+	pods    corev1.PodList
+	owned   map[string]*corev1.Pod
+	foreign []*corev1.Pod
+	// selected are the Kubernetes nodes the NodeSet selects, by name; held those of them an
+	// older PerNode NodeSet holds (node -> that NodeSet).
+	selected []string
+	held     map[string]string
+	// order is the order spec.replicas takes members in; orderConflicts what ordering them
+	// found (PerNode: held nodes, member names two nodes share).
+	order          memberOrder
+	orderConflicts []string
+	sl             slurm.Client
 	// slurmErr is why Slurm could not be read (nil: the node list was read).
 	slurmErr error
 	// autoscaleErr is why the autoscaler could not read Slurm, and changed nothing.
@@ -211,15 +223,18 @@ func (r *Reconciler) reconcile(ctx context.Context, ns *sunkv1.NodeSet, st *stat
 		w.nodes[nodeList.Items[i].Name] = &corev1.Node{ObjectMeta: nodeList.Items[i].ObjectMeta}
 	}
 
-	// 2c. Autoscaling: Slurm's queue sets spec.replicas (autoscale.go).
+	// 2c. The candidates: the NodeSet's pods, and the order spec.replicas takes members in.
+	if err := r.candidates(ctx, w); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// 2d. Autoscaling: Slurm's queue sets spec.replicas (autoscale.go).
 	if err := r.autoscale(ctx, w, st); err != nil {
 		return ctrl.Result{}, err
 	}
 
 	// 3. The members: those to run, and those whose pods still exist.
-	if err := r.members(ctx, w, st); err != nil {
-		return ctrl.Result{}, err
-	}
+	r.members(w, st)
 
 	// 4. Slurm: one list for every member's node. An error leaves every node unknown.
 	r.readSlurm(ctx, w)

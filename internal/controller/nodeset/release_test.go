@@ -47,7 +47,7 @@ func TestReleaseDeletesARecordOnce(t *testing.T) {
 			}
 			r := &Reconciler{Client: c}
 			o := &outcome{}
-			if err := r.release(context.Background(), nil, sl, nil, &member{name: "compute-3", pod: pod, listed: tc.listed}, o); err != nil {
+			if err := r.release(context.Background(), nil, memberOrder{}, sl, nil, &member{name: "compute-3", pod: pod, listed: tc.listed}, o); err != nil {
 				t.Fatal(err)
 			}
 			if got := sl.Calls("DeleteNode"); got != tc.deletes || len(o.slurmErrs) > 0 {
