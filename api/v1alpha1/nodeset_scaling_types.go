@@ -28,7 +28,8 @@ type NodeSetAutoscaling struct {
 	MaxReplicas int32 `json:"maxReplicas"`
 
 	// IdleAfter is how long a node stays idle (Slurm's last_busy) before the NodeSet lets it
-	// go. Only the highest-numbered nodes go, so a busy node is never drained to shrink.
+	// go. Only the last nodes go (the highest-numbered; in PerNode mode the last by node name),
+	// so a busy node is never drained to shrink.
 	// +kubebuilder:default="5m"
 	// +optional
 	IdleAfter *metav1.Duration `json:"idleAfter,omitempty"`

@@ -39,7 +39,6 @@ const (
 // NodeSetSpec describes a set of compute pods, each a dynamic Slurm node (slurmd -Z) of
 // the SlurmCluster named by clusterRef.
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Replicas' || has(self.replicas) || has(self.autoscaling)",message="spec.replicas is required when mode is Replicas"
-// +kubebuilder:validation:XValidation:rule="!has(self.autoscaling) || self.mode == 'Replicas'",message="spec.autoscaling needs mode Replicas"
 type NodeSetSpec struct {
 	// ClusterRef is the name of the SlurmCluster, in the NodeSet's namespace, whose
 	// slurmctld the nodes register with. Immutable.
@@ -56,8 +55,10 @@ type NodeSetSpec struct {
 	Mode NodeSetMode `json:"mode,omitempty"`
 
 	// Replicas is the number of pods in Replicas mode, and an optional cap on the number of
-	// pods in PerNode mode. Lowering it is a protected scale-in: each removed Slurm node is
-	// drained and its pod deleted only once no job runs on it.
+	// pods in PerNode mode (nodes that have a pod are kept first, then the others by node
+	// name). Lowering it is a protected scale-in: each removed Slurm node is drained and its
+	// pod deleted only once no job runs on it. With spec.autoscaling the operator writes it,
+	// in either mode.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
 	// +optional
@@ -158,11 +159,14 @@ type NodeSetSpec struct {
 	// +optional
 	UpdateStrategy NodeSetUpdateStrategy `json:"updateStrategy,omitempty"`
 
-	// Autoscaling lets Slurm's queue size the NodeSet (Replicas mode): the operator writes
-	// spec.replicas, growing it for jobs that pend for nodes and shrinking it, the protected
-	// way, when nodes stay idle. Slurm keeps the record of every node up to maxReplicas (in
-	// state FUTURE while it has no pod), so a job sent to a NodeSet at zero pends instead of
-	// being refused. docs/autoscaling.md.
+	// Autoscaling lets Slurm's queue size the NodeSet: the operator writes spec.replicas,
+	// growing it for jobs that pend for nodes and shrinking it, the protected way, when nodes
+	// stay idle. Slurm keeps the record of every node up to maxReplicas (in state FUTURE while
+	// it has no pod), so a job sent to a NodeSet at zero pends instead of being refused. In
+	// PerNode mode replicas caps the selected nodes that run a pod: an idle node's pod goes
+	// and the Kubernetes node is free for other pods; a node comes back (its pod pinned to it)
+	// when jobs pend for it, and the NodeSet grows to no more than the nodes it selects,
+	// whatever maxReplicas says. docs/autoscaling.md.
 	// +optional
 	Autoscaling *NodeSetAutoscaling `json:"autoscaling,omitempty"`
 }

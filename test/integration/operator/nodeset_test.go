@@ -751,9 +751,6 @@ func TestNodeSetAdmission(t *testing.T) {
 		"containers: an imagePullSecret that is no name": {func(ns *sunkv1.NodeSet) {
 			ns.Spec.Containers = &sunkv1.NodeSetContainers{Enabled: true, ImagePullSecrets: []sunkv1.SecretName{{Name: "ok"}, {Name: "Not_A_Name"}}}
 		}, "spec.containers.imagePullSecrets[1].name"},
-		"autoscaling in PerNode mode": {func(ns *sunkv1.NodeSet) {
-			ns.Spec.Autoscaling = &sunkv1.NodeSetAutoscaling{MaxReplicas: 2}
-		}, "spec.autoscaling needs mode Replicas"},
 		"autoscaling with min above max": {func(ns *sunkv1.NodeSet) {
 			ns.Spec.Mode, ns.Spec.Autoscaling = sunkv1.NodeSetReplicas, &sunkv1.NodeSetAutoscaling{MinReplicas: 3, MaxReplicas: 2}
 		}, "spec.autoscaling.minReplicas must not exceed spec.autoscaling.maxReplicas"},
@@ -778,6 +775,12 @@ func TestNodeSetAdmission(t *testing.T) {
 	}
 	if ns.Spec.Mode != sunkv1.NodeSetPerNode || ns.Spec.UpdateStrategy.Type != sunkv1.RollingUpdateNodeSetStrategy {
 		t.Errorf("defaults: %+v", ns.Spec)
+	}
+	// A PerNode NodeSet autoscales too, with a maxReplicas above the nodes it selects.
+	autoscaled := newNodeSet(h.ns, "autoscaled", "c")
+	autoscaled.Spec.Autoscaling = &sunkv1.NodeSetAutoscaling{MinReplicas: 1, MaxReplicas: 100}
+	if err := h.c.Create(context.Background(), autoscaled); err != nil {
+		t.Fatalf("an autoscaled PerNode NodeSet: %v", err)
 	}
 	err := h.updateNodeSet(t, "good", func(ns *sunkv1.NodeSet) { ns.Spec.ClusterRef = "other" })
 	if err == nil || !strings.Contains(err.Error(), "spec.clusterRef is immutable") {
