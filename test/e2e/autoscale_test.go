@@ -141,13 +141,15 @@ func (e *operatorEnv) nodeSetEvents(t *testing.T, nodeSet, reason string) []stri
 	return notes
 }
 
-// onePoolOfGPUs is the seeds' one pool on the machine of TestJobSeesOnlyItsGPUs, whose NodeSet
-// "gpu" holds all of its GPUs with a PriorityClass above ordinary pods': a GPU pod of the
-// default scheduler does not land while the compute pod holds the GPUs (no double booking);
-// once the NodeSet autoscales and its node is idle, the node is parked and the GPUs go to the
-// pod (the machine handed back); a job that needs both GPUs then grows the NodeSet again, and
-// its compute pod preempts the GPU pod (the machine taken back, by priority) and runs the job.
-func (e *operatorEnv) onePoolOfGPUs(t *testing.T, login string) {
+// onePoolOfGPUs is the seeds' one pool on the machine of TestJobSeesOnlyItsGPUs, whose PerNode
+// NodeSet "gpu" (member on the machine's one node) holds all of its GPUs with a PriorityClass
+// above ordinary pods': a GPU pod of the default scheduler does not land while the compute pod
+// holds the GPUs (no double booking); once the NodeSet autoscales (maxReplicas 1) and its node
+// is idle, the member is parked, its pod leaves the node and the GPUs go to the pod (the
+// machine handed back); a job that needs both GPUs then grows the NodeSet again, and the
+// member's compute pod, pinned to the node, preempts the GPU pod (the machine taken back, by
+// priority) and runs the job.
+func (e *operatorEnv) onePoolOfGPUs(t *testing.T, login, member string) {
 	t.Helper()
 	ctx := context.Background()
 	inference := &corev1.Pod{
@@ -196,8 +198,13 @@ func (e *operatorEnv) onePoolOfGPUs(t *testing.T, login string) {
 	asked := time.Now()
 	scheduled(true, "")
 	handedBack := time.Since(asked)
-	if out := e.mustSh(t, login, "login", "scontrol -o show node -F gpu-0 | grep -o 'State=[A-Z_+]*'"); out != "State=FUTURE+DYNAMIC_NORM" {
-		t.Fatalf("gpu-0 after it went: %q, want parked", out)
+	if out := e.mustSh(t, login, "login", "scontrol -o show node -F "+member+" | grep -o 'State=[A-Z_+]*'"); out != "State=FUTURE+DYNAMIC_NORM" {
+		t.Fatalf("%s after it went: %q, want parked", member, out)
+	}
+	if err := e.c.Get(ctx, client.ObjectKeyFromObject(ns), ns); err != nil {
+		t.Fatal(err)
+	} else if r := ns.Spec.Replicas; r == nil || *r != 0 {
+		t.Fatalf("spec.replicas %v after the node went, want 0", r)
 	}
 
 	submitted := time.Now()
@@ -216,7 +223,11 @@ func (e *operatorEnv) onePoolOfGPUs(t *testing.T, login string) {
 	if state, exit, _ := e.jobEnd(t, login, job, 2*time.Minute); state != "COMPLETED" {
 		t.Fatalf("the job that took the machine back: %s (exit %s)", state, exit)
 	}
+	e.hasEvent(t, "gpu", sunkv1.ReasonScaledDown, member+" idle for")
 	e.hasEvent(t, "gpu", sunkv1.ReasonScaledUp, "ask for 1 node(s)")
+	if p := e.podOf(t, "gpu", wellknown.ComponentCompute); p.Name != member || p.Spec.NodeName != e.NodeName {
+		t.Errorf("compute pod %s on %q after the take-back, want %s on %s", p.Name, p.Spec.NodeName, member, e.NodeName)
+	}
 	t.Logf("bench: name=one-pool-gpus handed_back_s=%.1f taken_back_to_running_s=%.1f idle_after_s=%.0f",
 		handedBack.Seconds(), takenBack.Seconds(), idleAfter.Seconds())
 }

@@ -18,10 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -56,14 +56,15 @@ done
 echo "readable keys: $(` + keyFiles + ` | tr '\n' ' ')"
 `
 
-// TestJobSeesOnlyItsGPUs: a NodeSet with GPUs created with its replicas waits until slurmctld
-// runs the gres.conf that includes its pods' device lines, and its node then registers its two
-// (fake) GPUs, not drained (issue 18). With ConstrainDevices=yes (the default cgroup.conf), a
-// job opens the GPU it was allocated and is refused the other by the device cgroup; a job
-// without GPUs is refused both; neither reads slurm.key (issue 21, docs/security.md); and
+// TestJobSeesOnlyItsGPUs: a PerNode NodeSet with GPUs on the machine's one node waits until
+// slurmctld runs the gres.conf that includes its pods' device lines, and its node then
+// registers its two (fake) GPUs, not drained (issue 18). With ConstrainDevices=yes (the
+// default cgroup.conf), a job opens the GPU it was allocated and is refused the other by the
+// device cgroup; a job without GPUs is refused both; neither reads slurm.key (issue 21, docs/security.md); and
 // accounting records the GPU job's gres/gpu TRES, typed too (issue 18). The node advertises
 // nvidia.com/gpu for the test's duration. Then the NodeSet autoscales and shares the machine's
-// GPUs with an ordinary pod, one world at a time (onePoolOfGPUs).
+// GPUs with an ordinary pod, one world at a time: it gives the machine back and takes it back
+// (onePoolOfGPUs).
 func TestJobSeesOnlyItsGPUs(t *testing.T) {
 	parallel(t)
 	e := startOperator(t)
@@ -84,7 +85,8 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 	ns := &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gpu"},
 		Spec: sunkv1.NodeSetSpec{
-			ClusterRef: "gpu", Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1)), Image: slurmImage, GPUType: "fake",
+			ClusterRef: "gpu", Mode: sunkv1.NodeSetPerNode, NodeSelector: map[string]string{corev1.LabelHostname: e.NodeName},
+			Image: slurmImage, GPUType: "fake",
 			PriorityClassName: priority.Name,
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")},
@@ -134,7 +136,8 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 		}
 	}
 	t.Logf("the NodeSet said it waited for the device Include: %v", waited)
-	e.waitIdle(t, login, 4*time.Minute, "gpu-0 idle", "gpu-0")
+	member := clusternames.PerNodeMemberName("gpu", e.NodeName)
+	e.waitIdle(t, login, 4*time.Minute, member+" idle", member)
 	computePod := e.podOf(t, "gpu", wellknown.ComponentCompute)
 	compute := computePod.Name
 	t.Logf("pod %s created %s after its NodeSet: the wait for the device Include", compute,
@@ -142,8 +145,8 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 
 	// Not vacuous: slurmd registered the two GPUs with their files, and outside any job the
 	// devices open as far as a driverless device can (ENXIO, not EPERM).
-	if got := e.mustSh(t, login, "login", "scontrol -o show node gpu-0"); !strings.Contains(got, "Gres=gpu:fake:2") {
-		t.Fatalf("gpu-0 does not have its two GPUs: %s", got)
+	if got := e.mustSh(t, login, "login", "scontrol -o show node "+member); !strings.Contains(got, "Gres=gpu:fake:2") {
+		t.Fatalf("%s does not have its two GPUs: %s", member, got)
 	}
 	for _, d := range []string{"/dev/nvidia0", "/dev/nvidia1"} {
 		out, _ := e.sh(t, compute, "slurmd", "head -c1 "+d+" 2>&1")
@@ -210,7 +213,7 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 		return nil
 	})
 
-	e.onePoolOfGPUs(t, login)
+	e.onePoolOfGPUs(t, login, member)
 }
 
 // advertiseGPUs makes the node offer n nvidia.com/gpu (an extended resource with no device
