@@ -80,9 +80,12 @@ func main() {
 	// The JWT key Secret may be an admin's, which the label-selected cache does not hold.
 	reader := kube.CacheThenAPIReader{Cache: mgr.GetClient(), API: mgr.GetAPIReader()}
 	pool := slurmconn.New(slurmconn.Options{Reader: reader, Metrics: restMetrics})
+	clusterMetrics, err := slurmcluster.NewMetrics(crmetrics.Registry)
+	cmdutil.Must(err)
 	cmdutil.Must((&slurmcluster.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Logs: execer, Slurm: pool,
 		Validation: rules, SlurmConfigCheck: slurmConfigCheck, Namespaces: namespaces, Images: images,
+		Metrics: clusterMetrics,
 	}).SetupWithManager(mgr))
 	nodeSetMetrics, err := nodeset.NewMetrics(crmetrics.Registry)
 	cmdutil.Must(err)

@@ -20,14 +20,18 @@ func (r *Reconciler) perCluster() []*sync.Map {
 // rememberUID notes the UID a cluster's name has now. A cluster deleted and created again
 // under its name is another cluster: what was remembered of the old one goes.
 func (r *Reconciler) rememberUID(sc *sunkv1.SlurmCluster) {
-	if old, loaded := r.uids.Swap(client.ObjectKeyFromObject(sc), sc.UID); loaded && old.(types.UID) != sc.UID {
+	key := client.ObjectKeyFromObject(sc)
+	if old, loaded := r.uids.Swap(key, sc.UID); loaded && old.(types.UID) != sc.UID {
 		r.forgetUID(old.(types.UID))
+		r.Metrics.forget(key)
 	}
 }
 
-// forget drops what is remembered of a cluster that is gone: an operator that sees clusters
-// come and go (a namespace per CI run, a tenant's short-lived cluster) does not grow with them.
+// forget drops what is remembered of a cluster that is gone, and its series: an operator that
+// sees clusters come and go (a namespace per CI run, a tenant's short-lived cluster) does not
+// grow with them.
 func (r *Reconciler) forget(key types.NamespacedName) {
+	r.Metrics.forget(key)
 	if uid, ok := r.uids.LoadAndDelete(key); ok {
 		r.forgetUID(uid.(types.UID))
 	}

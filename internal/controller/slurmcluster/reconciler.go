@@ -60,6 +60,8 @@ type Reconciler struct {
 	// Namespaces are the namespaces this operator manages (nil: all), as its manager's cache
 	// has them: the metadata cache of script ConfigMaps (watches.go) must not see more.
 	Namespaces map[string]cache.Config
+	// Metrics exports each cluster's conditions (metrics.go); nil exports nothing.
+	Metrics *Metrics
 
 	// applied remembers the configuration each cluster's slurmctld was reconfigured with,
 	// because the cached SlurmCluster a reconcile reads may predate its own status write,

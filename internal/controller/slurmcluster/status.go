@@ -187,11 +187,18 @@ func (r *Reconciler) updateStatus(ctx context.Context, sc *sunkv1.SlurmCluster, 
 		Topology:           st.topology,
 	}
 	if equality.Semantic.DeepEqual(sc.Status, next) {
+		r.Metrics.observe(client.ObjectKeyFromObject(sc), next.Conditions)
 		return nil
 	}
 	// Optimistic lock: the conditions list is replaced whole, and another writer's
 	// condition (sunk-syncer's NodesSynced) must not be lost to a stale cache.
 	patch := client.MergeFromWithOptions(sc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	sc.Status = next
-	return r.Status().Patch(ctx, sc, patch)
+	if err := r.Status().Patch(ctx, sc, patch); err != nil {
+		// The series say what the status says: a write that failed is retried, and
+		// exported, by the next reconcile.
+		return err
+	}
+	r.Metrics.observe(client.ObjectKeyFromObject(sc), next.Conditions)
+	return nil
 }
