@@ -61,11 +61,17 @@ func checkAlerts(t *testing.T, docs []map[string]any) {
 	}
 
 	path := promtest.RuleFile(t, spec)
-	promtool, err := exec.LookPath("promtool")
+	if msg, err := exec.Command(promtool(t), "check", "rules", path).CombinedOutput(); err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, msg)
+	}
+}
+
+// promtool is the path of promtool, which every host that runs these tests has.
+func promtool(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatalf("no promtool (hack/provision.sh host installs Debian's prometheus package): %v", err)
 	}
-	if msg, err := exec.Command(promtool, "check", "rules", path).CombinedOutput(); err != nil {
-		t.Fatalf("promtool check rules: %v\n%s", err, msg)
-	}
+	return path
 }

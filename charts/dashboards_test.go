@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,7 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	_ "sigs.k8s.io/controller-runtime/pkg/controller" // registers controller-runtime's reconcile and workqueue metrics
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
 
+	"sunk.dev/sunk/internal/controller/nodeset"
+	"sunk.dev/sunk/internal/controller/slurmcluster"
 	"sunk.dev/sunk/internal/exporter"
 	"sunk.dev/sunk/internal/syncer"
 	"sunk.dev/sunk/pkg/slurm"
@@ -87,10 +91,51 @@ func TestDashboards(t *testing.T) {
 	}
 }
 
+// TestAlertsReadRegisteredMetrics: every alerting rule the sunk chart ships reads only metrics
+// that sunk's components register, so that a renamed metric cannot leave an alert that never
+// fires. promtool evaluates the rules in the integration tests (alerts_test.go).
+func TestAlertsReadRegisteredMetrics(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("sunk", "files", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `json:"alert"`
+				Expr  string `json:"expr"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := yaml.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	exists := registeredMetrics(t)
+	n := 0
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			n++
+			names, err := dashboards.MetricNames(r.Expr)
+			if err != nil || len(names) == 0 {
+				t.Errorf("%s: %q reads no metric (%v)", r.Alert, r.Expr, err)
+			}
+			for _, name := range names {
+				if !exists(name) {
+					t.Errorf("%s: %s is no metric that sunk registers", r.Alert, name)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("files/alerts.yaml has no rules")
+	}
+}
+
 // registeredMetrics reports whether a series name belongs to a metric that one of sunk's
-// components registers: the Slurm exporter, pkg/slurm's REST metrics, the syncer's,
-// controller-runtime's (reconciles, work queues, client-go) and sunk-scheduler's. A
-// histogram's _bucket, _sum and _count series belong to its name.
+// components registers: the Slurm exporter, pkg/slurm's REST metrics, the syncer's, the
+// operator's (SlurmCluster conditions, the NodeSet autoscaler), controller-runtime's
+// (reconciles, work queues, client-go) and sunk-scheduler's. A histogram's _bucket, _sum and
+// _count series belong to its name.
 func registeredMetrics(t *testing.T) func(string) bool {
 	t.Helper()
 	reg := prometheus.NewRegistry()
@@ -99,6 +144,12 @@ func registeredMetrics(t *testing.T) func(string) bool {
 		t.Fatal(err)
 	}
 	if _, err := syncer.NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slurmcluster.NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodeset.NewMetrics(reg); err != nil {
 		t.Fatal(err)
 	}
 	scheduler := schedulerMetrics(t)
