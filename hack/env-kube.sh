@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# env-kube.sh up api|cluster | down | status | kwok N | images: a real Kubernetes v1.33.13 on this machine.
+# env-kube.sh up api|cluster | down | status | kwok N | images | netpol: a real Kubernetes v1.33.13 on this machine.
 #
 #   api      etcd + kube-apiserver (https://127.0.0.1:6443); envtest can also use the binaries
 #            directly through KUBEBUILDER_ASSETS=$SUNK_CACHE/envtest
 #   cluster  api + kube-controller-manager + kube-scheduler + one real node "sunk-node"
 #            (containerd/runc, CNI bridge sunk0 on 10.88.0.0/16, kube-proxy in iptables mode, IPv4)
+#            NetworkPolicies are enforced (kube-router's firewall alone, iptables and ipset).
 #            SUNK_KWOK_NODES=N adds N kwok fake nodes (label type=kwok) for scale tests.
 #            Add-ons (hack/manifests): CoreDNS as kube-dns at 10.96.0.10 (cluster.local) and the
 #            default StorageClass "standard" (kube-controller-manager's hostPath provisioner).
 #
 # `images` (and `up cluster` on a running cluster) imports the images of $SUNK_IMAGES that changed
-# since they were last imported. Admin kubeconfig: $SUNK_STATE/kube/admin.kubeconfig. `down` removes processes, mounts,
-# iptables chains, cgroups, the bridge and the state directory.
+# since they were last imported. `netpol` (and `up cluster` on a running cluster) starts the
+# NetworkPolicy enforcement on a cluster started without it. Admin kubeconfig:
+# $SUNK_STATE/kube/admin.kubeconfig. `down` removes processes, mounts, iptables chains, ipsets,
+# ip rules, cgroups, the bridge and the state directory.
 source "$(dirname "$0")/lib.sh"
 ENV_DIR=$SUNK_STATE/kube
 P=$ENV_DIR/pki
@@ -27,16 +30,31 @@ HOST_RESOLV=/etc/resolv.conf
 [ -f /run/systemd/resolve/resolv.conf ] && HOST_RESOLV=/run/systemd/resolve/resolv.conf
 CLUSTER_DNS=10.96.0.10
 
+# issue NAME SUBJECT EXTENSIONS: a certificate of the test bed's CA, in $P (the working directory).
+issue() {
+  openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null
+  printf '%s\n' "$3" > "$1.ext"
+  openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 3650 -extfile "$1.ext" 2>/dev/null
+  rm -f "$1.csr" "$1.ext"
+}
+
+# client_kubeconfig USER: $ENV_DIR/USER.kubeconfig with the client certificate $P/USER.crt.
+client_kubeconfig() {
+  cat > "$ENV_DIR/$1.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters: [{name: sunk, cluster: {server: "https://127.0.0.1:6443", certificate-authority: "$P/ca.crt"}}]
+users: [{name: $1, user: {client-certificate: "$P/$1.crt", client-key: "$P/$1.key"}}]
+contexts: [{name: sunk, context: {cluster: sunk, user: $1}}]
+current-context: sunk
+KC
+  chmod 600 "$ENV_DIR/$1.kubeconfig"
+}
+
 certs() {
   mkdir -p "$P" && cd "$P"
   openssl genrsa -out sa.key 2048 2>/dev/null; openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
   openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 -subj "/CN=sunk-testbed-ca" 2>/dev/null
-  issue() {  # issue NAME SUBJECT EXTENSIONS
-    openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null
-    printf '%s\n' "$3" > "$1.ext"
-    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 3650 -extfile "$1.ext" 2>/dev/null
-    rm -f "$1.csr" "$1.ext"
-  }
   issue apiserver /CN=kube-apiserver "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,IP:$NODE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
 extendedKeyUsage=serverAuth"
   # The front proxy's CA (kubeadm's layout): with it the apiserver publishes the requestheader
@@ -54,21 +72,13 @@ extendedKeyUsage=serverAuth"
   issue controller-manager /CN=system:kube-controller-manager extendedKeyUsage=clientAuth
   issue scheduler /CN=system:kube-scheduler extendedKeyUsage=clientAuth
   issue kube-proxy /CN=system:kube-proxy extendedKeyUsage=clientAuth
+  issue kube-router /CN=system:kube-router extendedKeyUsage=clientAuth
   issue kubelet "/O=system:nodes/CN=system:node:$NODE" extendedKeyUsage=clientAuth
   issue kubelet-serving "/CN=$NODE" "subjectAltName=IP:127.0.0.1,IP:$NODE_IP,DNS:localhost,DNS:$NODE
 extendedKeyUsage=serverAuth"
   local u
-  for u in admin controller-manager scheduler kube-proxy kubelet; do
-    cat > "$ENV_DIR/$u.kubeconfig" <<KC
-apiVersion: v1
-kind: Config
-clusters: [{name: sunk, cluster: {server: "https://127.0.0.1:6443", certificate-authority: "$P/ca.crt"}}]
-users: [{name: $u, user: {client-certificate: "$P/$u.crt", client-key: "$P/$u.key"}}]
-contexts: [{name: sunk, context: {cluster: sunk, user: $u}}]
-current-context: sunk
-KC
-  done
-  chmod 600 "$P"/*.key "$ENV_DIR"/*.kubeconfig
+  for u in admin controller-manager scheduler kube-proxy kube-router kubelet; do client_kubeconfig $u; done
+  chmod 600 "$P"/*.key
   cd - >/dev/null
 }
 
@@ -188,12 +198,70 @@ start_cluster() {
     --kubeconfig="$ENV_DIR/kube-proxy.kubeconfig" --hostname-override=$NODE \
     --cluster-cidr=$POD_CIDR --proxy-mode=iptables --iptables-min-sync-period=3s --conntrack-max-per-core=0 \
     --metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256
+  start_netpol
   wait_for "node $NODE Ready" 120 node_ready || { tail -n 30 "$ENV_DIR/logs/kubelet.stdout" >&2; return 1; }
   wait_for "default service account" 60 kubectl get serviceaccount default
   wait_for "CoreDNS Ready" 120 coredns_ready || { kubectl -n kube-system describe pods -l k8s-app=kube-dns | tail -n 30 >&2; return 1; }
   wait_for "cluster DNS at $CLUSTER_DNS" 60 busybox nslookup kubernetes.default.svc.cluster.local "$CLUSTER_DNS"
   if [ "${SUNK_KWOK_NODES:-0}" -gt 0 ]; then start_kwok "$SUNK_KWOK_NODES"; fi
   echo cluster > "$ENV_DIR/mode"
+}
+
+# start_netpol: enforce NetworkPolicies, which the bridge CNI does not: kube-router's network
+# policy controller alone (no routing, no service proxy), with iptables and ipset, so that every
+# e2e test runs under the policies sunk renders. Bridged pod-to-pod traffic passes iptables'
+# FORWARD chain only with br_netfilter's bridge-nf-call-iptables, which is checked. kube-router
+# admits what a pod's own node sends it (kubelet's probes, the e2e tests' in-process operator):
+# its KUBE-POD-FW chains accept sources of address type LOCAL first. A cluster started before
+# this existed gets the certificate and its kubeconfig here (`netpol`).
+start_netpol() {
+  [ "$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null)" = 1 ] ||
+    die "bridge-nf-call-iptables is not 1 (modprobe br_netfilter; sysctl net.bridge.bridge-nf-call-iptables=1): bridged pod traffic would bypass every NetworkPolicy"
+  if [ ! -f "$P/kube-router.crt" ]; then
+    (cd "$P" && issue kube-router /CN=system:kube-router extendedKeyUsage=clientAuth && chmod 600 kube-router.key)
+    client_kubeconfig kube-router
+  fi
+  kubectl apply -f "$SUNK_ROOT/hack/manifests/kube-router.yaml" >/dev/null
+  if [ -f "$ENV_DIR/pids/kube-router" ] && kill -0 "$(cat "$ENV_DIR/pids/kube-router")" 2>/dev/null; then return 0; fi
+  # Its own PATH, like kube-proxy's: the IPv4 tools only, and ipset.
+  mkdir -p "$ENV_DIR/kube-router-bin"
+  local b
+  for b in iptables iptables-save iptables-restore ipset; do ln -sf "$(command -v "$b")" "$ENV_DIR/kube-router-bin/$b"; done
+  unreachable_services add
+  start_bg kube-router env PATH="$ENV_DIR/kube-router-bin" "$SUNK_BIN/kube-router" \
+    --kubeconfig="$ENV_DIR/kube-router.kubeconfig" --hostname-override=$NODE \
+    --run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false \
+    --enable-ipv4=true --enable-ipv6=false --service-cluster-ip-range=$SERVICE_CIDR \
+    --health-port=0 --metrics-port=0
+  wait_for "kube-router's firewall chains" 60 iptables -S KUBE-ROUTER-FORWARD ||
+    { tail -n 30 "$ENV_DIR/logs/kube-router.stdout" >&2; return 1; }
+}
+
+# unreachable_services add|del: a pod's packet to a Service cluster IP that kube-proxy has not
+# translated (no endpoints, or not yet) is refused by routing: the sender gets an ICMP
+# "administratively prohibited" and its connect fails at once (EHOSTUNREACH). kube-router's
+# FORWARD chain, which it keeps first, accepts every packet of a pod that its policies admit,
+# so neither kube-proxy's REJECT of a Service without endpoints nor service_guard's see pods'
+# packets any more: a client of a Service whose pod is gone (a lost primary slurmctld's) would
+# wait for a timeout instead of moving on. Routing comes after kube-proxy's DNAT, and a packet of
+# the node itself is routed before it: the rule takes forwarded packets from the bridge alone.
+unreachable_services() {
+  if [ "$1" = del ]; then
+    while ip rule del iif sunk0 to $SERVICE_CIDR prohibit 2>/dev/null; do :; done
+  elif ! ip rule show | grep -qF "to $SERVICE_CIDR iif sunk0 prohibit"; then
+    ip rule add iif sunk0 to $SERVICE_CIDR prohibit
+  fi
+}
+
+# clean_netpol: kube-router's iptables chains go with the KUBE- ones (clean_iptables); its ipsets
+# here, once nothing refers to them.
+clean_netpol() {
+  local s
+  unreachable_services del
+  command -v ipset >/dev/null || return 0
+  for s in $(ipset list -n 2>/dev/null | grep -E '^(inet6:)?(KUBE-|kube-router)' || true); do
+    ipset destroy "$s" 2>/dev/null || true
+  done
 }
 
 # import_images: load every tarball of $SUNK_IMAGES that changed since its last import into
@@ -293,7 +361,7 @@ up() {
   local want=$1 have=""
   [ -f "$ENV_DIR/mode" ] && have=$(cat "$ENV_DIR/mode")
   if [ -n "$have" ] && apiserver_ready; then
-    if [ "$have" = cluster ]; then import_images; log "kube environment already up ($have)"; return 0; fi
+    if [ "$have" = cluster ]; then import_images; start_netpol; log "kube environment already up ($have)"; return 0; fi
     if [ "$want" = api ]; then log "kube environment already up ($have)"; return 0; fi
     "$SUNK_ROOT/hack/provision.sh" host tools images
     log "extending the kube environment to a cluster"
@@ -319,7 +387,7 @@ down_quiet() {
     kubectl delete pods --all -A --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
     [ -S "$ENV_DIR/containerd/containerd.sock" ] && wait_for "pods to stop" 60 sh -c "[ -z \"\$($CTR tasks ls -q 2>/dev/null)\" ]" || true
   fi
-  stop_bg kubelet; stop_bg kube-proxy
+  stop_bg kubelet; stop_bg kube-proxy; stop_bg kube-router
   if [ -S "$ENV_DIR/containerd/containerd.sock" ]; then
     local t
     for t in $($CTR tasks ls -q 2>/dev/null); do $CTR tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true; done
@@ -341,6 +409,7 @@ down_quiet() {
   # kubelet bind-mounts pod volumes and leaves tmpfs mounts behind when stopped.
   findmnt -rn -o TARGET | { grep "^$ENV_DIR/" || true; } | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" || true; done
   clean_iptables
+  clean_netpol
   # Pod cgroups live under /sunk (cgroupRoot) in every v1 hierarchy and in the unified one.
   for f in /sys/fs/cgroup/*/sunk /sys/fs/cgroup/sunk; do
     [ -d "$f" ] && find "$f" -depth -type d -exec rmdir {} \; 2>/dev/null
@@ -374,7 +443,7 @@ release_dead_containers() {
   done
 }
 
-# kubelet and kube-proxy leave KUBE-* chains and the jumps to them behind.
+# kubelet, kube-proxy and kube-router leave KUBE-* chains and the jumps to them behind.
 clean_iptables() {
   local ipt t c
   for ipt in iptables ip6tables; do for t in filter nat mangle; do
@@ -400,7 +469,9 @@ case ${1:-} in
   status) status || exit 1 ;;  # down is an answer, not an error (no ERR trap)
   kwok) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "kwok nodes need the cluster environment"
         with_lock kube-env start_kwok "${2:?usage: $0 kwok N}" ;;
+  netpol) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "NetworkPolicy enforcement needs the cluster environment"
+          with_lock kube-env start_netpol ;;
   images) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "importing images needs the cluster environment"
           with_lock kube-env import_images ;;
-  *) die "usage: $0 up api|cluster | down | status | kwok N | images" ;;
+  *) die "usage: $0 up api|cluster | down | status | kwok N | images | netpol" ;;
 esac

@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 
 HOST_PACKAGES=(etcd-server containerd runc containernetworking-plugins iptables conntrack
   mmdebstrap busybox-static iproute2 util-linux openssl curl prometheus
-  skopeo umoci docker-registry gcc libc6-dev make)
+  skopeo umoci docker-registry gcc libc6-dev make ipset)
 
 host() {
   local missing=() p
@@ -57,6 +57,9 @@ tools() {
   go_tools hack/tools/helm "-s -w -X helm.sh/helm/v3/internal/version.version=v3.16.4 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" \
     helm.sh/helm/v3/cmd/helm
   go_tools hack/tools/kwok "-s -w" sigs.k8s.io/kwok/cmd/kwok
+  # The test bed's NetworkPolicy enforcement (hack/env-kube.sh start_netpol): kube-router's
+  # firewall alone, with iptables and ipset.
+  go_tools hack/tools/kube-router "-s -w" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
   # The cluster DNS of env-kube.sh (hack/manifests/coredns.yaml), packed by images.sh: CoreDNS
   # with the Corefile's plugins only (hack/tools/coredns/main.go).
   go_tools hack/tools/coredns "-s -w" .
