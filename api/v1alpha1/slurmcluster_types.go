@@ -137,6 +137,10 @@ type SlurmClusterSpec struct {
 	// +optional
 	SharedVolumes []SharedVolume `json:"sharedVolumes,omitempty"`
 
+	// NetworkPolicy limits who reaches the cluster's pods: on unless turned off.
+	// +optional
+	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
 	// Topology renders Slurm's network topology (tree or block) from the labels of the
 	// Kubernetes nodes the compute pods run on. Unset: no topology plugin.
 	// +optional

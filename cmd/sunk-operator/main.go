@@ -27,6 +27,7 @@ func main() {
 	validation.ServeLuaSandbox()
 	var probeAddr, clusterDomain, certDir, allowedUnsafe, watchNamespaces, slurmImages string
 	var authorUsers, authorGroups, authorImages string
+	var sunkNamespace string
 	var leaderElect, webhooks, slurmConfigCheck bool
 	metricsOptions := cmdutil.MetricsFlags()
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -36,6 +37,7 @@ func main() {
 	flag.StringVar(&certDir, "webhook-cert-dir", "", "directory with tls.crt and tls.key for the webhook server")
 	flag.StringVar(&allowedUnsafe, "allowed-unsafe-conf-keys", "", "comma-separated slurm.conf keys sunk keeps (AuthType, SlurmctldPort...) that SlurmClusters may take over with spec.controller.unsafeConfKeys; * allows all; empty: none")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose SlurmClusters and NodeSets this operator manages; empty: all")
+	flag.StringVar(&sunkNamespace, "sunk-namespace", cmdutil.OwnNamespace(), "the namespace of sunk's components (the syncer, sunk-scheduler), whose pods the SlurmClusters' NetworkPolicies admit to slurmrestd and the node watcher; default: the operator's own")
 	flag.BoolVar(&slurmConfigCheck, "slurm-config-check", false, "have Slurm's own parser check each new configuration in a pod of the cluster's image before applying it")
 	flag.StringVar(&slurmImages, "slurm-images", slurmversion.DefaultImagesFlag, "the Slurm image of each release, RELEASE=IMAGE[,...]: what SlurmClusters and NodeSets without an image of their own run")
 	flag.StringVar(&authorUsers, "privileged-author-users", "", "comma-separated Kubernetes users who may set the SlurmCluster and NodeSet fields that give root on compute hosts (images, prolog, epilog, jobSubmitLua, services, sidecars, hostPath volumes)")
@@ -85,7 +87,7 @@ func main() {
 	cmdutil.Must((&slurmcluster.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Logs: execer, Slurm: pool,
 		Validation: rules, SlurmConfigCheck: slurmConfigCheck, Namespaces: namespaces, Images: images,
-		Metrics: clusterMetrics,
+		Metrics: clusterMetrics, SunkNamespace: sunkNamespace,
 	}).SetupWithManager(mgr))
 	nodeSetMetrics, err := nodeset.NewMetrics(crmetrics.Registry)
 	cmdutil.Must(err)

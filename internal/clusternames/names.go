@@ -43,6 +43,10 @@ type Names struct {
 	// ConfigCheck is the ConfigMap of the candidate configuration Slurm checks, and the prefix
 	// of the check pods (ConfigCheckName).
 	ConfigCheck string
+	// The NetworkPolicies (render.NetworkPolicies): IngressPods admits the cluster's pods to
+	// each other, IngressDatabase slurmdbd to MariaDB, IngressSunk sunk's components to
+	// slurmrestd and the node watcher, IngressSSH anyone to the login pods' sshd.
+	IngressPods, IngressDatabase, IngressSunk, IngressSSH string
 	// SlurmVersion is spec.slurmVersion, the pods' LabelSlurmVersion: empty for a cluster
 	// stored without the field, whose pods then carry no such label (a new label in their
 	// templates would roll every pod of every such cluster at an operator upgrade).
@@ -63,6 +67,8 @@ func For(sc *sunkv1.SlurmCluster, clusterDomain string) Names {
 		Controller: n + "-controller", RestAPI: n + "-restapi", Accounting: n + "-accounting",
 		Database: n + "-database", Login: n + "-login", LoginHosts: n + "-login-hosts", NodeWatch: n + "-nodewatch",
 		ConfigCheck: n + "-config-check", SlurmVersion: sc.Spec.SlurmVersion,
+		IngressPods: n + "-ingress-pods", IngressDatabase: n + "-ingress-database",
+		IngressSunk: n + "-ingress-sunk", IngressSSH: n + "-ingress-ssh",
 	}
 }
 

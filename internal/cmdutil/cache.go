@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,9 +23,9 @@ func OwnedBySunk() labels.Selector {
 }
 
 // OperatorCacheOptions restrict the operator's cache to the objects it owns: without them it
-// holds every Pod, Secret, ConfigMap, Service, Deployment and StatefulSet of the Kubernetes
-// cluster, and its heap grows with other tenants' objects (and their data) up to its memory
-// limit. What the operator reads but did not create (a prolog's ConfigMap, a JWT key Secret an
+// holds every Pod, Secret, ConfigMap, Service, Deployment, StatefulSet and NetworkPolicy of the
+// Kubernetes cluster, and its heap grows with other tenants' objects (and their data) up to its
+// memory limit. What the operator reads but did not create (a prolog's ConfigMap, a JWT key Secret an
 // admin made, the external database's password Secret) it reads through
 // kube.CacheThenAPIReader, which asks the API server when the cache does not have it.
 // namespaces (nil: all) are the namespaces it manages (WatchNamespaces).
@@ -35,12 +36,13 @@ func OperatorCacheOptions(namespaces map[string]cache.Config) cache.Options {
 		// Managed fields are most of a small object's metadata and nothing the operator reads.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:         owned,
-			&corev1.Secret{}:      owned,
-			&corev1.ConfigMap{}:   owned,
-			&corev1.Service{}:     owned,
-			&appsv1.Deployment{}:  owned,
-			&appsv1.StatefulSet{}: owned,
+			&corev1.Pod{}:                 owned,
+			&corev1.Secret{}:              owned,
+			&corev1.ConfigMap{}:           owned,
+			&corev1.Service{}:             owned,
+			&appsv1.Deployment{}:          owned,
+			&appsv1.StatefulSet{}:         owned,
+			&networkingv1.NetworkPolicy{}: owned,
 		}}
 }
 

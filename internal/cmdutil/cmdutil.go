@@ -4,6 +4,7 @@ package cmdutil
 import (
 	"flag"
 	"os"
+	"strings"
 
 	"github.com/go-logr/logr"
 
@@ -39,4 +40,16 @@ func ParseFlags() logr.Logger {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	return ctrl.Log.WithName("setup")
+}
+
+// serviceAccountNamespace is where kubelet mounts the namespace of a pod's service account.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// OwnNamespace is the namespace of the pod this process runs in; empty outside a pod.
+func OwnNamespace() string {
+	b, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

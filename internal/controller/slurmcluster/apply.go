@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,6 +51,8 @@ func (r *Reconciler) apply(ctx context.Context, sc *sunkv1.SlurmCluster, desired
 			e.Spec = desired.(*appsv1.Deployment).Spec
 		case *policyv1.PodDisruptionBudget:
 			e.Spec = desired.(*policyv1.PodDisruptionBudget).Spec
+		case *networkingv1.NetworkPolicy:
+			e.Spec = desired.(*networkingv1.NetworkPolicy).Spec
 		case *corev1.PersistentVolumeClaim:
 			if e.CreationTimestamp.IsZero() {
 				e.Spec = desired.(*corev1.PersistentVolumeClaim).Spec

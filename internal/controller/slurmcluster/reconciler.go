@@ -57,6 +57,11 @@ type Reconciler struct {
 	// Images are the operator's Slurm image per release (--slurm-images), for clusters
 	// without spec.image.
 	Images slurmversion.Images
+	// SunkNamespace is the namespace of sunk's components (the operator's own; the sunk chart
+	// runs the syncer and sunk-scheduler there too), whose pods the cluster's NetworkPolicies
+	// admit to slurmrestd and the node watcher. Empty: an operator outside the Kubernetes
+	// cluster, which reaches the pods from a node.
+	SunkNamespace string
 	// Namespaces are the namespaces this operator manages (nil: all), as its manager's cache
 	// has them: the metadata cache of script ConfigMaps (watches.go) must not see more.
 	Namespaces map[string]cache.Config

@@ -14,10 +14,14 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// applyWorkloads applies the control plane's workloads and Services and removes the ones the
+// applyWorkloads applies the cluster's NetworkPolicies, the control plane's workloads and
+// Services, and removes the ones the
 // spec no longer calls for (a backup's Services, the node watchers' Service, the login
 // Service without SSH, the accounting tiers of a cluster without managed accounting).
 func (r *Reconciler) applyWorkloads(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *render.Config, jwtKeys *slurmconn.Keys, plan upgradePlan) error {
+	if err := r.applyNetworkPolicies(ctx, sc, n); err != nil {
+		return err
+	}
 	objs := []client.Object{
 		render.ControllerService(n), render.ControllerStatefulSet(sc, n, cfg),
 		render.RestAPIService(n), render.RestAPIDeployment(sc, n, cfg),
