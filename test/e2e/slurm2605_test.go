@@ -29,10 +29,11 @@ func sinfoSays2605(out string) bool {
 	return regexp.MustCompile(`^slurm(-wlm)? 26\.05\.`).MatchString(strings.TrimSpace(out))
 }
 
-// TestSlurm2605Cluster runs a SlurmCluster with managed accounting on the 26.05 image: every
-// role of sunk-entrypoint (slurmctld, slurmdbd, mariadb, slurmrestd, sackd, login, slurmd)
-// starts on it, the operator and the syncer speak its REST API, the login pod's clients and the
-// compute node report 26.05, and a job runs and shows in sacct.
+// TestSlurm2605Cluster runs a SlurmCluster with managed accounting and the node watcher on the
+// 26.05 image: every role of sunk-entrypoint (slurmctld, slurmdbd, mariadb, slurmrestd, sackd,
+// login, slurmd) starts on it, the operator and the syncer speak its REST API, the login pod's
+// clients and the compute node report 26.05, and a job runs and shows in sacct, all under the
+// cluster's NetworkPolicies, which keep a pod of another namespace from its daemons.
 func TestSlurm2605Cluster(t *testing.T) {
 	parallel(t) // its own namespace and cluster: nothing of the shared node
 	e := startOperator(t)
@@ -43,7 +44,9 @@ func TestSlurm2605Cluster(t *testing.T) {
 			SlurmVersion:    sunkv1.SlurmVersion2605, // no image: the operator's 26.05 image
 			ImagePullPolicy: corev1.PullNever,
 			Accounting:      sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
-			Partitions:      []sunkv1.PartitionSpec{{Name: "main", Default: true}},
+			// The node watcher is one of the daemons the NetworkPolicies guard.
+			Controller: sunkv1.ControllerSpec{NodeWatcher: true},
+			Partitions: []sunkv1.PartitionSpec{{Name: "main", Default: true}},
 		},
 	}
 	e.createReady(t, sc)
@@ -86,8 +89,9 @@ func TestSlurm2605Cluster(t *testing.T) {
 		}
 		return nil
 	})
-	// The syncer reads the nodes through slurmrestd (v0.0.45 on 26.05); the status names the
-	// release, and 26.05 lacks nothing.
+	e.daemonsOnlyTheClusterReaches(t, "s26", login)
+	// The syncer reads the nodes through slurmrestd (v0.0.45 on 26.05) and the node watcher;
+	// the status names the release, and 26.05 lacks nothing.
 	poll(t, time.Minute, "NodesSynced, SlurmVersion 26.05", func() error {
 		conds := e.cluster(t, "s26").Status.Conditions
 		c := meta.FindStatusCondition(conds, sunkv1.ConditionNodesSynced)
