@@ -198,8 +198,9 @@ start_cluster() {
     --kubeconfig="$ENV_DIR/kube-proxy.kubeconfig" --hostname-override=$NODE \
     --cluster-cidr=$POD_CIDR --proxy-mode=iptables --iptables-min-sync-period=3s --conntrack-max-per-core=0 \
     --metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256
-  start_netpol
   wait_for "node $NODE Ready" 120 node_ready || { tail -n 30 "$ENV_DIR/logs/kubelet.stdout" >&2; return 1; }
+  # After the node exists: kube-router reads its address from the Node and exits without one.
+  start_netpol
   wait_for "default service account" 60 kubectl get serviceaccount default
   wait_for "CoreDNS Ready" 120 coredns_ready || { kubectl -n kube-system describe pods -l k8s-app=kube-dns | tail -n 30 >&2; return 1; }
   wait_for "cluster DNS at $CLUSTER_DNS" 60 busybox nslookup kubernetes.default.svc.cluster.local "$CLUSTER_DNS"
