@@ -223,12 +223,12 @@ start_netpol() {
     client_kubeconfig kube-router
   fi
   kubectl apply -f "$SUNK_ROOT/hack/manifests/kube-router.yaml" >/dev/null
+  refuse_untranslated -A
   if [ -f "$ENV_DIR/pids/kube-router" ] && kill -0 "$(cat "$ENV_DIR/pids/kube-router")" 2>/dev/null; then return 0; fi
   # Its own PATH, like kube-proxy's: the IPv4 tools only, and ipset.
   mkdir -p "$ENV_DIR/kube-router-bin"
   local b
   for b in iptables iptables-save iptables-restore ipset; do ln -sf "$(command -v "$b")" "$ENV_DIR/kube-router-bin/$b"; done
-  unreachable_services add
   start_bg kube-router env PATH="$ENV_DIR/kube-router-bin" "$SUNK_BIN/kube-router" \
     --kubeconfig="$ENV_DIR/kube-router.kubeconfig" --hostname-override=$NODE \
     --run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false \
@@ -238,19 +238,23 @@ start_netpol() {
     { tail -n 30 "$ENV_DIR/logs/kube-router.stdout" >&2; return 1; }
 }
 
-# unreachable_services add|del: a pod's packet to a Service cluster IP that kube-proxy has not
-# translated (no endpoints, or not yet) is refused by routing: the sender gets an ICMP
-# "administratively prohibited" and its connect fails at once (EHOSTUNREACH). kube-router's
-# FORWARD chain, which it keeps first, accepts every packet of a pod that its policies admit,
-# so neither kube-proxy's REJECT of a Service without endpoints nor service_guard's see pods'
-# packets any more: a client of a Service whose pod is gone (a lost primary slurmctld's) would
-# wait for a timeout instead of moving on. Routing comes after kube-proxy's DNAT, and a packet of
-# the node itself is routed before it: the rule takes forwarded packets from the bridge alone.
-unreachable_services() {
-  if [ "$1" = del ]; then
-    while ip rule del iif sunk0 to $SERVICE_CIDR prohibit 2>/dev/null; do :; done
-  elif ! ip rule show | grep -qF "to $SERVICE_CIDR iif sunk0 prohibit"; then
-    ip rule add iif sunk0 to $SERVICE_CIDR prohibit
+# refuse_untranslated -A|-D: a pod's TCP packet to a Service cluster IP that kube-proxy has not
+# translated (no endpoints, or not yet) is refused with a reset, as kube-proxy's REJECT and
+# service_guard refuse it without kube-router. kube-router's FORWARD chain, which it keeps first,
+# accepts every packet of a pod that its policies admit, so neither of those sees pods' packets
+# any more: a client of a Service whose pod is gone (a lost primary slurmctld's) waited for its
+# timeout instead of moving on. A nat rule after kube-proxy's in PREROUTING sees only what
+# kube-proxy did not DNAT, and sends it to a port of the bridge's own address where nothing
+# listens: the node's TCP stack answers with a reset, which no ICMP rate limit holds back (an ip
+# rule "prohibit" answered the first connect of a pod at once, then one per second or two, and
+# slurmrestd retrying a lost controller used them all). Only packets from the bridge match.
+REFUSE_AT=${POD_CIDR%.0/16}.1:9   # the bridge's address (the CNI gateway); nothing listens on 9
+refuse_untranslated() {
+  local rule=(PREROUTING -i sunk0 -d $SERVICE_CIDR -p tcp -m comment --comment "sunk: untranslated Service IP" -j DNAT --to-destination $REFUSE_AT)
+  if [ "$1" = -D ]; then
+    while iptables -t nat -D "${rule[@]}" 2>/dev/null; do :; done
+  else
+    iptables -t nat -C "${rule[@]}" 2>/dev/null || iptables -t nat -A "${rule[@]}"
   fi
 }
 
@@ -258,7 +262,7 @@ unreachable_services() {
 # here, once nothing refers to them.
 clean_netpol() {
   local s
-  unreachable_services del
+  refuse_untranslated -D
   command -v ipset >/dev/null || return 0
   for s in $(ipset list -n 2>/dev/null | grep -E '^(inet6:)?(KUBE-|kube-router)' || true); do
     ipset destroy "$s" 2>/dev/null || true

@@ -10,7 +10,7 @@ report "network namespaces" "$(ip netns list 2>/dev/null | grep -E '^(sunk-|cni-
 report links "$(ip -o link show 2>/dev/null | grep -oE ' (sunk0|sunk-slurm0|sunk-slurm26|sunk-sn[0-9]+|sunk-s26n[0-9]+|veth[0-9a-f]+)[@:]' || true)"
 report "iptables chains" "$(for t in filter nat mangle; do iptables -t $t -S 2>/dev/null | grep -E '^-N (KUBE-|CNI-)'; done || true)"
 report "iptables rules" "$(iptables -S 2>/dev/null | grep -E -- '-d 10\.96\.0\.0/16 .*-j REJECT' || true)"   # env-kube.sh service_guard
-report "ip rules" "$(ip rule show 2>/dev/null | grep -F 'to 10.96.0.0/16 iif sunk0' || true)"   # env-kube.sh unreachable_services
+report "nat rules" "$(iptables -t nat -S PREROUTING 2>/dev/null | grep -F 'sunk: untranslated Service IP' || true)"   # env-kube.sh refuse_untranslated
 report ipsets "$(ipset list -n 2>/dev/null | grep -E '^(inet6:)?(KUBE-|kube-router)' || true)"   # env-kube.sh clean_netpol
 report cgroups "$(ls -d /sys/fs/cgroup/*/sunk /sys/fs/cgroup/sunk 2>/dev/null || true)"
 report paths "$(ls -d /var/lib/kubelet /var/lib/cni /run/containerd "$SUNK_STATE"/kube "$SUNK_STATE"/slurm "$SUNK_STATE"/slurm-26.05 "$HOSTPATH_PV" 2>/dev/null || true)"
