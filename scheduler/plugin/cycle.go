@@ -65,7 +65,7 @@ func unresolvable(format string, a ...any) *framework.Status {
 // PreFilter parses the pod, finds its job and narrows the nodes: every node hosting a compute
 // pod before the job exists, the node hosting the job's Slurm node once it runs.
 func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
-	spec, err := parsePod(pod)
+	spec, err := p.specOf(pod)
 	if err != nil {
 		p.lc.badSpec(p, pod, err)
 		return nil, unresolvable("%v", err)
@@ -211,7 +211,7 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 	members := []*v1.Pod{pod}
 	key := podJobKey(pod.UID)
 	if c.spec.Gang.Size > 0 {
-		members = p.gangMembers(pod, c.spec.Gang)
+		members = p.gangMembers(pod, c.spec.Gang, c.spec.GangFrom)
 		switch {
 		case len(members) < c.spec.Gang.Size:
 			return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("gang %s has %d of %d pods", c.spec.Gang.Name, len(members), c.spec.Gang.Size))
@@ -245,7 +245,7 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 	js.ExcludedNodes = p.excludedNodes(allowed)
 	asks := map[types.UID]string{}
 	for _, m := range members {
-		if spec, err := parsePod(m); err == nil {
+		if spec, err := p.specOf(m); err == nil {
 			asks[m.UID] = p.refusalAsk(m, spec, c.topo)
 		}
 	}
@@ -273,12 +273,12 @@ func (p *Plugin) Permit(ctx context.Context, state *framework.CycleState, pod *v
 	var waiting []framework.WaitingPod
 	p.h.IterateOverWaitingPods(func(wp framework.WaitingPod) {
 		wpod := wp.GetPod()
-		if wpod.Namespace == pod.Namespace && wpod.Annotations[wellknown.AnnotationGang] == g.Name && wpod.UID != pod.UID {
+		if wpod.Namespace == pod.Namespace && wpod.UID != pod.UID && p.inGang(wpod, g, c.spec.GangFrom) {
 			waiting = append(waiting, wp)
 		}
 	})
 	ready := len(waiting) + 1
-	for _, m := range p.gangMembers(pod, g) {
+	for _, m := range p.gangMembers(pod, g, c.spec.GangFrom) {
 		if m.Spec.NodeName != "" && m.UID != pod.UID {
 			ready++
 		}

@@ -55,7 +55,7 @@ func (p *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *framework.Status 
 // them together), a pod with a Slurm refusal to report, an annotation error to report, or no
 // allowed node (the cycle's filters say why).
 func (p *Plugin) submitFromQueue(pod *v1.Pod) bool {
-	spec, err := parsePod(pod)
+	spec, err := p.specOf(pod)
 	if err != nil || spec.Gang.Size > 0 {
 		return false
 	}

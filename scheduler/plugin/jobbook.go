@@ -4,7 +4,6 @@ package plugin
 
 import (
 	"slices"
-	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -44,8 +43,8 @@ func (p *Plugin) index(j *slurm.Job, present bool) {
 // member, its gang's (from the members the pod cache holds now).
 func (p *Plugin) keysOf(pod *v1.Pod) []string {
 	keys := []string{podJobKey(pod.UID)}
-	if name, ok := pod.Annotations[wellknown.AnnotationGang]; ok {
-		keys = append(keys, gangJobKey(pod.Namespace, name, p.gangMembers(pod, gang{Name: name})))
+	if g, from, _ := p.gangOf(pod); g.Name != "" {
+		keys = append(keys, gangJobKey(pod.Namespace, g.Name, p.gangMembers(pod, g, from)))
 	}
 	return keys
 }
@@ -121,24 +120,6 @@ func (p *Plugin) membersOf(j *slurm.Job, keys []string, byUID map[types.UID]*v1.
 	return members
 }
 
-// gangGroups files every gang of pods under its job-book key (members alive, by name, as
-// gangMembers lists them).
-func gangGroups(pods []*v1.Pod) map[string][]*v1.Pod {
-	type id struct{ ns, name string }
-	byGang := map[id][]*v1.Pod{}
-	for _, pod := range pods {
-		if name, ok := pod.Annotations[wellknown.AnnotationGang]; ok && alive(pod) {
-			byGang[id{pod.Namespace, name}] = append(byGang[id{pod.Namespace, name}], pod)
-		}
-	}
-	out := make(map[string][]*v1.Pod, len(byGang))
-	for g, members := range byGang {
-		sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
-		out[gangJobKey(g.ns, g.name, members)] = members
-	}
-	return out
-}
-
 func uidsOf(pods []*v1.Pod) []types.UID {
 	uids := make([]types.UID, len(pods))
 	for i, pod := range pods {
@@ -161,9 +142,9 @@ func (p *Plugin) memberIndex(pod *v1.Pod, j *slurm.Job) int {
 	uids, ok := p.gangs[j.ID]
 	p.mu.Unlock()
 	if !ok {
-		name := pod.Annotations[wellknown.AnnotationGang]
-		members := p.gangMembers(pod, gang{Name: name})
-		if gangJobKey(pod.Namespace, name, members) != keys[0] {
+		g, from, _ := p.gangOf(pod)
+		members := p.gangMembers(pod, g, from)
+		if g.Name == "" || gangJobKey(pod.Namespace, g.Name, members) != keys[0] {
 			return -1
 		}
 		uids = uidsOf(members)

@@ -184,7 +184,7 @@ func (p *Plugin) reconcile(ctx context.Context, logger klog.Logger) error {
 			for _, pod := range byUID {
 				all = append(all, pod)
 			}
-			groups = gangGroups(all)
+			groups = p.gangGroups(all)
 		}
 		return groups
 	}

@@ -273,7 +273,7 @@ func (d *denials) keepOnly(exists func(types.UID) bool) {
 // refusal is why the pod may not have the Slurm job it asks for, "" when it may (or when its
 // annotations do not parse: PreFilter reports those).
 func (p *Plugin) refusal(pod *v1.Pod) string {
-	s, err := parsePod(pod)
+	s, err := p.specOf(pod)
 	if err != nil {
 		return ""
 	}

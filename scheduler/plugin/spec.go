@@ -81,16 +81,11 @@ func commentKeys(comment string) []string {
 	return keys
 }
 
-// gang is a pod's group; the zero value means "no gang".
-type gang struct {
-	Name string
-	Size int
-}
-
 // podSpec is what a pod asks of Slurm, parsed from its requests and annotations.
 type podSpec struct {
-	Job  slurm.JobSubmit // per node; MinNodes/MaxNodes/Tasks set for the gang size
-	Gang gang
+	Job      slurm.JobSubmit // per node; MinNodes/MaxNodes/Tasks set for the gang size
+	Gang     gang
+	GangFrom gangSource
 	// Pack is how many members of a packed gang one Slurm task holds (packGang); 0: one member
 	// per node (a single pod, or a gang whose members each take a node).
 	Pack int
@@ -105,10 +100,18 @@ func (e *annotationError) Error() string {
 	return fmt.Sprintf("annotation %s=%q: %s", e.Key, e.Value, e.Why)
 }
 
-// parsePod turns a pod into the job that holds its resources. CPUs are the pod's CPU request
-// rounded up to whole CPUs (at least one), memory its memory request in MiB rounded up,
-// nvidia.com/gpu its GRES (podGres); init containers count as Kubernetes counts them.
-func parsePod(pod *v1.Pod) (*podSpec, error) {
+// specOf is what the pod asks of Slurm: its job (specFor), for the gang gangOf reads.
+func (p *Plugin) specOf(pod *v1.Pod) (*podSpec, error) {
+	g, from, err := p.gangOf(pod)
+	return specFor(pod, g, from, err)
+}
+
+// specFor turns a pod into the job that holds its resources, for gang g (the zero gang: the
+// pod alone); gangErr, the gang reader's error, is reported after the pod's other annotations'.
+// CPUs are the pod's CPU request rounded up to whole CPUs (at least one), memory
+// its memory request in MiB rounded up, nvidia.com/gpu its GRES (podGres); init containers
+// count as Kubernetes counts them.
+func specFor(pod *v1.Pod, g gang, from gangSource, gangErr error) (*podSpec, error) {
 	a := pod.Annotations
 	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	cpus := max(int((req.Cpu().MilliValue()+999)/1000), 1)
@@ -153,29 +156,19 @@ func parsePod(pod *v1.Pod) (*podSpec, error) {
 		}
 		s.Job.Exclusive = b
 	}
-	name, hasGang := a[wellknown.AnnotationGang]
-	sizeStr, hasSize := a[wellknown.AnnotationGangSize]
-	switch {
-	case hasGang && !hasSize:
-		return nil, &annotationError{wellknown.AnnotationGangSize, "", "required with " + wellknown.AnnotationGang}
-	case hasSize && !hasGang:
-		return nil, &annotationError{wellknown.AnnotationGang, "", "required with " + wellknown.AnnotationGangSize}
-	case hasGang:
-		n, err := strconv.Atoi(sizeStr)
-		if err != nil || n < 1 || n > 10000 {
-			return nil, &annotationError{wellknown.AnnotationGangSize, sizeStr, "want an integer from 1 to 10000"}
-		}
-		if name == "" {
-			return nil, &annotationError{wellknown.AnnotationGang, name, "must not be empty"}
-		}
-		s.Gang = gang{Name: name, Size: n}
-		s.Job.Name = truncate("sunk-gang-"+pod.Namespace+"-"+name, 200)
+	if gangErr != nil {
+		return nil, gangErr
+	}
+	if g.Size > 0 {
+		n := g.Size
+		s.Gang, s.GangFrom = g, from
+		s.Job.Name = truncate("sunk-gang-"+pod.Namespace+"-"+g.Name, 200)
 		if s.Job.Exclusive || s.Job.GRES != "" {
 			// A node each: exclusive members ask for whole nodes, and GRES is per node.
 			s.Job.Tasks, s.Job.MinNodes, s.Job.MaxNodes = n, n, n
-			break
+		} else {
+			packGang(s, n, req.Cpu().MilliValue(), req.Memory().Value())
 		}
-		packGang(s, n, req.Cpu().MilliValue(), req.Memory().Value())
 	}
 	return s, nil
 }

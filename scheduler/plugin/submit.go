@@ -6,20 +6,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/slurm"
-	"sunk.dev/sunk/pkg/wellknown"
 )
 
 // maxSubmits and maxCancels bound the submissions and the cancellations in flight to
@@ -227,20 +224,6 @@ func (p *Plugin) slotted(request func() error) error {
 
 // Unreserve implements framework.ReservePlugin. A job outlives a failed cycle: the pod keeps it.
 func (p *Plugin) Unreserve(ctx context.Context, state *framework.CycleState, pod *v1.Pod, nodeName string) {
-}
-
-// gangMembers are the pods of the pod's gang (same namespace and gang name, this scheduler,
-// not finished or being deleted), by name.
-func (p *Plugin) gangMembers(pod *v1.Pod, g gang) []*v1.Pod {
-	all, _ := p.pods.Pods(pod.Namespace).List(labels.Everything())
-	var out []*v1.Pod
-	for _, m := range all {
-		if m.Spec.SchedulerName == pod.Spec.SchedulerName && m.Annotations[wellknown.AnnotationGang] == g.Name && alive(m) {
-			out = append(out, m)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
 }
 
 func alive(p *v1.Pod) bool {
