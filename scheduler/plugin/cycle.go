@@ -5,6 +5,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -66,6 +67,10 @@ func unresolvable(format string, a ...any) *framework.Status {
 // pod before the job exists, the node hosting the job's Slurm node once it runs.
 func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
 	spec, err := p.specOf(pod)
+	if we := (*workloadError)(nil); errors.As(err, &we) && we.Waiting {
+		// Not the pod's fault: it is let in again when its Job is cached (activateJobPods).
+		return nil, framework.NewStatus(framework.Unschedulable, err.Error())
+	}
 	if err != nil {
 		p.lc.badSpec(p, pod, err)
 		return nil, unresolvable("%v", err)

@@ -4,11 +4,13 @@
 package plugin
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -20,6 +22,10 @@ type gangSource string
 const (
 	// gangFromAnnotation: sunk.dev/gang and sunk.dev/gang-size, set by the pod's author.
 	gangFromAnnotation gangSource = "annotation"
+	// gangFromLeaderWorkerSet: a LeaderWorkerSet's group (lwsGang).
+	gangFromLeaderWorkerSet gangSource = "LeaderWorkerSet"
+	// gangFromJobSet: a Job of a JobSet's replicated job (jobSetGang).
+	gangFromJobSet gangSource = "JobSet"
 )
 
 // gang is a pod's group; the zero value means "no gang".
@@ -32,12 +38,31 @@ type gang struct {
 // scheduled by, but the name and source are still those the pod names when it names one: a
 // member whose size does not parse is still counted among its gang's pods.
 func (p *Plugin) gangOf(pod *v1.Pod) (gang, gangSource, error) {
-	return readGang(pod)
+	return readGang(pod, p.workloadJobs)
 }
 
-// readGang reads a pod's gang from sunk's annotations: both or neither, a size from 1 to
-// 10,000 and a name that is not empty.
-func readGang(pod *v1.Pod) (gang, gangSource, error) {
+// readGang reads a pod's gang. sunk's annotations come first: a pod that has either is in the
+// gang they name (or in error), whatever its workload. Without them, the pods of a
+// LeaderWorkerSet group or of a JobSet's Job are a gang, sized as their controller made them
+// (workloads.go); jobs is where a JobSet's Jobs are read. Every other pod has no gang.
+func readGang(pod *v1.Pod, jobs batchlisters.JobLister) (gang, gangSource, error) {
+	_, hasGang := pod.Annotations[wellknown.AnnotationGang]
+	_, hasSize := pod.Annotations[wellknown.AnnotationGangSize]
+	if hasGang || hasSize {
+		return annotatedGang(pod)
+	}
+	if set := pod.Labels[wellknown.LWSLabelName]; set != "" {
+		return lwsGang(pod, set)
+	}
+	if set := pod.Labels[wellknown.JobSetLabelName]; set != "" {
+		return jobSetGang(pod, set, jobs)
+	}
+	return gang{}, "", nil
+}
+
+// annotatedGang reads a pod's gang from sunk's annotations: both, a size from 1 to 10,000 and
+// a name that is not empty.
+func annotatedGang(pod *v1.Pod) (gang, gangSource, error) {
 	a := pod.Annotations
 	name, hasGang := a[wellknown.AnnotationGang]
 	sizeStr, hasSize := a[wellknown.AnnotationGangSize]
@@ -46,12 +71,10 @@ func readGang(pod *v1.Pod) (gang, gangSource, error) {
 		return gang{Name: name}, gangFromAnnotation, &annotationError{wellknown.AnnotationGangSize, "", "required with " + wellknown.AnnotationGang}
 	case hasSize && !hasGang:
 		return gang{}, "", &annotationError{wellknown.AnnotationGang, "", "required with " + wellknown.AnnotationGangSize}
-	case !hasGang:
-		return gang{}, "", nil
 	}
 	n, err := strconv.Atoi(sizeStr)
-	if err != nil || n < 1 || n > 10000 {
-		return gang{Name: name}, gangFromAnnotation, &annotationError{wellknown.AnnotationGangSize, sizeStr, "want an integer from 1 to 10000"}
+	if err != nil || n < 1 || n > maxGangSize {
+		return gang{Name: name}, gangFromAnnotation, &annotationError{wellknown.AnnotationGangSize, sizeStr, fmt.Sprintf("want an integer from 1 to %d", maxGangSize)}
 	}
 	if name == "" {
 		return gang{}, "", &annotationError{wellknown.AnnotationGang, name, "must not be empty"}

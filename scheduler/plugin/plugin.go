@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -75,7 +76,9 @@ type Plugin struct {
 	jobs      *slurm.Informer[uint32, slurm.Job]
 	nodes     *slurm.Informer[string, slurm.Node]
 	pods      corelisters.PodLister
-	computes  labels.Selector
+	// workloadJobs are the batch/v1 Jobs, for the size of a JobSet's gang (jobSetGang).
+	workloadJobs batchlisters.JobLister
+	computes     labels.Selector
 	// mark signs the comments of the jobs this scheduler submits; untrusted are the jobs with
 	// a placeholder comment that fail the trust check (trust.go), reported once each.
 	mark      marker
@@ -219,6 +222,12 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 	if _, err := podInformer.Informer().AddEventHandler(p.podGoneHandler()); err != nil {
 		klog.FromContext(ctx).WithName(Name).Error(err, "watching pod deletions; they are seen at the lifecycle loop's ticks")
 	}
+	// pluginOn asked the same shared informer for its lister: kube-scheduler starts it with
+	// the pods' and waits for both before the first cycle.
+	jobInformer := h.SharedInformerFactory().Batch().V1().Jobs().Informer()
+	if _, err := jobInformer.AddEventHandler(p.activateJobPods(klog.FromContext(ctx).WithName(Name))); err != nil {
+		klog.FromContext(ctx).WithName(Name).Error(err, "watching Jobs; pods seen before their JobSet Job wait for the queue's retry")
+	}
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
 		OnAdd: func(j slurm.Job) {
 			p.index(&j, true)
@@ -250,7 +259,8 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 			p.wakeLifecycle()
 		},
 	})
-	go p.run(ctx, podInformer.Informer().HasSynced)
+	// The loop matches gang jobs to gangs in the pod cache: a JobSet's gang needs its Job.
+	go p.run(ctx, func() bool { return podInformer.Informer().HasSynced() && jobInformer.HasSynced() })
 	return p
 }
 
@@ -267,6 +277,9 @@ func pluginOn(h framework.Handle, args Args, scheduler string, c slurm.Client, j
 		nodes:     nodes,
 		pods:      pods,
 		computes:  computeSelector(args),
+
+		workloadJobs: h.SharedInformerFactory().Batch().V1().Jobs().Lister(),
+
 		byKey:     map[string]map[uint32]bool{},
 		gangs:     map[uint32][]types.UID{},
 		submitted: map[uint32]submission{},

@@ -27,8 +27,9 @@ const ResourceGPU v1.ResourceName = wellknown.ResourceGPU
 //	sunk-gang:<gang key>  the job of a gang (gangKey: a hash of its namespace, name and members)
 //
 // It is how a restarted scheduler finds its jobs and their pods: a gang's members are found again
-// through their sunk.dev/gang annotation in the pod cache. The comment is followed by a mark that
-// says the scheduler wrote it (trust.go). Slurm caps a comment at 1,024 bytes;
+// in the pod cache by their gang (gangOf: sunk.dev/gang, or their workload's labels). The
+// comment is followed by a mark that says the scheduler wrote it (trust.go). Slurm caps a
+// comment at 1,024 bytes;
 // the first format listed all members' UIDs (sunk-pod:<uid>,<uid>,…) and refused gangs of more
 // than 27. Such comments are still parsed, but carry no mark: those jobs are no longer trusted.
 const (

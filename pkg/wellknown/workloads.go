@@ -1,0 +1,29 @@
+package wellknown
+
+// Keys the controllers of gang workloads write on every pod they make, which sunk-scheduler
+// reads to recognise a gang without sunk's own annotations (docs/scheduler.md, "Gangs").
+// They are those projects' contracts, copied here rather than imported (their modules would
+// bring controller-runtime into the scheduler for a few strings): a new version of a
+// controller that renames one breaks recognition, so each block names the version read.
+
+// LeaderWorkerSet (sigs.k8s.io/lws v0.7.0, api/leaderworkerset/v1/leaderworkerset_types.go).
+// A group is one leader pod (worker index 0, from the LWS's StatefulSet) and size-1 workers
+// (from a StatefulSet per group): all carry the set's name and the group index as labels, and
+// the group's size as an annotation. The group index of the leader is written by LWS's pod
+// webhook; the workers get it from their StatefulSet's template.
+const (
+	LWSLabelName        = "leaderworkerset.sigs.k8s.io/name"        // SetNameLabelKey
+	LWSLabelGroupIndex  = "leaderworkerset.sigs.k8s.io/group-index" // GroupIndexLabelKey
+	LWSLabelWorkerIndex = "leaderworkerset.sigs.k8s.io/worker-index"
+	LWSAnnotationSize   = "leaderworkerset.sigs.k8s.io/size" // SizeAnnotationKey: leader + workers
+)
+
+// JobSet (sigs.k8s.io/jobset v0.10.1, api/jobset/v1alpha2/jobset_types.go; written by
+// labelAndAnnotateObject in pkg/controllers/jobset_controller.go on each child Job and its pod
+// template, as labels and as annotations alike). A replicated job of R replicas is R batch/v1
+// Jobs, numbered by the job index; the pods do not carry their Job's parallelism.
+const (
+	JobSetLabelName          = "jobset.sigs.k8s.io/jobset-name"        // JobSetNameKey
+	JobSetLabelReplicatedJob = "jobset.sigs.k8s.io/replicatedjob-name" // ReplicatedJobNameKey
+	JobSetLabelJobIndex      = "jobset.sigs.k8s.io/job-index"          // JobIndexKey
+)
