@@ -268,3 +268,60 @@ func (e *env) listPods(selector string) []v1.Pod {
 	}
 	return l.Items
 }
+
+// TestLeaderWorkerSetGroupIsOneJob: the three pods of a LeaderWorkerSet group of size 3,
+// labelled and annotated as the LWS controller and webhook make them (no sunk annotation), are
+// one 3-node Slurm job: none is bound, nor a job submitted, until all three exist; then all are
+// bound together, one per node Slurm allocated.
+func TestLeaderWorkerSetGroupIsOneJob(t *testing.T) {
+	started := time.Now()
+	e := setup(t)
+	e.startScheduler("")
+	const gangName = "leaderworkerset/web/0"
+	member := func(worker int) podOpt {
+		return func(p *v1.Pod) {
+			p.Labels = map[string]string{wellknown.LWSLabelName: "web", wellknown.LWSLabelGroupIndex: "0",
+				wellknown.LWSLabelWorkerIndex: strconv.Itoa(worker)}
+			p.Annotations = map[string]string{wellknown.LWSAnnotationSize: "3"}
+			if worker > 0 {
+				p.Annotations["leaderworkerset.sigs.k8s.io/leader-name"] = "web-0"
+			}
+		}
+	}
+	names := []string{"web-0", "web-0-1", "web-0-2"}
+	for i, name := range names[:2] {
+		e.createPod(name, member(i))
+	}
+	for _, name := range names[:2] {
+		e.eventually(name+" waits for its group", 30*time.Second, func() (bool, string) {
+			c := scheduledCondition(e.getPod(name))
+			return strings.Contains(c, "gang "+gangName+" has 2 of 3 pods"), c
+		})
+		if got := e.getPod(name); got.Spec.NodeName != "" {
+			t.Fatalf("%s bound to %s before its group was complete", name, got.Spec.NodeName)
+		}
+	}
+	for _, j := range e.jobsNamed("sunk-gang-" + testNS + "-" + gangName) {
+		if !j.SubmitTime.Before(started.Truncate(time.Second)) {
+			t.Fatalf("incomplete group got job %d (%v)", j.ID, j.State)
+		}
+	}
+	e.createPod(names[2], member(2))
+	var job *slurm.Job
+	var nodes []string
+	for _, name := range names {
+		b := e.waitBound(name, 120*time.Second)
+		j := e.jobOfPod(b)
+		if job == nil {
+			job = j
+		}
+		if j.ID != job.ID {
+			t.Fatalf("group members in different jobs: %d and %d", job.ID, j.ID)
+		}
+		nodes = append(nodes, b.Spec.NodeName)
+	}
+	slices.Sort(nodes)
+	if job.NodeCount != 3 || job.Name != "sunk-gang-"+testNS+"-"+gangName || len(slices.Compact(nodes)) != 3 {
+		t.Fatalf("group job %d %q on %s (%d nodes); pods bound to %v", job.ID, job.Name, job.Nodes, job.NodeCount, nodes)
+	}
+}
