@@ -68,8 +68,9 @@ func unresolvable(format string, a ...any) *framework.Status {
 func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod *v1.Pod) (*framework.PreFilterResult, *framework.Status) {
 	spec, err := p.specOf(pod)
 	if we := (*workloadError)(nil); errors.As(err, &we) && we.Waiting {
-		// Not the pod's fault: it is let in again when its Job is cached (activateJobPods).
-		return nil, framework.NewStatus(framework.Unschedulable, err.Error())
+		// Not the pod's fault, so no event; and no preemption of Kubernetes pods helps. It is let
+		// in again when its Job is cached (activateJobPods).
+		return nil, unresolvable("%v", err)
 	}
 	if err != nil {
 		p.lc.badSpec(p, pod, err)

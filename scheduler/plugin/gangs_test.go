@@ -238,8 +238,8 @@ func TestJobSetPodBeforeItsJob(t *testing.T) {
 	job := jobSetJob("train", "workers", 0, ptr.To[int32](2), nil)
 	member := b.addPod(jobSetPod(job, 0))
 	_, st, _ := b.cycle(b.p, member)
-	if st.Code() != framework.Unschedulable || !strings.Contains(st.Message(), "waiting for Job ns/train-workers-0") {
-		t.Fatalf("PreFilter: %v, want Unschedulable waiting for the Job", st)
+	if st.Code() != framework.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "waiting for Job ns/train-workers-0") {
+		t.Fatalf("PreFilter: %v, want unresolvable, waiting for the Job", st)
 	}
 	select {
 	case e := <-b.h.rec.Events:
