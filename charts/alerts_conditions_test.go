@@ -123,40 +123,6 @@ func TestConditionAlerts(t *testing.T) {
 	}
 }
 
-// alertRule is what TestConditionAlerts reads of an alerting rule.
-type alertRule struct {
-	For         string            `json:"for"`
-	Labels      map[string]string `json:"labels"`
-	Annotations map[string]string `json:"annotations"`
-}
-
-// alertRules reads the alerting rules of a rule file by name.
-func alertRules(t *testing.T, path string) map[string]*alertRule {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `json:"alert"`
-				alertRule
-			} `json:"rules"`
-		} `json:"groups"`
-	}
-	if err := yaml.Unmarshal(raw, &file); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]*alertRule{}
-	for _, g := range file.Groups {
-		for _, r := range g.Rules {
-			out[r.Alert] = &r.alertRule
-		}
-	}
-	return out
-}
-
 var labelRef = regexp.MustCompile(`\{\{\s*\$labels\.(\w+)\s*\}\}`)
 
 // fillLabels renders annotations whose only templates are {{ $labels.name }}, with labels.

@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	_ "sigs.k8s.io/controller-runtime/pkg/controller" // registers controller-runtime's reconcile and workqueue metrics
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/yaml"
 
 	"sunk.dev/sunk/internal/controller/nodeset"
 	"sunk.dev/sunk/internal/controller/slurmcluster"
@@ -95,39 +93,21 @@ func TestDashboards(t *testing.T) {
 // that sunk's components register, so that a renamed metric cannot leave an alert that never
 // fires. promtool evaluates the rules in the integration tests (alerts_test.go).
 func TestAlertsReadRegisteredMetrics(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("sunk", "files", "alerts.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `json:"alert"`
-				Expr  string `json:"expr"`
-			} `json:"rules"`
-		} `json:"groups"`
-	}
-	if err := yaml.Unmarshal(raw, &file); err != nil {
-		t.Fatal(err)
+	rules := alertRules(t, filepath.Join("sunk", "files", "alerts.yaml"))
+	if len(rules) == 0 {
+		t.Fatal("files/alerts.yaml has no rules")
 	}
 	exists := registeredMetrics(t)
-	n := 0
-	for _, g := range file.Groups {
-		for _, r := range g.Rules {
-			n++
-			names, err := dashboards.MetricNames(r.Expr)
-			if err != nil || len(names) == 0 {
-				t.Errorf("%s: %q reads no metric (%v)", r.Alert, r.Expr, err)
-			}
-			for _, name := range names {
-				if !exists(name) {
-					t.Errorf("%s: %s is no metric that sunk registers", r.Alert, name)
-				}
+	for alert, r := range rules {
+		names, err := dashboards.MetricNames(r.Expr)
+		if err != nil || len(names) == 0 {
+			t.Errorf("%s: %q reads no metric (%v)", alert, r.Expr, err)
+		}
+		for _, name := range names {
+			if !exists(name) {
+				t.Errorf("%s: %s is no metric that sunk registers", alert, name)
 			}
 		}
-	}
-	if n == 0 {
-		t.Fatal("files/alerts.yaml has no rules")
 	}
 }
 
