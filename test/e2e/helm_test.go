@@ -115,16 +115,20 @@ func newHelmEnv(t *testing.T) *helmEnv {
 		sunkNS:      fmt.Sprintf("e2e-sunk-system-%d", n), sunkRelease: fmt.Sprintf("e2e-sunk-%d", n),
 		slurmRelease: "journey",
 	}
+	// Idempotent: after a passing run there is nothing left to remove. sunk goes in a cleanup of
+	// its own, which runs after the Slurm cluster's even when that one fails (its namespace not
+	// gone in time): else sunk's cluster-wide objects, its webhooks among them, outlived the run.
+	t.Cleanup(func() {
+		_, _ = h.helm(t, "uninstall", h.sunkRelease, "-n", h.sunkNS, "--ignore-not-found", "--wait")
+		_ = h.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.sunkNS}})
+	})
 	t.Cleanup(func() {
 		if t.Failed() {
 			h.dumpNamespace(t)
 			(&operatorEnv{ClusterEnv: h.ClusterEnv, c: h.c, exec: h.exec, ns: h.sunkNS}).dumpNamespace(t)
 		}
-		// Idempotent: after a passing run there is nothing left to remove.
 		_, _ = h.helm(t, "uninstall", h.slurmRelease, "-n", h.ns, "--ignore-not-found")
 		h.removeNamespace(t, h.ns)
-		_, _ = h.helm(t, "uninstall", h.sunkRelease, "-n", h.sunkNS, "--ignore-not-found", "--wait")
-		_ = h.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.sunkNS}})
 	})
 	return h
 }

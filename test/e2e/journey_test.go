@@ -53,14 +53,15 @@ const (
 // certificate; bad specs are refused by the live webhook and Slurm's own check
 // (operator.slurmConfigCheck) while a job runs on; the backup holds the values, the objects,
 // the keys and slurmctld's state; `kubectl wait --for=delete` returns only after a running job
-// has ended; and the uninstall leaves nothing behind.
+// has ended; and the uninstall leaves nothing behind; then backup.md's restore brings the
+// cluster back with its keys and its queue.
 //
 // The commands run as written but for names (docRun): the test runs beside other checkouts'
 // tests on the same Kubernetes cluster, so `research` (namespace, release, SlurmCluster) is
 // the test's namespace, sunk's `sunk-system` and release `sunk` are the test's, and the sunk
 // install also gets `watchNamespaces` (this operator keeps to the test's namespace) and
 // `operator.slurmConfigCheck=true` (the bad specs need it). REGISTRY and TAG, which the
-// reader exports, are the local images.
+// reader exports, are the local images, and the restore pod's busybox the local cluster's.
 func TestHelmJourney(t *testing.T) {
 	h := newHelmEnv(t)
 	h.slurmRelease = h.ns // `research` is the namespace and the release
@@ -100,14 +101,16 @@ func TestHelmJourney(t *testing.T) {
 
 	h.cordonDrains(t, login)
 
-	h.upgrades(t, run, login)
+	held := h.upgrades(t, run, login)
 
 	h.badSpecsChangeNothing(t, login)
 
 	run.run(t, docSection(t, backupDoc, "## Backing up")...)
-	h.backupHolds(t, backup)
+	keys := h.backupHolds(t, backup)
 
 	h.uninstallWaitsForAJob(t, run, login, readShared)
+
+	h.restores(t, run, keys, held)
 }
 
 // docRun runs the docs' commands against the test's releases (TestHelmJourney); backup is
@@ -124,6 +127,8 @@ func (h *helmEnv) docRun(backup string) docRun {
 			{word("research"), h.ns},
 			{word("sunk-system"), h.sunkNS},
 			{regexp.MustCompile(`\b(helm (?:install|upgrade|uninstall|get values)) sunk\b`), "${1} " + h.sunkRelease},
+			// The local cluster's busybox: backup.md's restore pod names a release of Docker Hub's.
+			{regexp.MustCompile(`docker\.io/library/busybox:1\.37\b`), busyboxImage},
 			{regexp.MustCompile(`\b(helm install \S+ charts/sunk)\b`),
 				"${1} --set 'watchNamespaces={" + h.ns + "}' --set operator.slurmConfigCheck=true"},
 		},
@@ -138,10 +143,17 @@ func (h *helmEnv) docRun(backup string) docRun {
 // would run the install again (user-guide.md §9); the test waits for what the user waited for.
 func (h *helmEnv) webhookAnswers(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+	if err := h.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
 		t.Fatal(err)
 	}
+	h.webhookServes(t)
+}
+
+// webhookServes waits until the operator's webhook answers in the Slurm cluster's namespace
+// through its Service (webhookAnswers).
+func (h *helmEnv) webhookServes(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
 	start := time.Now()
 	poll(t, time.Minute, "the webhook answering through its Service", func() error {
 		probe := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "webhook-probe"}}
@@ -156,8 +168,9 @@ func (h *helmEnv) webhookAnswers(t *testing.T) {
 // upgrades runs §7 with a job running and a held one queued: after both upgrades the running
 // job ran on (or ended with exit 0), the held one is still queued, the partition's new time
 // limit is in slurmctld, which was not restarted, and the webhook kept its certificate with
-// the caBundle still naming the CA that signed it (Helm looked the Secret up).
-func (h *helmEnv) upgrades(t *testing.T, run docRun, login string) {
+// the caBundle still naming the CA that signed it (Helm looked the Secret up). It returns the
+// held job, which stays queued through the backup.
+func (h *helmEnv) upgrades(t *testing.T, run docRun, login string) (held string) {
 	t.Helper()
 	ctx := context.Background()
 	webhook := h.sunkRelease + "-operator"
@@ -170,7 +183,7 @@ func (h *helmEnv) upgrades(t *testing.T, run docRun, login string) {
 	}
 	certBefore := secret()
 	running := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable -J across-upgrades --wrap 'sleep 45'"))
-	held := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable --hold -J held --wrap true"))
+	held = strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable --hold -J held --wrap true"))
 	poll(t, 2*time.Minute, "job "+running+" running", func() error { return h.jobIs(t, login, running, "RUNNING") })
 	ctld := h.podOf(t, h.slurmRelease, wellknown.ComponentController)
 
@@ -202,11 +215,13 @@ func (h *helmEnv) upgrades(t *testing.T, run docRun, login string) {
 	if !bytes.Equal(vwc.Webhooks[0].ClientConfig.CABundle, certAfter.Data["ca.crt"]) {
 		t.Errorf("after the upgrade the caBundle is not the Secret's CA")
 	}
+	return held
 }
 
 // backupHolds checks what backup.md's commands wrote: both releases' values as they are now,
-// the SlurmCluster and its NodeSet, the live keys as manifests, and slurmctld's saved state.
-func (h *helmEnv) backupHolds(t *testing.T, dir string) {
+// the SlurmCluster and its NodeSet, the live keys as manifests, and slurmctld's saved state. It
+// returns the backed-up key Secrets by name.
+func (h *helmEnv) backupHolds(t *testing.T, dir string) map[string]corev1.Secret {
 	t.Helper()
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -266,10 +281,47 @@ func (h *helmEnv) backupHolds(t *testing.T, dir string) {
 		}
 		files = append(files, hd.Name)
 		if hd.Name == "./job_state" && hd.Size > 0 {
-			return
+			return backedUp
 		}
 	}
 	t.Errorf("slurmctld-state.tar holds no job_state: %v", files)
+	return backedUp
+}
+
+// restores runs backup.md's Restoring after the uninstall (the database's step aside: the
+// journey has no accounting): the restored cluster holds the backed-up keys, adopted rather
+// than generated again, and slurmctld knows the job that was held in the queue at the backup.
+func (h *helmEnv) restores(t *testing.T, run docRun, keys map[string]corev1.Secret, held string) {
+	t.Helper()
+	blocks := docSection(t, backupDoc, "## Restoring")
+	if len(blocks) != 5 {
+		t.Fatalf("%s Restoring: %d sh blocks, want 5: sunk, the keys, the state, the release, the database", backupDoc, len(blocks))
+	}
+	start := time.Now()
+	run.run(t, blocks[:2]...)
+	// The namespace exists now (step 2): wait for the new operator's webhook as §2 does.
+	h.webhookServes(t)
+	run.run(t, blocks[2:]...)
+	t.Logf("restore: %s from sunk's install to the SlurmCluster Ready", time.Since(start).Round(time.Second))
+	for name, backedUp := range keys {
+		live, err := h.Clientset.CoreV1().Secrets(h.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for key, want := range backedUp.Data {
+			if !bytes.Equal(live.Data[key], want) {
+				t.Errorf("restored Secret %s: %s is not the backed-up one", name, key)
+			}
+		}
+	}
+	login := h.podOf(t, h.slurmRelease, wellknown.ComponentLogin).Name
+	poll(t, 2*time.Minute, "the held job "+held+" back in the restored queue", func() error {
+		return h.jobIs(t, login, held, "PENDING")
+	})
+	// The jobs that ran when the backup was taken are back RUNNING on compute pods that never
+	// heard of them, until a registration of their node finds them missing (backup.md): the
+	// test cancels them rather than have its cleanup's uninstall wait minutes for Slurm to.
+	h.mustSh(t, login, "scancel --state=RUNNING")
 }
 
 // uninstallWaitsForAJob runs §8 with a job of a few tens of seconds running: the documented
