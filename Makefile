@@ -9,7 +9,7 @@ export SUNK_CACHE
 export CGO_ENABLED := 0
 export GOFLAGS := -buildvcs=false -trimpath -ldflags=-w
 
-.PHONY: help build install generate slurm-conf-keys slurm-openapi lint test test-slurm-26.05 unit provision testbed-up testbed-down demo demo-down soak
+.PHONY: help build install generate slurm-conf-keys slurm-openapi lint test test-slurm-26.05 unit provision testbed-up testbed-down demo demo-seeds-day demo-down soak
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -72,6 +72,9 @@ test-slurm-26.05: ## pkg/slurm's integration tests against Slurm 26.05 (its own 
 
 demo: ## the local cluster with real Slurm and Kubernetes, and a first job
 	hack/demo.sh up
+
+demo-seeds-day: ## on the running demo: training grows NodeSet burst, inference through sunk-scheduler preempts it, it is requeued and runs again
+	hack/demo.sh seeds-day
 
 demo-down: ## tear the demo down
 	hack/demo.sh down

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# demo.sh up|down: the README's first command. Provisions the machine, starts the local
+# demo.sh up|seeds-day|down: the README's first command. Provisions the machine, starts the local
 # Kubernetes cluster (hack/env-kube.sh), installs sunk and a Slurm cluster with a 3-node NodeSet
 # and an autoscaled one (burst) from the Helm charts, waits until Slurm's nodes are idle, runs a first batch job from the login
 # pod and prints its output. A second run on a warm machine only checks that all of it is there.
+# `seeds-day`, on a running demo, plays the day the product is for (docs/autoscaling.md, "The
+# seeds' day"), step by step: a training job grows NodeSet burst from zero, an inference
+# Deployment through sunk-scheduler preempts it, Slurm requeues it, it runs again once the
+# inference scales back to 0, and burst is parked again when idle.
 #   SUNK_DEMO_NAMESPACE (slurm) the Slurm cluster's namespace; the release and cluster are "demo"
 #   SUNK_DEMO_TIMEOUT (600)     seconds to wait for the cluster to be ready
 source "$(dirname "$0")/lib.sh"
@@ -16,6 +20,7 @@ T0=$(date +%s)
 phases=()
 
 case ${1:-up} in
+  seeds-day) ;;
   down)
     # The Slurm cluster goes first, while its operator still runs (compute pods carry its finalizer).
     if hack/env-kube.sh status >/dev/null 2>&1; then
@@ -24,7 +29,7 @@ case ${1:-up} in
     fi
     hack/env-kube.sh down; exit ;;
   up) ;;
-  *) die "usage: $0 up|down" ;;
+  *) die "usage: $0 up|seeds-day|down" ;;
 esac
 
 # phase DESC CMD...: run one step and remember how long it took.
@@ -107,6 +112,92 @@ run_job() {
   printf -- '--- output of job %s (/shared/demo-%s.out):\n%s\n' "$id" "$id" "$out"
 }
 
+# seeds_day: the seeds' day on the running demo. It enables sunk-scheduler for the cluster,
+# gives it preemption (partition_prio, CANCEL) and two partitions of NodeSet burst, train
+# (PreemptMode=REQUEUE) and serve (tier 10), which namespace inference may use with preemption,
+# and then plays the day; the settings stay (make demo-down removes them with the rest).
+INFERENCE_NS=inference
+seeds_day() {
+  status || die "the demo is not up (make demo): $STATUS"
+  local sunk_stamp
+  sunk_stamp=$(cat "$SUNK_CACHE/stamps/image-sunk")
+  phase "sunk-scheduler for cluster $NAME" helm upgrade sunk charts/sunk -n "$SUNK_NS" --reuse-values --wait --timeout 5m \
+    --set scheduler.enabled=true --set "scheduler.cluster.name=$NAME" --set "scheduler.cluster.namespace=$NS" \
+    --set-string "scheduler.podAnnotations.sunk\.dev/image-stamp=$sunk_stamp"
+  kubectl create namespace "$INFERENCE_NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  phase "partitions train and serve on burst" helm upgrade "$NAME" charts/slurm -n "$NS" --reuse-values \
+    --set-json 'preemption={"type":"partition_prio","mode":"CANCEL"}' \
+    --set-json 'partitions=[{"name":"main","default":true},{"name":"train","nodeSets":["burst"],"priorityTier":1,"extraConf":"PreemptMode=REQUEUE"},{"name":"serve","nodeSets":["burst"],"priorityTier":10}]' \
+    --set-json "schedulerPolicy={\"tenants\":[{\"name\":\"inference\",\"namespaces\":[\"$INFERENCE_NS\"],\"partitions\":[\"serve\"],\"preempt\":true}]}"
+  phase "slurmctld with the new partitions" wait_for "partition serve in slurmctld" 300 sh -c "kubectl -n $NS exec $NAME-login-0 -c login -- scontrol -o show partition serve 2>/dev/null | grep -q 'PriorityTier=10'"
+  phase "burst parked (at zero)" wait_for "NodeSet burst at zero" 300 burst_parked
+  local job
+  job=$(login sbatch --parsable -p train -N2 --exclusive -J training --wrap 'trap "exit 0" USR1; sleep 3600 & wait')
+  log "training job $job submitted: sbatch -p train -N2 --exclusive"
+  phase "burst grows, the training job runs" wait_for "job $job running" 300 job_is "$job" RUNNING
+  show
+  inference_deployment | kubectl apply -f - >/dev/null
+  phase "inference 0 → 2 (sunk-scheduler)" inference_scale 2
+  phase "the training job requeued" wait_for "job $job requeued" 120 job_is "$job" PENDING
+  show
+  login scontrol update jobid="$job" StartTime=now  # rather than wait out cred_expire (120 s)
+  phase "inference 2 → 0, training again" inference_down_training_again "$job"
+  show
+  login scancel --batch --signal=USR1 "$job"
+  phase "training done" wait_for "job $job completed" 120 job_is "$job" COMPLETED
+  login scontrol -o show job "$job" | grep -o 'JobState=[A-Z]* Reason=[^ ]* Dependency=[^ ]* Requeue=[0-9] Restarts=[0-9]*' || true
+  phase "burst parked again" wait_for "NodeSet burst at zero" 300 burst_parked
+  kubectl -n "$INFERENCE_NS" delete deployment inference >/dev/null
+  echo "--- events of NodeSet burst:"
+  kubectl -n "$NS" get events --field-selector involvedObject.name=burst,involvedObject.kind=NodeSet -o custom-columns=REASON:.reason,MESSAGE:.message | tail -n 8
+  echo "--- timings:"
+  printf '  %s\n' "${phases[@]}"
+}
+
+burst_parked() { [ "$(kubectl -n "$NS" get nodeset burst -o jsonpath='{.status.parked}')" = 2 ] && [ -z "$(kubectl -n "$NS" get pods -l sunk.dev/nodeset=burst -o name)" ]; }
+job_is() { [ "$(login squeue -h -j "$1" -o %T 2>/dev/null)" = "$2" ] || login scontrol -o show job "$1" 2>/dev/null | grep -q "JobState=$2 "; }
+show() { echo "--- squeue:"; login squeue -o '%.6i %.9P %.24j %.8T %.6D %R'; kubectl -n "$INFERENCE_NS" get pods -o wide 2>/dev/null || true; }
+
+# inference_down_training_again JOB: the inference gone, the requeued training job runs again.
+inference_down_training_again() {
+  inference_scale 0
+  wait_for "job $1 running again" 300 job_is "$1" RUNNING
+}
+
+# inference_scale N: the Deployment at N replicas, and wait until N pods run (or none is left).
+inference_scale() {
+  kubectl -n "$INFERENCE_NS" scale deployment inference --replicas="$1" >/dev/null
+  if [ "$1" = 0 ]; then
+    wait_for "no inference pod" 120 sh -c "[ -z \"\$(kubectl -n $INFERENCE_NS get pods -l app=inference -o name)\" ]"
+  else
+    wait_for "$1 inference pods running" 300 sh -c "[ \"\$(kubectl -n $INFERENCE_NS get pods -l app=inference --field-selector=status.phase=Running -o name | wc -l)\" = $1 ]"
+  fi
+}
+
+# inference_deployment: a model served across two nodes, one gang of two pods in partition serve.
+inference_deployment() {
+  cat <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: inference, namespace: $INFERENCE_NS}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: inference}}
+  template:
+    metadata:
+      labels: {app: inference}
+      annotations: {sunk.dev/partition: serve, sunk.dev/gang: inference, sunk.dev/gang-size: "2"}
+    spec:
+      schedulerName: sunk-scheduler
+      terminationGracePeriodSeconds: 0
+      containers:
+        - {name: model, image: docker.io/library/busybox:local, imagePullPolicy: Never, command: [sleep, "3600"],
+           resources: {requests: {cpu: 10m, memory: 16Mi}}}
+YAML
+}
+
+if [ "${1:-up}" = seeds-day ]; then seeds_day; exit; fi
+
 phase "provisioning (hack/provision.sh all)" hack/provision.sh all
 phase "starting Kubernetes (env-kube.sh)" hack/env-kube.sh up cluster
 phase "installing charts sunk and slurm" install_charts
@@ -128,6 +219,7 @@ Your Slurm cluster "$NAME" runs in namespace $NS. Next:
   kubectl -n $NS exec -it $NAME-login-0 -c login -- bash     # a shell: sinfo, sbatch, srun, squeue
   helm -n $NS upgrade $NAME charts/slurm --reuse-values --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=5,$BURST"   # scale it (Helm replaces the whole list)
   kubectl -n $NS get nodesets -o wide     # NodeSet burst grows when jobs wait for nodes, and shrinks when idle
+  make demo-seeds-day                     # training grows burst, inference through sunk-scheduler preempts it, it runs again
 Tear down:
   make demo-down
 MSG
