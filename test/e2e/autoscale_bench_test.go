@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -62,10 +60,7 @@ func BenchmarkAutoscale(b *testing.B) {
 	parked := func() {
 		b.Helper()
 		wait.For(b, "every node of NodeSet auto parked", 4*time.Minute, 250*time.Millisecond, func() error {
-			ns := &sunkv1.NodeSet{}
-			if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "auto"}, ns); err != nil {
-				return err
-			}
+			ns := e.nodeSet(b, "auto")
 			if pods := len(e.memberPods(b, "auto")); ns.Status.Parked != 4 || pods != 0 {
 				return fmt.Errorf("%d parked, %d pods", ns.Status.Parked, pods)
 			}

@@ -39,26 +39,13 @@ func (e *operatorEnv) autoscaledNodeSet(t *testing.T, cluster, login string) {
 			s.Autoscaling = &sunkv1.NodeSetAutoscaling{MaxReplicas: max, IdleAfter: &metav1.Duration{Duration: idleAfter}}
 		})
 	}
-	nodeSet := func(name string) *sunkv1.NodeSet {
-		ns := &sunkv1.NodeSet{}
-		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, ns); err != nil {
-			t.Fatal(err)
-		}
-		return ns
-	}
 	parked := func(what string) time.Time {
 		t.Helper()
 		poll(t, 4*time.Minute, what, func() error {
-			for name, nodes := range map[string]string{"auto": "auto-0,auto-1", "other": "other-0"} {
-				ns := nodeSet(name)
-				pods := e.memberPods(t, name)
-				want := int32(strings.Count(nodes, ",") + 1)
-				out, err := e.sh(t, login, "login", "scontrol -o show node -F "+nodes+" | grep -o 'State=[A-Z_+]*'")
-				if ns.Status.Parked != want || len(pods) != 0 || err != nil || strings.Count(out, "State=FUTURE") != int(want) {
-					return fmt.Errorf("%s: replicas %d, %d pods, %d parked; Slurm: %v %q", name, ptr.Deref(ns.Spec.Replicas, -1), len(pods), ns.Status.Parked, err, out)
-				}
+			if err := e.allParked(t, login, "auto", "auto-0", "auto-1"); err != nil {
+				return err
 			}
-			return nil
+			return e.allParked(t, login, "other", "other-0")
 		})
 		return time.Now()
 	}
@@ -70,7 +57,7 @@ func (e *operatorEnv) autoscaledNodeSet(t *testing.T, cluster, login string) {
 	if out := e.mustSh(t, login, "login", "squeue -h -j "+job+" -o %N"); out != "auto-[0-1]" {
 		t.Fatalf("the 2-node job runs on %q, want auto-[0-1]", out)
 	}
-	if r := ptr.Deref(nodeSet("auto").Spec.Replicas, -1); r != 2 {
+	if r := ptr.Deref(e.nodeSet(t, "auto").Spec.Replicas, -1); r != 2 {
 		t.Fatalf("spec.replicas %d while the 2-node job runs, want 2", r)
 	}
 	poll(t, time.Minute, "sunk_nodeset_autoscaler_busy_nodes 2 while the job runs", func() error {
@@ -81,7 +68,7 @@ func (e *operatorEnv) autoscaledNodeSet(t *testing.T, cluster, login string) {
 	})
 	e.hasEvent(t, "auto", sunkv1.ReasonScaledUp, "1 pending job(s) ask for 2 node(s)")
 	// The other NodeSet is in the job's partition but lacks its feature: it was not asked.
-	if o := nodeSet("other"); ptr.Deref(o.Spec.Replicas, -1) != 0 || o.Status.PendingNodes != 0 {
+	if o := e.nodeSet(t, "other"); ptr.Deref(o.Spec.Replicas, -1) != 0 || o.Status.PendingNodes != 0 {
 		t.Errorf("NodeSet other: replicas %d, pendingNodes %d while a job it cannot run pends or runs; want 0 and 0", ptr.Deref(o.Spec.Replicas, -1), o.Status.PendingNodes)
 	}
 	e.hasNoEvent(t, "other", sunkv1.ReasonScaledUp, "1 pending job(s)")
@@ -101,6 +88,29 @@ func (e *operatorEnv) autoscaledNodeSet(t *testing.T, cluster, login string) {
 	if up < 2 || down < 2 || parkedNodes != 2 {
 		t.Errorf("sunk_nodeset_autoscaler_decisions_total up %v down %v, sunk_nodeset_parked_nodes %v; want at least 2, at least 2, and 2", up, down, parkedNodes)
 	}
+}
+
+// nodeSet reads a NodeSet of the test's namespace.
+func (e *operatorEnv) nodeSet(t testing.TB, name string) *sunkv1.NodeSet {
+	t.Helper()
+	ns := &sunkv1.NodeSet{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// allParked says why an autoscaled NodeSet's members are not all parked; nil once its status
+// counts them parked, none has a pod and Slurm lists each in state FUTURE.
+func (e *operatorEnv) allParked(t testing.TB, login, nodeSet string, members ...string) error {
+	t.Helper()
+	ns := e.nodeSet(t, nodeSet)
+	pods := e.memberPods(t, nodeSet)
+	out, err := e.sh(t, login, "login", "scontrol -o show node -F "+strings.Join(members, ",")+" | grep -o 'State=[A-Z_+]*'")
+	if ns.Status.Parked != int32(len(members)) || len(pods) != 0 || err != nil || strings.Count(out, "State=FUTURE") != len(members) {
+		return fmt.Errorf("%s: replicas %d, %d pods, %d parked; Slurm: %v %q", nodeSet, ptr.Deref(ns.Spec.Replicas, -1), len(pods), ns.Status.Parked, err, out)
+	}
+	return nil
 }
 
 // hasEvent fails the test unless a NodeSet has an event of the reason whose note holds note.

@@ -49,23 +49,9 @@ const seedsDayPartitions = `  - {name: train, nodeSets: [train], priorityTier: 1
 func (h *helmEnv) seedsDay(t *testing.T, login string) {
 	t.Helper()
 	ctx := context.Background()
-	nodeSet := func() *sunkv1.NodeSet {
-		ns := &sunkv1.NodeSet{}
-		if err := h.c.Get(ctx, types.NamespacedName{Namespace: h.ns, Name: "train"}, ns); err != nil {
-			t.Fatal(err)
-		}
-		return ns
-	}
 	parked := func(what string) time.Time {
 		t.Helper()
-		poll(t, 4*time.Minute, what, func() error {
-			ns := nodeSet()
-			out, err := h.sh(t, login, "login", "scontrol -o show node -F train-0,train-1 | grep -o 'State=[A-Z_+]*'")
-			if ns.Status.Parked != 2 || len(h.memberPods(t, "train")) != 0 || err != nil || strings.Count(out, "State=FUTURE") != 2 {
-				return fmt.Errorf("replicas %d, %d parked, %d pods; Slurm: %v %q", ptr.Deref(ns.Spec.Replicas, -1), ns.Status.Parked, len(h.memberPods(t, "train")), err, out)
-			}
-			return nil
-		})
+		poll(t, 4*time.Minute, what, func() error { return h.allParked(t, login, "train", "train-0", "train-1") })
 		return time.Now()
 	}
 	parked("train's nodes registered once, then parked")
@@ -76,7 +62,7 @@ func (h *helmEnv) seedsDay(t *testing.T, login string) {
 	// A held job runs until released: a failed test's uninstall would wait for it for ever.
 	t.Cleanup(func() { _, _ = h.sh(t, login, "login", "scancel "+training) })
 	grown := time.Since(submitted)
-	if r := ptr.Deref(nodeSet().Spec.Replicas, -1); r != 2 {
+	if r := ptr.Deref(h.nodeSet(t, "train").Spec.Replicas, -1); r != 2 {
 		t.Fatalf("spec.replicas of train %d while the training job runs, want 2", r)
 	}
 
