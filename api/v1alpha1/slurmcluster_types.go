@@ -141,6 +141,11 @@ type SlurmClusterSpec struct {
 	// +optional
 	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
 
+	// TLS encrypts what sunk's components send to slurmrestd and the node watchers: on unless
+	// turned off.
+	// +optional
+	TLS TLSSpec `json:"tls,omitempty"`
+
 	// Topology renders Slurm's network topology (tree or block) from the labels of the
 	// Kubernetes nodes the compute pods run on. Unset: no topology plugin.
 	// +optional

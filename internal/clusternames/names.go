@@ -19,6 +19,9 @@ const (
 	SlurmdPort     = 6818
 	SlurmdbdPort   = 6819
 	SlurmrestdPort = 6820
+	// SlurmrestdLocalPort is slurmrestd's own, on 127.0.0.1 of its pod, when its TLS
+	// terminator serves SlurmrestdPort (spec.tls): nothing outside the pod reaches it.
+	SlurmrestdLocalPort = 6821
 	// NodeWatchPort is sunk-nodewatch's, beside slurmctld (docs/syncer.md).
 	NodeWatchPort = 6830
 	MariaDBPort   = 3306
@@ -34,8 +37,11 @@ type Names struct {
 
 	AuthSecret, JWTSecret, SlurmdbdSecret, DatabaseSecret string
 	SSHHostKeySecret                                      string
-	Config, Scripts, LoginServices                        string
-	Controller, RestAPI, Accounting, Database, Login      string
+	// TLSSecret holds the cluster's CA and the serving certificate of slurmrestd's terminator
+	// and the node watchers (pkg/clustertls names its keys), with spec.tls.
+	TLSSecret                                        string
+	Config, Scripts, LoginServices                   string
+	Controller, RestAPI, Accounting, Database, Login string
 	// NodeWatch is the node watchers' Service (spec.controller.nodeWatcher).
 	NodeWatch string
 	// LoginHosts is the login pods' headless Service: it makes each login pod's hostname a DNS name.
@@ -51,6 +57,9 @@ type Names struct {
 	// stored without the field, whose pods then carry no such label (a new label in their
 	// templates would roll every pod of every such cluster at an operator upgrade).
 	SlurmVersion string
+	// TLS is spec.tls: sunk's clients speak https to slurmrestd and the node watchers, and
+	// verify them against the CA of TLSSecret.
+	TLS bool
 }
 
 // For derives the object names of a SlurmCluster; an empty clusterDomain is cluster.local.
@@ -62,6 +71,7 @@ func For(sc *sunkv1.SlurmCluster, clusterDomain string) Names {
 	return Names{
 		Cluster: n, Namespace: sc.Namespace, ClusterDomain: clusterDomain,
 		AuthSecret: n + "-auth-key", JWTSecret: n + "-jwt-key", SSHHostKeySecret: n + "-ssh-host-key",
+		TLSSecret: n + "-tls", TLS: sc.Spec.TLS.On(),
 		SlurmdbdSecret: n + "-slurmdbd", DatabaseSecret: n + "-database",
 		Config: n + "-config", Scripts: n + "-scripts", LoginServices: n + "-login-services",
 		Controller: n + "-controller", RestAPI: n + "-restapi", Accounting: n + "-accounting",
@@ -98,6 +108,31 @@ func (n Names) ControllerAddr(i, controllers int) string {
 // ServiceHost is the DNS name of a Service of the cluster.
 func (n Names) ServiceHost(svc string) string {
 	return fmt.Sprintf("%s.%s.svc.%s", svc, n.Namespace, n.ClusterDomain)
+}
+
+// ServerName is the name sunk's clients verify a Service of the cluster's certificate by:
+// <svc>.<namespace>.svc, which needs no cluster domain, so that a client outside the cluster
+// (dialling the cluster IP) and one inside it check the same name.
+func (n Names) ServerName(svc string) string { return svc + "." + n.Namespace + ".svc" }
+
+// ServiceNames are the DNS names a client may reach a Service of the cluster by.
+func (n Names) ServiceNames(svc string) []string {
+	return []string{svc, svc + "." + n.Namespace, n.ServerName(svc), n.ServiceHost(svc)}
+}
+
+// TLSNames are the names the serving certificate carries: every name of slurmrestd's and the
+// node watchers' Services (the watchers' whether or not the cluster runs them, so that turning
+// them on needs no new certificate).
+func (n Names) TLSNames() []string {
+	return append(n.ServiceNames(n.RestAPI), n.ServiceNames(n.NodeWatch)...)
+}
+
+// Scheme is how sunk's clients speak to slurmrestd and the node watchers.
+func (n Names) Scheme() string {
+	if n.TLS {
+		return "https"
+	}
+	return "http"
 }
 
 // AccountingPod is slurmdbd's pod name, which slurmdbd.conf's DbdHost must equal.
