@@ -4,7 +4,7 @@
 #   docker.io/library/busybox:local   Debian's busybox-static, for small test pods
 #   sunk.dev/slurm:24.11-local        the Slurm root filesystem of images/slurm/packages.txt and packages-containers.txt
 #                                     + images/slurm/rootfs + sunk-container and the SPANK plugin
-#                                     + sunk-nodewatch and sunk-slurm-nodes (hack/nodewatch.sh)
+#                                     + sunk-nodewatch and sunk-slurm-nodes (hack/nodewatch.sh), sunk-tlsproxy
 #   sunk.dev/slurm:26.05-local        the same from Debian sid (Slurm 26.05); `slurm` packs both
 #   sunk.dev/coredns:local            the cluster DNS (hack/tools/coredns, hack/manifests/coredns.yaml)
 #   sunk.dev/slapd:local              Debian trixie's slapd (OpenLDAP) for the LDAP e2e test
@@ -113,7 +113,7 @@ slurm_inputs() { # SUFFIX
 }
 # slurm_bin_layer VERSION SUFFIX: the last layer, the node watcher beside slurmctld:
 # sunk-nodewatch (static Go) and its reader sunk-slurm-nodes, C built against this release's
-# Slurm by hack/nodewatch.sh. Rebuilt each time (seconds warm: both builds are cached); the
+# Slurm by hack/nodewatch.sh; and slurmrestd's TLS terminator, sunk-tlsproxy (static Go). Rebuilt each time (seconds warm: both builds are cached); the
 # image's stamp covers its contents, and -trimpath keeps them the same for the same sources.
 slurm_bin_layer() {
   local d=$SUNK_CACHE/layers/slurm-bin$2 reader
@@ -121,6 +121,7 @@ slurm_bin_layer() {
   rm -rf "$d.tmp" && mkdir -p "$d.tmp/usr/local/bin"
   install -m 0755 "$reader" "$d.tmp/usr/local/bin/sunk-slurm-nodes"
   (cd "$SUNK_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$d.tmp/usr/local/bin/sunk-nodewatch" ./cmd/sunk-nodewatch)
+  (cd "$SUNK_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$d.tmp/usr/local/bin/sunk-tlsproxy" ./cmd/sunk-tlsproxy)
   rm -rf "$d" && mv "$d.tmp" "$d"
 }
 slurm_image() { # VERSION SUFFIX

@@ -73,6 +73,9 @@ func TestDockerfileAndOfflineBuildAgree(t *testing.T) {
 		"./cmd/sunk-container",
 		"/usr/local/bin/sunk-container",
 		"/usr/local/lib/sunk/spank/sunk_container.so",
+		// slurmrestd's TLS terminator, which the operator runs beside it.
+		"./cmd/sunk-tlsproxy",
+		"/usr/local/bin/sunk-tlsproxy",
 		`ENTRYPOINT ["/usr/local/sbin/sunk-entrypoint"]`,
 	} {
 		if !strings.Contains(df, want) {
@@ -99,6 +102,7 @@ func TestDockerfileAndOfflineBuildAgree(t *testing.T) {
 		`'["/usr/local/sbin/sunk-entrypoint"]'`,
 		`CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out.tmp" ./cmd/sunk-container`,
 		`SLURM_INCLUDE="$include"`, `"$out.tmp/usr/local/lib/sunk/spank"`, `"$out.tmp/usr/local/bin/"`,
+		`-o "$d.tmp/usr/local/bin/sunk-tlsproxy" ./cmd/sunk-tlsproxy`,
 	} {
 		if !strings.Contains(img, want) {
 			t.Errorf("hack/images.sh (slurm image) does not contain %q", want)
