@@ -116,6 +116,10 @@ const (
 	// ReasonKeyMissing: a key Secret exists without its key, which sunk never replaces (also a
 	// Warning event).
 	ReasonKeyMissing = "KeyMissing"
+	// ReasonTLSFailed: the cluster's TLS Secret cannot be made or renewed (it is not the
+	// cluster's, or issuing failed); the message says why (also a Warning event). Nothing is
+	// applied until it can: the pods would mount a certificate sunk's clients refuse.
+	ReasonTLSFailed = "TLSCertificateFailed"
 	// ReasonReconfigureFailed: `scontrol reconfigure` of the new configuration failed (also a
 	// Warning event).
 	ReasonReconfigureFailed = "ReconfigureFailed"

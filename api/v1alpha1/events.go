@@ -34,6 +34,9 @@ const (
 	ReasonTopologyMoved = "TopologyMoved"
 	// ReasonTopologyMoveFailed (Warning): moving a node with topology_str failed; it is retried.
 	ReasonTopologyMoveFailed = "TopologyMoveFailed"
+	// ReasonTLSIssued: the operator issued the cluster's serving certificate (and, when the
+	// message says so, a new CA) into its TLS Secret; the message says why (spec.tls).
+	ReasonTLSIssued = "TLSCertificateIssued"
 	// ReasonDeletingNodeSets: the deleted SlurmCluster deletes its NodeSets first, which drain
 	// their nodes after their jobs.
 	ReasonDeletingNodeSets = "DeletingNodeSets"

@@ -14,6 +14,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
+	"sunk.dev/sunk/pkg/clustertls"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -75,9 +76,12 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *C
 		// The watcher's reader is a Slurm client: auth/slurm gives clients their token through
 		// slurmctld's own socket, /run/slurmctld/sack.socket, which the two containers share.
 		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: slurmctldRunVolume, MountPath: SlurmctldRunDir})
-		pod.Containers = append(pod.Containers, nodeWatchContainer(sc))
+		pod.Containers = append(pod.Containers, nodeWatchContainer(sc, n))
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: slurmctldRunVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			nodeWatchJWTVolume(n))
+		if n.TLS {
+			pod.Volumes = append(pod.Volumes, TLSVolume(n))
+		}
 	}
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: meta(n, n.Controller, wellknown.ComponentController),
@@ -144,7 +148,8 @@ const nodeWatchJWTVolumeName = "nodewatch-jwt"
 // No readiness probe: a watcher that cannot read Slurm answers 503, which the syncer reports,
 // and must not take slurmctld's pod out of its Services. Its memory is bounded: a watcher that
 // grew without end would share slurmctld's node.
-func nodeWatchContainer(sc *sunkv1.SlurmCluster) corev1.Container {
+// With spec.tls it serves TLS with the cluster's serving certificate.
+func nodeWatchContainer(sc *sunkv1.SlurmCluster, n clusternames.Names) corev1.Container {
 	c := slurmContainer(sc, NodeWatchContainer, sc.Spec.Controller.Image, corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}})
@@ -154,6 +159,10 @@ func nodeWatchContainer(sc *sunkv1.SlurmCluster) corev1.Container {
 	c.Ports = []corev1.ContainerPort{{Name: NodeWatchContainer, ContainerPort: clusternames.NodeWatchPort}}
 	c.VolumeMounts = []corev1.VolumeMount{mount("config", ConfigDir), mount(slurmctldRunVolume, SlurmctldRunDir),
 		mount(nodeWatchJWTVolumeName, NodeWatchJWTDir)}
+	if n.TLS {
+		c.Args = append(c.Args, "--tls-cert="+TLSDir+"/"+clustertls.CertKey, "--tls-key="+TLSDir+"/"+clustertls.KeyKey)
+		c.VolumeMounts = append(c.VolumeMounts, mount(tlsVolumeName, TLSDir))
+	}
 	c.SecurityContext = daemonSecurity()
 	return c
 }

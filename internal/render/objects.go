@@ -8,11 +8,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
+	"sunk.dev/sunk/pkg/clustertls"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -60,6 +62,15 @@ func RestAPIDeployment(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *Confi
 		AutomountServiceAccountToken: ptr.To(false),
 		Volumes:                      []corev1.Volume{configMapVolume("config", n.Config, 0o444)},
 	}
+	if n.TLS {
+		// slurmrestd speaks no TLS (docs/security.md, "TLS"): it listens on the pod's loopback
+		// alone, and its terminator serves its port with the cluster's certificate.
+		pod.Containers[0].Ports = nil
+		pod.Containers[0].Env = append(pod.Containers[0].Env, corev1.EnvVar{Name: SlurmrestdListenEnv,
+			Value: fmt.Sprintf("127.0.0.1:%d", clusternames.SlurmrestdLocalPort)})
+		pod.Containers = append(pod.Containers, tlsProxyContainer(sc))
+		pod.Volumes = append(pod.Volumes, TLSVolume(n))
+	}
 	return &appsv1.Deployment{
 		ObjectMeta: meta(n, n.RestAPI, wellknown.ComponentRestAPI),
 		Spec: appsv1.DeploymentSpec{
@@ -70,6 +81,43 @@ func RestAPIDeployment(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *Confi
 		},
 	}
 }
+
+// SlurmrestdListenEnv is where the image's slurmrestd role listens (sunk-entrypoint; its
+// default is 0.0.0.0:6820).
+const SlurmrestdListenEnv = "SUNK_SLURMRESTD_LISTEN"
+
+// TLSProxyContainer is slurmrestd's TLS terminator's container (sunk-tlsproxy), with spec.tls.
+const TLSProxyContainer = "tlsproxy"
+
+// tlsProxyContainer serves slurmrestd's port over TLS in front of slurmrestd on the pod's
+// loopback (internal/tlsproxy), as slurm, with the serving certificate alone.
+func tlsProxyContainer(sc *sunkv1.SlurmCluster) corev1.Container {
+	c := slurmContainer(sc, TLSProxyContainer, sc.Spec.RestAPI.Image, corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}})
+	c.Args = append(c.Args, fmt.Sprintf("--listen=:%d", clusternames.SlurmrestdPort),
+		fmt.Sprintf("--backend=http://127.0.0.1:%d", clusternames.SlurmrestdLocalPort),
+		"--cert="+TLSDir+"/"+clustertls.CertKey, "--key="+TLSDir+"/"+clustertls.KeyKey)
+	c.Ports = []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: clusternames.SlurmrestdPort}}
+	c.VolumeMounts = []corev1.VolumeMount{mount(tlsVolumeName, TLSDir)}
+	// setpriv (the entrypoint's switch to slurm) needs SETUID and SETGID; nothing else is owned or chowned.
+	c.SecurityContext = &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"SETGID", "SETUID"}},
+	}
+	return c
+}
+
+// TLSVolume is the serving certificate and its key from the cluster's TLS Secret, not its CA's
+// key, which stays with the operator.
+func TLSVolume(n clusternames.Names) corev1.Volume {
+	return corev1.Volume{Name: tlsVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName:  n.TLSSecret,
+		Items:       []corev1.KeyToPath{{Key: clustertls.CertKey, Path: clustertls.CertKey}, {Key: clustertls.KeyKey, Path: clustertls.KeyKey}},
+		DefaultMode: ptr.To(int32(0o400))}}}
+}
+
+const tlsVolumeName = "tls"
 
 // AccountingService is slurmdbd's Service (AccountingStorageHost).
 func AccountingService(n clusternames.Names) *corev1.Service {

@@ -20,6 +20,7 @@ const (
 	SlurmRunDir     = "/run/slurm"          // sackd's socket and configless cache
 	SlurmctldRunDir = "/run/slurmctld"      // slurmctld's auth socket (sack.socket)
 	NodeWatchJWTDir = "/etc/sunk/nodewatch" // the JWT keys the node watcher checks tokens with
+	TLSDir          = "/etc/sunk/tls"       // the serving certificate of slurmrestd's terminator and the node watcher (spec.tls)
 	SlurmdbdConfDir = "/etc/sunk/slurmdbd"
 	SSHKeysDir      = "/etc/sunk/ssh"
 	SSHHostKeysDir  = "/etc/sunk/ssh-host" // the operator's host key Secret (clusternames.Names.SSHHostKeySecret)

@@ -178,6 +178,12 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 		return ctrl.Result{}, err
 	}
 
+	// 2b. The TLS Secret (spec.tls), which slurmrestd's and the watchers' pods mount.
+	tlsWait, ok, err := r.ensureTLS(ctx, sc, n, st)
+	if err != nil || !ok {
+		return ctrl.Result{}, err
+	}
+
 	// 3. Configuration: scripts resolved, files rendered into ConfigMaps.
 	in, err := r.resolveScripts(ctx, sc, n)
 	if err != nil {
@@ -251,7 +257,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sc *sunkv1.SlurmCluster, st 
 	}
 	// A topology change that waits for the nodes to settle, nodes moving by topology_str,
 	// and a failover, come back by themselves.
-	for _, wait := range []time.Duration{topologyWait, moveWait, failoverWait} {
+	for _, wait := range []time.Duration{topologyWait, moveWait, failoverWait, tlsWait} {
 		if wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {
 			result.RequeueAfter = wait
 		}
