@@ -249,8 +249,8 @@ func checkSchedulerConfig(t *testing.T, docs []map[string]any) {
 	sc.Name, sc.Namespace = "c1", "slurm"
 	names := clusternames.For(sc, "cluster.local")
 	args := c.Profiles[0].PluginConfig[0].Args
-	if want := fmt.Sprintf("http://%s.slurm.svc:%d", names.RestAPI, clusternames.SlurmrestdPort); args["slurmURL"] != want {
-		t.Errorf("slurmURL %v, want %s", args["slurmURL"], want)
+	if want := fmt.Sprintf("https://%s:%d", names.ServerName(names.RestAPI), clusternames.SlurmrestdPort); args["slurmURL"] != want || args["caSecret"] != names.TLSSecret {
+		t.Errorf("slurmURL %v with caSecret %v, want %s with %s", args["slurmURL"], args["caSecret"], want, names.TLSSecret)
 	}
 	if args["jwtKeySecret"] != names.JWTSecret || args["jwtKeyFile"] != nil || args["namespace"] != "slurm" {
 		t.Errorf("jwtKeySecret %v (jwtKeyFile %v) in namespace %v, want %s in slurm", args["jwtKeySecret"], args["jwtKeyFile"], args["namespace"], names.JWTSecret)

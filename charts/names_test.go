@@ -75,7 +75,11 @@ func TestSchedulerNamesMatchGo(t *testing.T) {
 	sc.Name, sc.Namespace = "c1", "slurm"
 	n := clusternames.For(sc, "")
 	// The scheduler reaches Services by <service>.<namespace>.svc, whatever the cluster domain.
-	url := func(svc string, port int) string { return fmt.Sprintf("http://%s.%s.svc:%d", svc, n.Namespace, port) }
+	// https: the chart's scheduler.tls matches spec.tls's default; the host is the name the
+	// serving certificate carries (clusternames.Names.ServerName).
+	url := func(svc string, port int) string {
+		return fmt.Sprintf("%s://%s:%d", n.Scheme(), n.ServerName(svc), port)
+	}
 
 	var cm corev1.ConfigMap
 	goldenObject(t, docs, "ConfigMap/sunk-scheduler", &cm)
@@ -94,6 +98,7 @@ func TestSchedulerNamesMatchGo(t *testing.T) {
 		"slurmURL":       url(n.RestAPI, clusternames.SlurmrestdPort),
 		"nodeWatcherURL": url(n.NodeWatch, clusternames.NodeWatchPort),
 		"jwtKeySecret":   n.JWTSecret,
+		"caSecret":       n.TLSSecret,
 		"slurmUser":      wellknown.SlurmUser,
 		"cluster":        n.Cluster,
 		"namespace":      n.Namespace,
@@ -111,8 +116,8 @@ func TestSchedulerNamesMatchGo(t *testing.T) {
 			secrets = append(secrets, r.ResourceNames...)
 		}
 	}
-	if role.Namespace != n.Namespace || !slices.Equal(secrets, []string{n.JWTSecret}) {
-		t.Errorf("the scheduler's Role in %s may read Secrets %v, want only %s in %s", role.Namespace, secrets, n.JWTSecret, n.Namespace)
+	if role.Namespace != n.Namespace || !slices.Equal(secrets, []string{n.JWTSecret, n.TLSSecret}) {
+		t.Errorf("the scheduler's Role in %s may read Secrets %v, want only %s and %s in %s", role.Namespace, secrets, n.JWTSecret, n.TLSSecret, n.Namespace)
 	}
 
 	var d appsv1.Deployment

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sunk.dev/sunk/internal/clusternames"
+	"sunk.dev/sunk/pkg/clustertls"
 	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -29,7 +30,7 @@ const (
 )
 
 // nodeCache is a cluster's Slurm node cache, fed by its node watchers at url with tokens of
-// the JWT keys whose sum is key.
+// the JWT keys, verified with the CA, whose sum is key.
 type nodeCache struct {
 	url  string
 	key  [sha256.Size]byte
@@ -39,7 +40,7 @@ type nodeCache struct {
 
 // NodeWatcherURL is the cluster's node watchers' endpoint (render.NodeWatchService makes their Service), through
 // their Service's cluster IP, which works from inside the cluster and from a process outside
-// it. The Service has ClientIP affinity: each watcher has its own epoch, and a reader that
+// it; https with spec.tls, checked against the Service's name. The Service has ClientIP affinity: each watcher has its own epoch, and a reader that
 // switched between them would get the whole table at every switch.
 func NodeWatcherURL(ctx context.Context, r client.Reader, n clusternames.Names) (string, error) {
 	svc := &corev1.Service{}
@@ -49,13 +50,13 @@ func NodeWatcherURL(ctx context.Context, r client.Reader, n clusternames.Names) 
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		return "", fmt.Errorf("service %s/%s has no cluster IP", n.Namespace, n.NodeWatch)
 	}
-	return fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, clusternames.NodeWatchPort), nil
+	return fmt.Sprintf("%s://%s:%d", n.Scheme(), svc.Spec.ClusterIP, clusternames.NodeWatchPort), nil
 }
 
 // NodeWatcher is a client of the cluster's node watchers, a slurm.NodeChangeSource for one
 // cache (the syncer's), with tokens of the cluster's JWT keys.
 func (p *Pool) NodeWatcher(ctx context.Context, n clusternames.Names) (*nodewatch.Client, error) {
-	keys, err := p.jwtKeys(ctx, n)
+	keys, ca, err := p.credentials(ctx, n)
 	if err != nil {
 		return nil, err
 	}
@@ -63,29 +64,52 @@ func (p *Pool) NodeWatcher(ctx context.Context, n clusternames.Names) (*nodewatc
 	if err != nil {
 		return nil, err
 	}
-	return newNodeWatcher(url, keys)
+	return newNodeWatcher(n, url, keys, ca)
 }
 
-// jwtKeys are the cluster's JWT keys: its REST client's, read from the JWT Secret when there
-// is no client yet.
-func (p *Pool) jwtKeys(ctx context.Context, n clusternames.Names) (Keys, error) {
+// credentials are the cluster's JWT keys and CA: its REST client's, read from their Secrets
+// when there is no client yet.
+func (p *Pool) credentials(ctx context.Context, n clusternames.Names) (Keys, []byte, error) {
 	p.mu.Lock()
 	c := p.conns[Key(n)]
 	p.mu.Unlock()
 	if c != nil {
-		return c.keys, nil
+		return c.keys, c.ca, nil
 	}
-	return p.readKeys(ctx, n)
+	keys, err := p.readKeys(ctx, n)
+	if err != nil {
+		return Keys{}, nil, err
+	}
+	ca, err := p.readCA(ctx, n)
+	return keys, ca, err
 }
 
 // newNodeWatcher is the watchers' client at url, minting SlurmUser's tokens from keys as the
-// cluster's REST client does (and falling back to the key a rotation replaces alike).
-func newNodeWatcher(url string, keys Keys) (*nodewatch.Client, error) {
+// cluster's REST client does (and falling back to the key a rotation replaces alike), and
+// verifying the watchers against ca with spec.tls.
+func newNodeWatcher(n clusternames.Names, url string, keys Keys, ca []byte) (*nodewatch.Client, error) {
 	tokens, err := slurm.NewJWTSource(wellknown.SlurmUser, keys.Current, slurm.WithFallbackKey(keys.Previous))
 	if err != nil {
 		return nil, err
 	}
-	return nodewatch.NewClient(url, 0, tokens)
+	c, err := nodewatch.NewClient(url, 0, tokens)
+	if err != nil {
+		return nil, err
+	}
+	if n.TLS {
+		cfg, err := clustertls.ClientConfig(Key(n).String(), n.ServerName(n.NodeWatch), clustertls.StaticRoots(ca))
+		if err != nil {
+			return nil, err
+		}
+		c.SetTLSConfig(cfg)
+	}
+	return c, nil
+}
+
+// cacheSum identifies the credentials a node cache reads with.
+func cacheSum(keys Keys, ca []byte) [sha256.Size]byte {
+	k := keys.sum()
+	return sha256.Sum256(append(k[:], ca...))
 }
 
 // Nodes is the cluster's whole Slurm node table. With watcher (the SlurmCluster's
@@ -111,11 +135,11 @@ func (p *Pool) Nodes(ctx context.Context, n clusternames.Names, watcher bool, sl
 	if err != nil {
 		return nil, err
 	}
-	keys, err := p.jwtKeys(ctx, n)
+	keys, ca, err := p.credentials(ctx, n)
 	if err != nil {
 		return nil, err
 	}
-	inf, err := p.nodeCache(k, url, keys)
+	inf, err := p.nodeCache(n, url, keys, ca)
 	if err != nil {
 		return nil, err
 	}
@@ -137,9 +161,10 @@ func (p *Pool) Nodes(ctx context.Context, n clusternames.Names, watcher bool, sl
 }
 
 // nodeCache returns the cluster's cache of the watchers at url, started on first use and
-// started afresh when the Service's address or the JWT keys changed.
-func (p *Pool) nodeCache(k types.NamespacedName, url string, keys Keys) (*slurm.Informer[string, slurm.Node], error) {
-	sum := keys.sum()
+// started afresh when the Service's address, the JWT keys or the CA changed.
+func (p *Pool) nodeCache(n clusternames.Names, url string, keys Keys, ca []byte) (*slurm.Informer[string, slurm.Node], error) {
+	k := Key(n)
+	sum := cacheSum(keys, ca)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c := p.nodes[k]; c != nil {
@@ -149,7 +174,7 @@ func (p *Pool) nodeCache(k types.NamespacedName, url string, keys Keys) (*slurm.
 		c.stop()
 		delete(p.nodes, k)
 	}
-	src, err := newNodeWatcher(url, keys)
+	src, err := newNodeWatcher(n, url, keys, ca)
 	if err != nil {
 		return nil, err
 	}

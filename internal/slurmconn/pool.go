@@ -12,6 +12,7 @@
 package slurmconn
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sunk.dev/sunk/internal/clusternames"
+	"sunk.dev/sunk/pkg/clustertls"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -97,9 +99,12 @@ type Pool struct {
 }
 
 type conn struct {
-	url       string
-	version   string // configured; "" discovers
-	keys      Keys   // the node watchers' clients mint their tokens with them too
+	url     string
+	version string // configured; "" discovers
+	keys    Keys   // the node watchers' clients mint their tokens with them too
+	// ca is the cluster's CA (its TLS Secret's, with spec.tls; nil without), which the node
+	// watchers' clients verify with too.
+	ca        []byte
 	client    slurm.Client
 	transport *http.Transport
 	// jobs is the cluster's job cache on client (Jobs), nil until asked for; it stops with
@@ -136,6 +141,38 @@ func (p *Pool) For(ctx context.Context, n clusternames.Names, version string) (s
 	return p.ForKeys(ctx, n, version, keys)
 }
 
+// readCA reads the cluster's CA from its TLS Secret, with spec.tls; nil without. A cluster
+// whose Secret is missing or has no CA yet has no client: never plain HTTP instead.
+func (p *Pool) readCA(ctx context.Context, n clusternames.Names) ([]byte, error) {
+	if !n.TLS {
+		return nil, nil
+	}
+	s := &corev1.Secret{}
+	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.TLSSecret}, s); err != nil {
+		return nil, fmt.Errorf("cluster %s: reading the CA of its TLS Secret: %w", Key(n), err)
+	}
+	ca := s.Data[clustertls.CACertKey]
+	if len(ca) == 0 {
+		return nil, fmt.Errorf("cluster %s: Secret %s has no %s", Key(n), n.TLSSecret, clustertls.CACertKey)
+	}
+	return ca, nil
+}
+
+// transport is a new bounded transport to the cluster's Service svc: verifying its
+// certificate against ca with spec.tls.
+func transport(n clusternames.Names, svc string, ca []byte, maxConns int) (*http.Transport, error) {
+	t := slurm.NewTransport(maxConns)
+	if !n.TLS {
+		return t, nil
+	}
+	cfg, err := clustertls.ClientConfig(Key(n).String(), n.ServerName(svc), clustertls.StaticRoots(ca))
+	if err != nil {
+		return nil, err
+	}
+	t.TLSClientConfig = cfg
+	return t, nil
+}
+
 // readKeys reads the cluster's JWT Secret.
 func (p *Pool) readKeys(ctx context.Context, n clusternames.Names) (Keys, error) {
 	s := &corev1.Secret{}
@@ -163,28 +200,35 @@ func (p *Pool) conn(ctx context.Context, n clusternames.Names, version string, k
 	if err != nil {
 		return nil, err
 	}
+	ca, err := p.readCA(ctx, n)
+	if err != nil {
+		return nil, err
+	}
 	sum := keys.sum()
 	k := Key(n)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c := p.conns[k]; c != nil {
-		if c.url == url && c.keys.sum() == sum && c.version == version {
+		if c.url == url && c.keys.sum() == sum && c.version == version && bytes.Equal(c.ca, ca) {
 			return c, nil
 		}
-		// The endpoint, the keys or the version changed: requests in flight on the old client finish; its
+		// The endpoint, the keys, the CA or the version changed: requests in flight on the old client finish; its
 		// idle connections go now and the rest when they fall idle. Its job cache stops: it
 		// would poll with the old client.
 		c.close()
 		delete(p.conns, k)
 	}
-	t := slurm.NewTransport(p.opts.MaxConns)
+	t, err := transport(n, n.RestAPI, ca, p.opts.MaxConns)
+	if err != nil {
+		return nil, err
+	}
 	hc := &http.Client{Timeout: p.opts.Timeout, Transport: t}
 	var cl slurm.Client
 	if cl, err = p.build(url, version, keys, hc, k); err != nil {
 		return nil, err
 	}
-	c := &conn{url: url, version: version, keys: keys, client: cl, transport: t}
+	c := &conn{url: url, version: version, keys: keys, ca: ca, client: cl, transport: t}
 	p.conns[k] = c
 	return c, nil
 }
@@ -197,11 +241,15 @@ func (p *Pool) Probe(ctx context.Context, n clusternames.Names, version string, 
 	if err != nil {
 		return err
 	}
+	ca, err := p.readCA(ctx, n)
+	if err != nil {
+		return err
+	}
 	k := Key(n)
 	p.mu.Lock()
 	var t *http.Transport
 	var shared slurm.Client
-	if c := p.conns[k]; c != nil && c.url == url {
+	if c := p.conns[k]; c != nil && c.url == url && bytes.Equal(c.ca, ca) {
 		t, shared = c.transport, c.client
 	}
 	p.mu.Unlock()
@@ -212,7 +260,9 @@ func (p *Pool) Probe(ctx context.Context, n clusternames.Names, version string, 
 		version = d.APIVersion()
 	}
 	if t == nil {
-		t = slurm.NewTransport(1)
+		if t, err = transport(n, n.RestAPI, ca, 1); err != nil {
+			return err
+		}
 		defer t.CloseIdleConnections()
 	}
 	cl, err := p.build(url, version, Keys{Current: key}, &http.Client{Timeout: p.opts.Timeout, Transport: t}, k)
@@ -223,7 +273,8 @@ func (p *Pool) Probe(ctx context.Context, n clusternames.Names, version string, 
 	return err
 }
 
-// url is the cluster's slurmrestd, through its Service's cluster IP.
+// url is the cluster's slurmrestd, through its Service's cluster IP: https with spec.tls,
+// whose certificate is checked against the Service's name (clusternames.Names.ServerName).
 func (p *Pool) url(ctx context.Context, n clusternames.Names) (string, error) {
 	svc := &corev1.Service{}
 	if err := p.opts.Reader.Get(ctx, types.NamespacedName{Namespace: n.Namespace, Name: n.RestAPI}, svc); err != nil {
@@ -232,7 +283,7 @@ func (p *Pool) url(ctx context.Context, n clusternames.Names) (string, error) {
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		return "", fmt.Errorf("service %s/%s has no cluster IP", n.Namespace, n.RestAPI)
 	}
-	return fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, clusternames.SlurmrestdPort), nil
+	return fmt.Sprintf("%s://%s:%d", n.Scheme(), svc.Spec.ClusterIP, clusternames.SlurmrestdPort), nil
 }
 
 func (p *Pool) build(url, version string, keys Keys, hc *http.Client, k types.NamespacedName) (slurm.Client, error) {

@@ -2,6 +2,7 @@ package nodewatch
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ type Client struct {
 func NewClient(base string, wait time.Duration, tokens slurm.TokenSource) (*Client, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("node watcher URL %q: want http://host:port", base)
+		return nil, fmt.Errorf("node watcher URL %q: want http://host:port or https://host:port", base)
 	}
 	if tokens == nil {
 		return nil, errors.New("node watcher client: no token source (the watcher answers the cluster's SlurmUser only)")
@@ -48,6 +49,14 @@ func NewClient(base string, wait time.Duration, tokens slurm.TokenSource) (*Clie
 	// A watcher that stops answering (a partition, a hung process) is an error within a few
 	// seconds past the wait, not a request that hangs for ever.
 	return &Client{url: base, wait: wait, tokens: tokens, http: &http.Client{Timeout: wait + 5*time.Second}}, nil
+}
+
+// SetTLSConfig verifies the watcher with cfg (clustertls.ClientConfig: the cluster's CA and
+// the Service's name), for a base of https://.
+func (c *Client) SetTLSConfig(cfg *tls.Config) {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = cfg
+	c.http.Transport = t
 }
 
 // SetTransport sends the requests through rt (a benchmark counts the bytes).

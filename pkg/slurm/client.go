@@ -14,6 +14,7 @@ package slurm
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -117,6 +118,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// MaxConns bounds the connections of the default HTTPClient (default DefaultMaxConns).
 	MaxConns int
+	// TLS verifies an https URL's slurmrestd with the default HTTPClient
+	// (clustertls.ClientConfig: the cluster's CA and the Service's name); required for https
+	// without an HTTPClient, so that no client trusts whatever the host's roots would.
+	TLS *tls.Config
 	// Timeout bounds each request (default 30s) when HTTPClient is nil; a context deadline
 	// applies either way.
 	Timeout time.Duration
@@ -152,6 +157,9 @@ func newCore(cfg Config) (*core, error) {
 	if cfg.Tokens == nil {
 		return nil, errors.New("slurm: Config.Tokens is required")
 	}
+	if cfg.HTTPClient == nil && cfg.TLS == nil && strings.HasPrefix(cfg.URL, "https://") {
+		return nil, fmt.Errorf("slurm: %s: https needs Config.TLS, the cluster's CA to verify slurmrestd with", cfg.URL)
+	}
 	if cfg.HTTPClient == nil {
 		t := cfg.Timeout
 		if t == 0 {
@@ -162,7 +170,9 @@ func newCore(cfg Config) (*core, error) {
 		}
 		// A transport of its own: a kept-alive connection that went wrong (see Do) is
 		// this client's to drop, and no other client's requests ride on it.
-		cfg.HTTPClient = &http.Client{Timeout: t, Transport: NewTransport(cfg.MaxConns)}
+		tr := NewTransport(cfg.MaxConns)
+		tr.TLSClientConfig = cfg.TLS
+		cfg.HTTPClient = &http.Client{Timeout: t, Transport: tr}
 	}
 	if cfg.ServerLocation == nil {
 		cfg.ServerLocation = time.UTC

@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 
+	"sunk.dev/sunk/pkg/clustertls"
 	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
 )
@@ -12,7 +13,7 @@ import (
 // slurmrestd at every change), else slurmrestd's node list polled every PollInterval. Either
 // way it fails closed: no answer is not "no nodes". The watchers answer tokens of the
 // cluster's JWT key naming SlurmUser: tokens, the source of c's.
-func nodeInformer(c slurm.Client, args Args, tokens slurm.TokenSource) (*slurm.Informer[string, slurm.Node], error) {
+func nodeInformer(c slurm.Client, args Args, tokens slurm.TokenSource, roots clustertls.Roots) (*slurm.Informer[string, slurm.Node], error) {
 	opts := slurm.InformerOptions{Interval: args.PollInterval.Duration}
 	if args.NodeWatcherURL == "" {
 		return slurm.NewNodeInformer(c, opts), nil
@@ -20,6 +21,13 @@ func nodeInformer(c slurm.Client, args Args, tokens slurm.TokenSource) (*slurm.I
 	w, err := nodewatch.NewClient(args.NodeWatcherURL, 0, tokens)
 	if err != nil {
 		return nil, fmt.Errorf("nodeWatcherURL: %w", err)
+	}
+	cfg, err := clientTLS(args, args.NodeWatcherURL, roots)
+	if err != nil {
+		return nil, err
+	}
+	if cfg != nil {
+		w.SetTLSConfig(cfg)
 	}
 	return slurm.NewNodeChangeInformer(w, opts), nil
 }

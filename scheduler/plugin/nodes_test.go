@@ -41,7 +41,7 @@ func TestNodesFromTheNodeWatcher(t *testing.T) {
 	defer srv.Close()
 	rest := &countingClient{}
 	tokens := slurm.StaticToken{User: "slurm", Value: "the plugin's"}
-	inf, err := nodeInformer(rest, Args{NodeWatcherURL: srv.URL, PollInterval: metav1.Duration{Duration: 10 * time.Millisecond}}, tokens)
+	inf, err := nodeInformer(rest, Args{NodeWatcherURL: srv.URL, PollInterval: metav1.Duration{Duration: 10 * time.Millisecond}}, tokens, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestNodesFromTheNodeWatcher(t *testing.T) {
 	if n := rest.lists.Load(); n != 0 {
 		t.Errorf("slurmrestd's node list asked %d times", n)
 	}
-	if _, err := nodeInformer(rest, Args{NodeWatcherURL: "demo-nodewatch:6830"}, tokens); err == nil || !strings.Contains(err.Error(), "nodeWatcherURL") {
+	if _, err := nodeInformer(rest, Args{NodeWatcherURL: "demo-nodewatch:6830"}, tokens, nil); err == nil || !strings.Contains(err.Error(), "nodeWatcherURL") {
 		t.Errorf("a URL without a scheme: %v", err)
 	}
 }

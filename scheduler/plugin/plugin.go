@@ -33,7 +33,9 @@ const Name = "SunkSlurm"
 
 // Args configure the plugin (pluginConfig args in the KubeSchedulerConfiguration).
 type Args struct {
-	// SlurmURL of slurmrestd, e.g. http://c1-restapi.slurm:6820.
+	// SlurmURL of slurmrestd, e.g. https://c1-restapi.slurm.svc:6820: https for a
+	// SlurmCluster with spec.tls (the default), verified against the cluster's CA (CASecret
+	// or CAFile) and the URL's host name.
 	SlurmURL string `json:"slurmURL"`
 	// APIVersion of slurmrestd's API. Empty (the default): the newest version both the
 	// plugin and slurmrestd know, asked of slurmrestd at the first request and again only
@@ -56,7 +58,14 @@ type Args struct {
 	Cluster string `json:"cluster"`
 	// Namespace of the SlurmCluster and its compute pods.
 	Namespace string `json:"namespace"`
-	// NodeWatcherURL is the cluster's node watchers' Service (http://<cluster>-nodewatch.<namespace>.svc:6830;
+	// CASecret names the SlurmCluster's TLS Secret (<cluster>-tls) in Namespace, whose ca.crt
+	// the https URLs are verified with, read through the API (a Role on that one Secret) at
+	// each new connection, so a renewed CA is followed. With https URLs, exactly one of
+	// CASecret and CAFile is set.
+	CASecret string `json:"caSecret,omitempty"`
+	// CAFile holds the cluster's CA certificates (PEM), read at each new connection.
+	CAFile string `json:"caFile,omitempty"`
+	// NodeWatcherURL is the cluster's node watchers' Service (https://<cluster>-nodewatch.<namespace>.svc:6830;
 	// SlurmCluster spec.controller.nodeWatcher): Slurm's nodes are followed through it, each
 	// answer only what changed. Empty: the node list is polled from slurmrestd.
 	NodeWatcherURL string `json:"nodeWatcherURL,omitempty"`
@@ -173,10 +182,15 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err != nil {
 		return nil, err
 	}
+	roots := caRoots(ctx, h.ClientSet(), args)
+	restTLS, err := clientTLS(args, args.SlurmURL, roots)
+	if err != nil {
+		return nil, err
+	}
 	// As many connections as submits and cancels run at once plus one for each informer's poll,
 	// within slurmrestd's share for each sunk component.
 	c, err := slurm.NewDiscovering(slurm.Config{URL: args.SlurmURL, APIVersion: args.APIVersion, Tokens: tokens, Metrics: m,
-		MaxConns: maxSubmits + maxCancels + slurm.JobInformerConns + 2, Cluster: metricCluster(args)})
+		MaxConns: maxSubmits + maxCancels + slurm.JobInformerConns + 2, Cluster: metricCluster(args), TLS: restTLS})
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +198,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := nodeInformer(c, args, tokens)
+	nodes, err := nodeInformer(c, args, tokens, roots)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +217,7 @@ func (a Args) validate() error {
 	if (a.JWTKeySecret == "") == (a.JWTKeyFile == "") {
 		return fmt.Errorf("%s args: set exactly one of jwtKeySecret (%q) and jwtKeyFile (%q)", Name, a.JWTKeySecret, a.JWTKeyFile)
 	}
-	return nil
+	return a.validateTLS()
 }
 
 func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Client, nodes *slurm.Informer[string, slurm.Node], mark marker, policy policySource) *Plugin {

@@ -254,9 +254,13 @@ profiles:
     pluginConfig:
       - name: SunkSlurm
         args:
-          slurmURL: http://{{ $v.cluster.name }}-restapi.{{ .ns }}.svc:6820
+          {{- $scheme := ternary "https" "http" $v.tls }}
+          slurmURL: {{ $scheme }}://{{ $v.cluster.name }}-restapi.{{ .ns }}.svc:6820
           {{- if $v.nodeWatcher }}
-          nodeWatcherURL: http://{{ $v.cluster.name }}-nodewatch.{{ .ns }}.svc:6830
+          nodeWatcherURL: {{ $scheme }}://{{ $v.cluster.name }}-nodewatch.{{ .ns }}.svc:6830
+          {{- end }}
+          {{- if $v.tls }}
+          caSecret: {{ $v.cluster.name }}-tls
           {{- end }}
           jwtKeySecret: {{ $v.cluster.name }}-jwt-key
           markKeyFile: /etc/sunk/mark/mark.key

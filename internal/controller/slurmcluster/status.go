@@ -78,7 +78,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, sc *sunkv1.SlurmClust
 		return err
 	}
 	availableCondition(st, sunkv1.ConditionRestAPIReady, "slurmrestd", rest.Status.AvailableReplicas, 1)
-	st.endpoints.RestAPI = fmt.Sprintf("http://%s:%d", n.ServiceHost(n.RestAPI), clusternames.SlurmrestdPort)
+	st.endpoints.RestAPI = fmt.Sprintf("%s://%s:%d", n.Scheme(), n.ServiceHost(n.RestAPI), clusternames.SlurmrestdPort)
 
 	login := &appsv1.StatefulSet{}
 	if err := r.get(ctx, n, n.Login, login); err != nil {
