@@ -21,6 +21,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
+	"sunk.dev/sunk/pkg/clustertls"
 	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -62,7 +63,18 @@ func TestNodeWatcherOnTheLocalCluster(t *testing.T) {
 	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.NodeWatch}, svc); err != nil {
 		t.Fatal(err)
 	}
-	url := fmt.Sprintf("http://%s:%d%s?wait=1s", svc.Spec.ClusterIP, clusternames.NodeWatchPort, nodewatch.Path)
+	// Over TLS (spec.tls, the default), verified as sunk's clients do: the cluster's CA and the
+	// Service's name, whatever address is dialled.
+	tlsSecret := &corev1.Secret{}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.TLSSecret}, tlsSecret); err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg, err := clustertls.ClientConfig(e.ns+"/"+name, n.ServerName(n.NodeWatch), clustertls.StaticRoots(tlsSecret.Data[clustertls.CACertKey]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	url := fmt.Sprintf("https://%s:%d%s?wait=1s", svc.Spec.ClusterIP, clusternames.NodeWatchPort, nodewatch.Path)
 	// Only a token of the cluster's JWT key naming SlurmUser reads the table: not a request
 	// without one, nor a Slurm user's own (`scontrol token`, signed with the same key).
 	userToken := strings.TrimPrefix(strings.TrimSpace(e.mustSh(t, login, "login", "runuser -u nobody -- scontrol token")), "SLURM_JWT=")
@@ -71,7 +83,7 @@ func TestNodeWatcherOnTheLocalCluster(t *testing.T) {
 		if tok != "" {
 			req.Header.Set(nodewatch.TokenHeader, tok)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := httpc.Do(req)
 		if err != nil {
 			t.Fatalf("GET %s with %s: %v", url, what, err)
 		}
@@ -99,7 +111,7 @@ func TestNodeWatcherOnTheLocalCluster(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, url, nil)
 		req.Header.Set(nodewatch.UserHeader, user)
 		req.Header.Set(nodewatch.TokenHeader, tok)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := httpc.Do(req)
 		if err != nil {
 			return err
 		}

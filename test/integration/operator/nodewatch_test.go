@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sunk.dev/sunk/internal/clusternames"
+	"sunk.dev/sunk/pkg/clustertls"
 	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -29,11 +30,19 @@ import (
 // a slurmctld pod: sunk-slurm-nodes of the test bed's release, run as on slurmctld's host, and
 // pkg/nodewatch serving its table on clusternames.NodeWatchPort of a loopback address of its own,
 // which it returns (the address the operator reaches through the watchers' Service: see
-// watcherAt). It answers tokens of jwtKey (the cluster's JWT Secret's) naming SlurmUser.
-func (p *privateSlurm) startNodeWatcher(t *testing.T, jwtKey []byte) string {
+// watcherAt). It answers tokens of jwtKey (the cluster's JWT Secret's) naming SlurmUser, over
+// TLS with the serving certificate of tlsData (the cluster's TLS Secret's) as a SlurmCluster
+// with spec.tls has it.
+func (p *privateSlurm) startNodeWatcher(t *testing.T, jwtKey []byte, tlsData map[string][]byte) string {
 	t.Helper()
-	keyFile := filepath.Join(t.TempDir(), wellknown.SecretJWTKey)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, wellknown.SecretJWTKey)
 	must(t, os.WriteFile(keyFile, jwtKey, 0o600))
+	for _, k := range []string{clustertls.CertKey, clustertls.KeyKey} {
+		must(t, os.WriteFile(filepath.Join(dir, k), tlsData[k], 0o600))
+	}
+	certs, err := clustertls.NewCertFiles(filepath.Join(dir, clustertls.CertKey), filepath.Join(dir, clustertls.KeyKey))
+	must(t, err)
 	auth, err := nodewatch.NewJWTAuth(wellknown.SlurmUser, keyFile)
 	must(t, err)
 	bin, err := os.ReadFile(testenv.NodeReaderBinary(t))
@@ -55,8 +64,8 @@ func (p *privateSlurm) startNodeWatcher(t *testing.T, jwtKey []byte) string {
 		defer close(done)
 		_ = nodewatch.Run(ctx, s, p.Command(privateslurm.CtldHost, "/shared/sunk-slurm-nodes", "-i", "200"), 200*time.Millisecond)
 	}()
-	srv := &http.Server{Handler: nodewatch.Handler(s, 15*time.Second, auth), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
+	srv := &http.Server{Handler: nodewatch.Handler(s, 15*time.Second, auth), ReadHeaderTimeout: 10 * time.Second, TLSConfig: certs.ServerConfig()}
+	go func() { _ = srv.ServeTLS(l, "", "") }()
 	t.Cleanup(func() { cancel(); _ = srv.Close(); <-done })
 	return ip
 }

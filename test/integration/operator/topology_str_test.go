@@ -103,9 +103,10 @@ func TestTopologyStrMovesOnRealSlurm(t *testing.T) {
 	})
 
 	priv := startPrivateSlurm(t, first, nodes)
-	jwt := &corev1.Secret{}
+	jwt, tlsSecret := &corev1.Secret{}, &corev1.Secret{}
 	must(t, h.get(t, "topo-jwt-key", jwt))
-	watcherIP.Store(priv.startNodeWatcher(t, jwt.Data[wellknown.SecretJWTKey]))
+	must(t, h.get(t, "topo-tls", tlsSecret))
+	watcherIP.Store(priv.startNodeWatcher(t, jwt.Data[wellknown.SecretJWTKey], tlsSecret.Data))
 	sl.Store(priv.client(t))
 	// Kubelet: the ConfigMap's topology.yaml into slurmctld's directory, then slurm.conf's first
 	// line (its hash) into what the pod shows the operator, which then reconfigures.
