@@ -6,6 +6,7 @@ package soak
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -20,6 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
+	"sunk.dev/sunk/internal/clusternames"
+	"sunk.dev/sunk/pkg/clustertls"
 )
 
 // scale sets the NodeSet's replicas as a user does (helm upgrade of the demo release) and waits
@@ -271,15 +276,34 @@ func (s *soak) schedulerPod(name string) {
 	s.maxFigure("sched_delete_to_job_end_s", g.Seconds())
 }
 
-// answersHTTP reports whether url answers HTTP at all (any status).
-func answersHTTP(url string) error {
-	c := &http.Client{Timeout: 2 * time.Second}
+// answersHTTP reports whether url answers HTTP at all (any status but the terminator's 502,
+// which says slurmrestd behind it does not), verified with cfg for https.
+func answersHTTP(url string, cfg *tls.Config) error {
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 	resp, err := c.Get(url)
 	if err != nil {
 		return err
 	}
 	resp.Body.Close()
+	if resp.StatusCode == http.StatusBadGateway {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
 	return nil
+}
+
+// restTLS is how the components reach the demo cluster's slurmrestd: https verified with the
+// cluster's CA and the Service's name (spec.tls, the default), or plain HTTP without its Secret.
+func (s *soak) restTLS() (string, *tls.Config, error) {
+	n := clusternames.For(&sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: slurmNS, Name: clusterName}}, "")
+	sec, err := s.cs.CoreV1().Secrets(slurmNS).Get(s.ctx, n.TLSSecret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "http", nil, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	cfg, err := clustertls.ClientConfig(slurmNS+"/"+clusterName, n.ServerName(n.RestAPI), clustertls.StaticRoots(sec.Data[clustertls.CACertKey]))
+	return "https", cfg, err
 }
 
 // kill SIGKILLs the component's process (found through its container's cgroup on this host)
@@ -322,7 +346,11 @@ func (s *soak) kill(c component) {
 			if err != nil {
 				return err
 			}
-			if err := answersHTTP(fmt.Sprintf("http://%s:6820/openapi/v3", svc.Spec.ClusterIP)); err != nil {
+			scheme, cfg, err := s.restTLS()
+			if err != nil {
+				return err
+			}
+			if err := answersHTTP(fmt.Sprintf("%s://%s:6820/openapi/v3", scheme, svc.Spec.ClusterIP), cfg); err != nil {
 				return fmt.Errorf("slurmrestd does not answer through its Service yet: %v", err)
 			}
 		}
