@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# env-kube.sh up api|cluster | down | status | kwok N | images | netpol: a real Kubernetes v1.33.13 on this machine.
+# env-kube.sh up api|cluster | down | status | kwok N | images | netpol | nodes | node-fail NODE | node-restore NODE:
+# a real Kubernetes v1.33.13 on this machine.
 #
 #   api      etcd + kube-apiserver (https://127.0.0.1:6443); envtest can also use the binaries
 #            directly through KUBEBUILDER_ASSETS=$SUNK_CACHE/envtest
-#   cluster  api + kube-controller-manager + kube-scheduler + one real node "sunk-node"
-#            (containerd/runc, CNI bridge sunk0 on 10.88.0.0/16, kube-proxy in iptables mode, IPv4)
+#   cluster  api + kube-controller-manager + kube-scheduler + the real node "sunk-node"
+#            (containerd/runc, CNI bridge sunk0 on 10.88.0.0/17, kube-proxy in iptables mode, IPv4)
+#            + SUNK_KUBE_NODES-1 (default 2) more real nodes sunk-node-2, ..., each in a network
+#            namespace of its own with its own containerd, kubelet, kube-proxy and kube-router,
+#            tainted so that only pods asking for several machines go there (hack/kube-nodes.sh).
 #            NetworkPolicies are enforced (kube-router's firewall alone, iptables and ipset).
 #            SUNK_KWOK_NODES=N adds N kwok fake nodes (label type=kwok) for scale tests.
 #            Add-ons (hack/manifests): CoreDNS as kube-dns at 10.96.0.10 (cluster.local) and the
@@ -12,10 +16,13 @@
 #
 # `images` (and `up cluster` on a running cluster) imports the images of $SUNK_IMAGES that changed
 # since they were last imported. `netpol` (and `up cluster` on a running cluster) starts the
-# NetworkPolicy enforcement on a cluster started without it. Admin kubeconfig:
+# NetworkPolicy enforcement on a cluster started without it; `nodes` the extra nodes missing.
+# `node-fail NODE` cuts an extra node's power (link down, every process of it killed) and
+# `node-restore NODE` boots it again. Admin kubeconfig:
 # $SUNK_STATE/kube/admin.kubeconfig. `down` removes processes, mounts, iptables chains, ipsets,
 # ip rules, cgroups, the bridge and the state directory.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/kube-nodes.sh"
 ENV_DIR=$SUNK_STATE/kube
 P=$ENV_DIR/pki
 NODE=sunk-node
@@ -38,17 +45,19 @@ issue() {
   rm -f "$1.csr" "$1.ext"
 }
 
-# client_kubeconfig USER: $ENV_DIR/USER.kubeconfig with the client certificate $P/USER.crt.
+# client_kubeconfig USER [SERVER [NAME]]: $ENV_DIR/NAME.kubeconfig (NAME defaults to USER) with the
+# client certificate $P/USER.crt, for the apiserver at SERVER (https://127.0.0.1:6443).
 client_kubeconfig() {
-  cat > "$ENV_DIR/$1.kubeconfig" <<KC
+  local kc=$ENV_DIR/${3:-$1}.kubeconfig
+  cat > "$kc" <<KC
 apiVersion: v1
 kind: Config
-clusters: [{name: sunk, cluster: {server: "https://127.0.0.1:6443", certificate-authority: "$P/ca.crt"}}]
+clusters: [{name: sunk, cluster: {server: "${2:-https://127.0.0.1:6443}", certificate-authority: "$P/ca.crt"}}]
 users: [{name: $1, user: {client-certificate: "$P/$1.crt", client-key: "$P/$1.key"}}]
 contexts: [{name: sunk, context: {cluster: sunk, user: $1}}]
 current-context: sunk
 KC
-  chmod 600 "$ENV_DIR/$1.kubeconfig"
+  chmod 600 "$kc"
 }
 
 certs() {
@@ -109,34 +118,39 @@ start_api() {
   echo api > "$ENV_DIR/mode"
 }
 
+# configs DIR NODE SUBNET SERVING CGROUP_ROOT: the configurations of a node's containerd, CNI and
+# kubelet in DIR: its pods in SUBNET on the bridge sunk0 (of the node's network namespace), its
+# serving certificate SERVING.crt and .key, its pods' cgroups under /CGROUP_ROOT.
 configs() {
-  mkdir -p "$ENV_DIR"/{containerd,cni/net.d,kubelet}
+  local dir=$1 node=$2 subnet=$3 serving=$4 cgroup_root=$5
+  mkdir -p "$dir"/{containerd,cni/net.d,kubelet}
   containerd config default | sed \
-    -e "s#^root = .*#root = \"$ENV_DIR/containerd/root\"#" -e "s#^state = .*#state = \"$ENV_DIR/containerd/state\"#" \
-    -e "s#address = \"/run/containerd/containerd.sock\"#address = \"$ENV_DIR/containerd/containerd.sock\"#" \
+    -e "s#^root = .*#root = \"$dir/containerd/root\"#" -e "s#^state = .*#state = \"$dir/containerd/state\"#" \
+    -e "s#address = \"/run/containerd/containerd.sock\"#address = \"$dir/containerd/containerd.sock\"#" \
     -e 's#sandbox_image = .*#sandbox_image = "registry.k8s.io/pause:3.10"#' \
-    -e 's#bin_dir = "/opt/cni/bin"#bin_dir = "/usr/lib/cni"#' -e "s#conf_dir = \"/etc/cni/net.d\"#conf_dir = \"$ENV_DIR/cni/net.d\"#" \
-    -e 's#restrict_oom_score_adj = false#restrict_oom_score_adj = true#' > "$ENV_DIR/containerd/config.toml"
+    -e 's#bin_dir = "/opt/cni/bin"#bin_dir = "/usr/lib/cni"#' -e "s#conf_dir = \"/etc/cni/net.d\"#conf_dir = \"$dir/cni/net.d\"#" \
+    -e 's#restrict_oom_score_adj = false#restrict_oom_score_adj = true#' > "$dir/containerd/config.toml"
   # restrict_oom_score_adj: this machine lacks CAP_SYS_RESOURCE, so runc cannot lower a sandbox's
   # oom_score_adj ("can't get final child's PID from pipe: EOF") unless containerd clamps it.
-  cat > "$ENV_DIR/cni/net.d/10-sunk-bridge.conflist" <<JSON
+  # ipMasq off: pods keep their address to pods of every node (pod_egress masquerades the rest).
+  cat > "$dir/cni/net.d/10-sunk-bridge.conflist" <<JSON
 {"cniVersion": "0.4.0", "name": "sunk", "plugins": [
-  {"type": "bridge", "bridge": "sunk0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
-   "ipam": {"type": "host-local", "dataDir": "$ENV_DIR/cni/ipam", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "bridge", "bridge": "sunk0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "dataDir": "$dir/cni/ipam", "ranges": [[{"subnet": "$subnet"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
 JSON
-  cat > "$ENV_DIR/kubelet/config.yaml" <<YAML
+  cat > "$dir/kubelet/config.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
-cgroupRoot: /sunk
+cgroupRoot: /$cgroup_root
 failCgroupV1: false
-containerRuntimeEndpoint: unix://$ENV_DIR/containerd/containerd.sock
-podLogsDir: $ENV_DIR/pod-logs
+containerRuntimeEndpoint: unix://$dir/containerd/containerd.sock
+podLogsDir: $dir/pod-logs
 authentication: {anonymous: {enabled: false}, webhook: {enabled: true}, x509: {clientCAFile: $P/ca.crt}}
 authorization: {mode: Webhook}
-tlsCertFile: $P/kubelet-serving.crt
-tlsPrivateKeyFile: $P/kubelet-serving.key
+tlsCertFile: $serving.crt
+tlsPrivateKeyFile: $serving.key
 clusterDNS: ["$CLUSTER_DNS"]
 clusterDomain: cluster.local
 resolvConf: $HOST_RESOLV
@@ -147,22 +161,23 @@ maxPods: 110
 YAML
 }
 
-# kubelet's cgroupRoot must exist in every hierarchy; cpuset needs its CPUs and memory nodes set.
+# cgroups ROOT: kubelet's cgroupRoot must exist in every hierarchy; cpuset needs its CPUs and memory
+# nodes set.
 cgroups() {
   local h
   for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
     [ -d "$h" ] && [ -w "$h" ] || continue
     case $h in /sys/fs/cgroup/unified/|/sys/fs/cgroup/) [ "$(stat -fc %T "$h")" = cgroup2fs ] || continue ;; esac
-    mkdir -p "$h/sunk"
+    mkdir -p "$h/$1"
   done
   if [ -f /sys/fs/cgroup/cpuset/cpuset.cpus ]; then
-    cat /sys/fs/cgroup/cpuset/cpuset.cpus > /sys/fs/cgroup/cpuset/sunk/cpuset.cpus
-    cat /sys/fs/cgroup/cpuset/cpuset.mems > /sys/fs/cgroup/cpuset/sunk/cpuset.mems
+    cat /sys/fs/cgroup/cpuset/cpuset.cpus > "/sys/fs/cgroup/cpuset/$1/cpuset.cpus"
+    cat /sys/fs/cgroup/cpuset/cpuset.mems > "/sys/fs/cgroup/cpuset/$1/cpuset.mems"
   fi
 }
 
 node_ready() {
-  kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True
+  kubectl get node "${1:-$NODE}" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True
 }
 
 start_cluster() {
@@ -177,9 +192,10 @@ start_cluster() {
     --authentication-kubeconfig="$ENV_DIR/scheduler.kubeconfig" --authorization-kubeconfig="$ENV_DIR/scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --leader-elect=false
   apply_addons
-  configs
-  cgroups
+  configs "$ENV_DIR" $NODE $FIRST_NODE_POD_CIDR "$P/kubelet-serving" sunk
+  cgroups sunk
   claim_netns_dir
+  pod_egress -A
   start_bg containerd containerd --config "$ENV_DIR/containerd/config.toml"
   wait_for containerd 30 $CTR version
   import_images
@@ -201,6 +217,7 @@ start_cluster() {
   wait_for "node $NODE Ready" 120 node_ready || { tail -n 30 "$ENV_DIR/logs/kubelet.stdout" >&2; return 1; }
   # After the node exists: kube-router reads its address from the Node and exits without one.
   start_netpol
+  start_nodes
   wait_for "default service account" 60 kubectl get serviceaccount default
   wait_for "CoreDNS Ready" 120 coredns_ready || { kubectl -n kube-system describe pods -l k8s-app=kube-dns | tail -n 30 >&2; return 1; }
   wait_for "cluster DNS at $CLUSTER_DNS" 60 busybox nslookup kubernetes.default.svc.cluster.local "$CLUSTER_DNS"
@@ -248,7 +265,7 @@ start_netpol() {
 # listens: the node's TCP stack answers with a reset, which no ICMP rate limit holds back (an ip
 # rule "prohibit" answered the first connect of a pod at once, then one per second or two, and
 # slurmrestd retrying a lost controller used them all). Only packets from the bridge match.
-REFUSE_AT=${POD_CIDR%.0/16}.1:9   # the bridge's address (the CNI gateway); nothing listens on 9
+REFUSE_AT=${FIRST_NODE_POD_CIDR%.0/17}.1:9   # the bridge's address (the CNI gateway); nothing listens on 9
 refuse_untranslated() {
   local rule=(PREROUTING -i sunk0 -d $SERVICE_CIDR -p tcp -m comment --comment "sunk: untranslated Service IP" -j DNAT --to-destination $REFUSE_AT)
   if [ "$1" = -D ]; then
@@ -269,19 +286,28 @@ clean_netpol() {
   done
 }
 
-# import_images: load every tarball of $SUNK_IMAGES that changed since its last import into
-# containerd (size and mtime per image in $ENV_DIR/imported), so that a running cluster picks up
-# an image that hack/images.sh rebuilt. In parallel: the Slurm image alone takes seconds.
+# import_images [K]: load every tarball of $SUNK_IMAGES that changed since its last import into the
+# containerd of node K (1, sunk-node, by default; size and mtime per image in its imported/), so
+# that a running cluster picks up an image that hack/images.sh rebuilt. In parallel: the Slurm
+# image alone takes seconds. import_all_images: every running node's.
 import_images() {
-  local img seen pids=() p
-  mkdir -p "$ENV_DIR/imported"
+  local k=${1:-1} img seen dir pids=() p
+  dir=$ENV_DIR; [ "$k" = 1 ] || dir=$(node_dir "$k")
+  mkdir -p "$dir/imported"
   for img in "$SUNK_IMAGES"/*.tar; do
     [ -e "$img" ] || continue
-    seen=$ENV_DIR/imported/$(basename "$img")
+    seen=$dir/imported/$(basename "$img")
     [ "$(cat "$seen" 2>/dev/null)" = "$(stat -c '%s %Y' "$img")" ] && continue
-    { $CTR images import --no-unpack=false "$img" >/dev/null && stat -c '%s %Y' "$img" > "$seen"; } & pids+=($!)
+    { ctr -a "$dir/containerd/containerd.sock" -n k8s.io images import --no-unpack=false "$img" >/dev/null &&
+      stat -c '%s %Y' "$img" > "$seen"; } & pids+=($!)
   done
-  for p in "${pids[@]}"; do wait "$p" || { log "importing images failed"; return 1; }; done
+  for p in "${pids[@]}"; do wait "$p" || { log "importing images into $(node_name "$k") failed"; return 1; }; done
+}
+import_all_images() {
+  local k
+  import_images 1
+  for k in $(seq 2 "$KUBE_NODES"); do node_running "$k" && import_images "$k"; done
+  return 0
 }
 
 # service_guard -I|-D: TCP to a Service cluster IP that kube-proxy has not (yet) translated is
@@ -366,7 +392,7 @@ up() {
   local want=$1 have=""
   [ -f "$ENV_DIR/mode" ] && have=$(cat "$ENV_DIR/mode")
   if [ -n "$have" ] && apiserver_ready; then
-    if [ "$have" = cluster ]; then import_images; start_netpol; log "kube environment already up ($have)"; return 0; fi
+    if [ "$have" = cluster ]; then import_all_images; start_netpol; start_nodes; log "kube environment already up ($have)"; return 0; fi
     if [ "$want" = api ]; then log "kube environment already up ($have)"; return 0; fi
     "$SUNK_ROOT/hack/provision.sh" host tools images
     log "extending the kube environment to a cluster"
@@ -392,7 +418,7 @@ down_quiet() {
     kubectl delete pods --all -A --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
     [ -S "$ENV_DIR/containerd/containerd.sock" ] && wait_for "pods to stop" 60 sh -c "[ -z \"\$($CTR tasks ls -q 2>/dev/null)\" ]" || true
   fi
-  stop_bg kubelet; stop_bg kube-proxy; stop_bg kube-router
+  stop_all_bg 'kubelet*' 'kube-proxy*' 'kube-router*'   # every node's
   if [ -S "$ENV_DIR/containerd/containerd.sock" ]; then
     local t
     for t in $($CTR tasks ls -q 2>/dev/null); do $CTR tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true; done
@@ -400,6 +426,7 @@ down_quiet() {
   fi
   local f
   stop_all_bg
+  down_nodes
   [ -x "$SUNK_BIN/kube-proxy" ] && kube-proxy --cleanup >/dev/null 2>&1 || true
   # A pod's veth goes with its network namespace, which the kernel keeps while a socket of it
   # lives on (an orphaned TCP connection retrying): one outlived a run by over 20 minutes and
@@ -409,6 +436,7 @@ down_quiet() {
   done
   ip link del sunk0 2>/dev/null || true
   service_guard -D
+  pod_egress -D
   for f in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns del "$f" 2>/dev/null || true; done
   release_netns_dir
   # kubelet bind-mounts pod volumes and leaves tmpfs mounts behind when stopped.
@@ -477,6 +505,10 @@ case ${1:-} in
   netpol) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "NetworkPolicy enforcement needs the cluster environment"
           with_lock kube-env start_netpol ;;
   images) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "importing images needs the cluster environment"
-          with_lock kube-env import_images ;;
-  *) die "usage: $0 up api|cluster | down | status | kwok N | images | netpol" ;;
+          with_lock kube-env import_all_images ;;
+  nodes) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "extra nodes need the cluster environment"
+         with_lock kube-env start_nodes ;;
+  node-fail) with_lock kube-env node_fail "${2:?usage: $0 node-fail NODE}" ;;
+  node-restore) with_lock kube-env node_restore "${2:?usage: $0 node-restore NODE}" ;;
+  *) die "usage: $0 up api|cluster | down | status | kwok N | images | netpol | nodes | node-fail NODE | node-restore NODE" ;;
 esac

@@ -88,10 +88,15 @@ stop_bg() {
   rm -f "$f"
 }
 
-# stop_all_bg: stop every daemon the current environment started.
+# stop_all_bg [NAME-GLOB...]: stop every daemon the current environment started (whose name
+# matches one of the globs), all at once: each takes seconds to go, and the kube test bed has a dozen.
 stop_all_bg() {
-  local f
-  for f in "$ENV_DIR"/pids/*; do [ -e "$f" ] && stop_bg "$(basename "$f")"; done
+  local f g
+  [ $# -gt 0 ] || set -- '*'
+  for g in "$@"; do
+    for f in "$ENV_DIR"/pids/$g; do [ -e "$f" ] && stop_bg "$(basename "$f")" & done
+  done
+  wait
   return 0
 }
 
