@@ -200,7 +200,7 @@ start_cluster() {
   wait_for containerd 30 $CTR version
   import_images
   start_bg kubelet kubelet --config="$ENV_DIR/kubelet/config.yaml" --kubeconfig="$ENV_DIR/kubelet.kubeconfig" \
-    --root-dir="$ENV_DIR/kubelet/root" --hostname-override=$NODE --node-ip="$NODE_IP"
+    --root-dir="$ENV_DIR/kubelet/root" --hostname-override=$NODE --node-ip="$NODE_IP" --node-labels="$(node_labels 1)"
   service_guard -I
   # kube-proxy runs dual-stack whenever ip6tables works, and this cluster is IPv4 only: its PATH
   # has iptables alone, so it proxies one family. Measured in an e2e run (2026-11-29, 444 s of

@@ -35,11 +35,14 @@ node_bridge_ip() { echo "10.88.$((126 + $1)).1"; }   # the CNI gateway of node K
 in_node() { local k=$1; shift; ip netns exec "$(node_netns "$k")" "$@"; }
 node_ctr() { local k=$1; shift; ctr -a "$(node_dir "$k")/containerd/containerd.sock" -n k8s.io "$@"; }
 
-# node_labels K: the labels of extra node K; two leaves under one spine, two nodes a leaf, one
-# NVLink domain per leaf.
+# node_labels K: the labels of node K: NVIDIA topograph's switch tiers and NVLink domain, one
+# spine, sunk-node alone on leaf-0 and the extra nodes two a leaf (sunk-node-2 and -3 on leaf-1);
+# the extra nodes also GPU Feature Discovery's product and the extra-node label.
 node_labels() {
-  local leaf=$(( ($1 - 2) / 2 + 1 ))
-  echo "fabric.topograph.run/tier-3=core-1,fabric.topograph.run/tier-2=spine-1,fabric.topograph.run/tier-1=leaf-$leaf,accelerator.topograph.run/domain=nvl-$leaf,nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3,testbed.sunk.dev/extra-node=true"
+  local leaf=$(( $1 / 2 ))
+  printf 'fabric.topograph.run/tier-3=core-1,fabric.topograph.run/tier-2=spine-1,fabric.topograph.run/tier-1=leaf-%s,accelerator.topograph.run/domain=nvl-%s' "$leaf" "$leaf"
+  [ "$1" = 1 ] || printf ',nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3,testbed.sunk.dev/extra-node=true'
+  echo
 }
 
 # node_network K: K's namespace, its address on sunk-kn0 and the host's route to its pods.
@@ -166,6 +169,7 @@ node_fail() {
 # node_restore NAME: the failed node boots again.
 node_restore() {
   local k; k=$(node_index "$1")
+  if node_running "$k"; then log "node $1 is up"; return 0; fi
   start_node "$k"
   log "node $(node_name "$k") restored"
 }

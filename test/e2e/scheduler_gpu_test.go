@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -244,17 +243,6 @@ func (h *helmEnv) waitUnlocked(t *testing.T, nodeName string) {
 // labelNode sets a label on the test's node until the test ends.
 func (e *operatorEnv) labelNode(t *testing.T, key, value string) {
 	t.Helper()
-	set := func(v any) error {
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: v}}})
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.NodeName}}
-		return e.c.Patch(context.Background(), node, client.RawPatch(types.MergePatchType, patch))
-	}
-	if err := set(value); err != nil {
-		t.Fatalf("labelling node %s %s=%s: %v", e.NodeName, key, value, err)
-	}
-	t.Cleanup(func() {
-		if err := set(nil); err != nil {
-			t.Errorf("removing label %s from node %s: %v", key, e.NodeName, err)
-		}
-	})
+	e.setNodeLabel(t, e.NodeName, key, value)
+	t.Cleanup(func() { e.setNodeLabel(t, e.NodeName, key, "") })
 }
