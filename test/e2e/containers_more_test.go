@@ -78,7 +78,7 @@ func (e *operatorEnv) moreContainers(t *testing.T, login, ctr string, r ctrRegis
 	}
 
 	// MPI across the two pods: srun --mpi=pmi2 tasks in containers exchange their host names
-	// through slurmstepd (test/pmi2client over PMI_FD), and see slurmd's spool directory.
+	// through slurmstepd (test/e2e/pmi2probe over PMI_FD), and see slurmd's spool directory.
 	e.pmi2Across(t, login, r.image, node0, node1)
 
 	// Bad input: a missing image, a malformed mount (srun refuses it itself), a mount source
@@ -173,16 +173,16 @@ func sum(m map[string]int) int {
 	return n
 }
 
-// pmi2Across copies test/pmi2client (static) to the shared volume and runs it as nobody in
+// pmi2Across copies test/e2e/pmi2probe (static) to the shared volume and runs it as nobody in
 // containers of a two-node srun --mpi=pmi2 step: each rank prints every rank's host name,
 // which it has only if slurmstepd's PMI2 exchange (kvs-fence across the nodes) worked.
 func (e *operatorEnv) pmi2Across(t *testing.T, login, image, node0, node1 string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pmi2client")
-	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "sunk.dev/sunk/test/pmi2client")
+	bin := filepath.Join(t.TempDir(), "pmi2probe")
+	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "sunk.dev/sunk/test/e2e/pmi2probe")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build pmi2client: %v\n%s", err, out)
+		t.Fatalf("go build pmi2probe: %v\n%s", err, out)
 	}
 	f, err := os.Open(bin)
 	if err != nil {
@@ -191,20 +191,22 @@ func (e *operatorEnv) pmi2Across(t *testing.T, login, image, node0, node1 string
 	defer f.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if out, err := e.exec.ExecStdin(ctx, f, e.ns, login, "login", "sh", "-c", "cat > /shared/pmi2client && chmod 755 /shared/pmi2client"); err != nil {
-		t.Fatalf("copying pmi2client to /shared: %v %s", err, out)
+	if out, err := e.exec.ExecStdin(ctx, f, e.ns, login, "login", "sh", "-c", "cat > /shared/pmi2probe && chmod 755 /shared/pmi2probe"); err != nil {
+		t.Fatalf("copying pmi2probe to /shared: %v %s", err, out)
 	}
 	out, err := e.sh(t, login, "login", "cd /tmp && runuser -u nobody -- srun -p ctr -N2 -n2 --mpi=pmi2 -D /tmp --container-image="+image+
-		" --container-mounts=/shared/pmi2client:/usr/bin/pmi2client:ro sh -c 'test -d /var/spool/slurmd && echo spool-$PMI_RANK; pmi2client' 2>&1")
+		" --container-mounts=/shared/pmi2probe:/usr/bin/pmi2probe:ro sh -c 'test -d /var/spool/slurmd && echo spool-$PMI_RANK; pmi2probe' 2>&1")
 	t.Logf("srun -N2 -n2 --mpi=pmi2 in containers printed:\n%s", out)
 	// Each rank prints every rank's host, in rank order, from the PMI2 key-value space: both the
 	// same two pods, in the order Slurm laid the ranks out (its node order is the dynamic
 	// nodes' registration order, so either pod may hold rank 0).
-	hosts := node0 + "," + node1
-	if strings.Contains(out, "hosts "+node1+","+node0+"\n") {
-		hosts = node1 + "," + node0
+	h0, h1 := node0, node1
+	if strings.Contains(out, " hosts="+node1+","+node0+"\n") {
+		h0, h1 = node1, node0
 	}
-	for _, want := range []string{"spool-0\n", "spool-1\n", "pmi2 rank 0 of 2: hosts " + hosts + "\n", "pmi2 rank 1 of 2: hosts " + hosts + "\n"} {
+	hosts := h0 + "," + h1
+	for _, want := range []string{"spool-0\n", "spool-1\n",
+		"pmi2probe: rank=0 size=2 host=" + h0 + " hosts=" + hosts + "\n", "pmi2probe: rank=1 size=2 host=" + h1 + " hosts=" + hosts + "\n"} {
 		if err != nil || !strings.Contains(out, want) {
 			t.Errorf("srun -N2 --mpi=pmi2 in containers: %v %q, want %q", err, out, want)
 		}

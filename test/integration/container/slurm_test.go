@@ -75,20 +75,20 @@ func TestSlurmSteps(t *testing.T) {
 		t.Errorf("--container-mount-home printed %q, want /home/alice and the host file", out)
 	}
 	// MPI: the tasks of an srun --mpi=pmi2 step talk to slurmstepd from inside their
-	// containers (test/pmi2client: init, fullinit, kvs-put, kvs-fence, kvs-get of every
+	// containers (test/e2e/pmi2probe: init, fullinit, kvs-put, kvs-fence, kvs-get of every
 	// rank, finalize over PMI_FD), and slurmd's spool directory is there at its path.
-	client := filepath.Join(n.dir, "pmi2client")
-	build := exec.Command("go", "build", "-o", client, "sunk.dev/sunk/test/pmi2client")
+	client := filepath.Join(n.dir, "pmi2probe")
+	build := exec.Command("go", "build", "-o", client, "sunk.dev/sunk/test/e2e/pmi2probe")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build pmi2client: %v\n%s", err, b)
+		t.Fatalf("go build pmi2probe: %v\n%s", err, b)
 	}
 	data, err := os.ReadFile(client)
 	must(t, err)
-	n.write(t, "/home/alice/pmi2client", string(data))
-	out = n.user(t, "srun -n2 --mpi=pmi2 --container-image="+image+" --container-mounts=/home/alice/pmi2client:/usr/bin/pmi2client:ro "+
-		"sh -c 'test -d /var/spool/slurmd && echo spool-$PMI_RANK; pmi2client'")
-	for _, want := range []string{"spool-0\n", "spool-1\n", "pmi2 rank 0 of 2: hosts c1,c1\n", "pmi2 rank 1 of 2: hosts c1,c1\n"} {
+	n.write(t, "/home/alice/pmi2probe", string(data))
+	out = n.user(t, "srun -n2 --mpi=pmi2 --container-image="+image+" --container-mounts=/home/alice/pmi2probe:/usr/bin/pmi2probe:ro "+
+		"sh -c 'test -d /var/spool/slurmd && echo spool-$PMI_RANK; pmi2probe'")
+	for _, want := range []string{"spool-0\n", "spool-1\n", "pmi2probe: rank=0 size=2 host=c1 hosts=c1,c1\n", "pmi2probe: rank=1 size=2 host=c1 hosts=c1,c1\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("srun -n2 --mpi=pmi2 in containers printed %q, want %q", out, want)
 		}
