@@ -14,15 +14,16 @@
 #            Add-ons (hack/manifests): CoreDNS as kube-dns at 10.96.0.10 (cluster.local) and the
 #            default StorageClass "standard" (kube-controller-manager's hostPath provisioner).
 #
-# `images` (and `up cluster` on a running cluster) imports the images of $SUNK_IMAGES that changed
-# since they were last imported. `netpol` (and `up cluster` on a running cluster) starts the
-# NetworkPolicy enforcement on a cluster started without it; `nodes` the extra nodes missing.
-# `node-fail NODE` cuts an extra node's power (link down, every process of it killed) and
-# `node-restore NODE` boots it again. Admin kubeconfig:
+# `images` (and `up cluster` on a running cluster) pushes the images of $SUNK_IMAGES that changed
+# to the test bed's registry and has every node pull them (hack/registry.sh). `netpol` (and `up
+# cluster` on a running cluster) starts the NetworkPolicy enforcement on a cluster started
+# without it; `nodes` the extra nodes missing. `node-fail NODE` cuts an extra node's power (link
+# down, every process of it killed) and `node-restore NODE` boots it again. Admin kubeconfig:
 # $SUNK_STATE/kube/admin.kubeconfig. `down` removes processes, mounts, iptables chains, ipsets,
 # ip rules, cgroups, the bridge and the state directory.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/kube-nodes.sh"
+source "$(dirname "$0")/registry.sh"
 ENV_DIR=$SUNK_STATE/kube
 P=$ENV_DIR/pki
 NODE=sunk-node
@@ -129,7 +130,8 @@ configs() {
     -e "s#address = \"/run/containerd/containerd.sock\"#address = \"$dir/containerd/containerd.sock\"#" \
     -e 's#sandbox_image = .*#sandbox_image = "registry.k8s.io/pause:3.10"#' \
     -e 's#bin_dir = "/opt/cni/bin"#bin_dir = "/usr/lib/cni"#' -e "s#conf_dir = \"/etc/cni/net.d\"#conf_dir = \"$dir/cni/net.d\"#" \
-    -e 's#restrict_oom_score_adj = false#restrict_oom_score_adj = true#' > "$dir/containerd/config.toml"
+    -e 's#restrict_oom_score_adj = false#restrict_oom_score_adj = true#' \
+    -e "s#config_path = \"\"#config_path = \"$ENV_DIR/certs.d\"#" > "$dir/containerd/config.toml"
   # restrict_oom_score_adj: this machine lacks CAP_SYS_RESOURCE, so runc cannot lower a sandbox's
   # oom_score_adj ("can't get final child's PID from pipe: EOF") unless containerd clamps it.
   # ipMasq off: pods keep their address to pods of every node (pod_egress masquerades the rest).
@@ -196,9 +198,11 @@ start_cluster() {
   cgroups sunk
   claim_netns_dir
   pod_egress -A
+  start_registry
+  push_images
   start_bg containerd containerd --config "$ENV_DIR/containerd/config.toml"
   wait_for containerd 30 $CTR version
-  import_images
+  pull_images 1
   start_bg kubelet kubelet --config="$ENV_DIR/kubelet/config.yaml" --kubeconfig="$ENV_DIR/kubelet.kubeconfig" \
     --root-dir="$ENV_DIR/kubelet/root" --hostname-override=$NODE --node-ip="$NODE_IP" --node-labels="$(node_labels 1)"
   service_guard -I
@@ -286,27 +290,13 @@ clean_netpol() {
   done
 }
 
-# import_images [K]: load every tarball of $SUNK_IMAGES that changed since its last import into the
-# containerd of node K (1, sunk-node, by default; size and mtime per image in its imported/), so
-# that a running cluster picks up an image that hack/images.sh rebuilt. In parallel: the Slurm
-# image alone takes seconds. import_all_images: every running node's.
-import_images() {
-  local k=${1:-1} img seen dir pids=() p
-  dir=$ENV_DIR; [ "$k" = 1 ] || dir=$(node_dir "$k")
-  mkdir -p "$dir/imported"
-  for img in "$SUNK_IMAGES"/*.tar; do
-    [ -e "$img" ] || continue
-    seen=$dir/imported/$(basename "$img")
-    [ "$(cat "$seen" 2>/dev/null)" = "$(stat -c '%s %Y' "$img")" ] && continue
-    { ctr -a "$dir/containerd/containerd.sock" -n k8s.io images import --no-unpack=false "$img" >/dev/null &&
-      stat -c '%s %Y' "$img" > "$seen"; } & pids+=($!)
-  done
-  for p in "${pids[@]}"; do wait "$p" || { log "importing images into $(node_name "$k") failed"; return 1; }; done
-}
-import_all_images() {
+# images_to_nodes: the images that changed pushed to the registry and pulled by every running node.
+images_to_nodes() {
   local k
-  import_images 1
-  for k in $(seq 2 "$KUBE_NODES"); do node_running "$k" && import_images "$k"; done
+  start_registry
+  push_images
+  pull_images 1
+  for k in $(seq 2 "$KUBE_NODES"); do node_running "$k" && pull_images "$k"; done
   return 0
 }
 
@@ -392,7 +382,7 @@ up() {
   local want=$1 have=""
   [ -f "$ENV_DIR/mode" ] && have=$(cat "$ENV_DIR/mode")
   if [ -n "$have" ] && apiserver_ready; then
-    if [ "$have" = cluster ]; then import_all_images; start_netpol; start_nodes; log "kube environment already up ($have)"; return 0; fi
+    if [ "$have" = cluster ]; then images_to_nodes; start_netpol; start_nodes; log "kube environment already up ($have)"; return 0; fi
     if [ "$want" = api ]; then log "kube environment already up ($have)"; return 0; fi
     "$SUNK_ROOT/hack/provision.sh" host tools images
     log "extending the kube environment to a cluster"
@@ -504,8 +494,8 @@ case ${1:-} in
         with_lock kube-env start_kwok "${2:?usage: $0 kwok N}" ;;
   netpol) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "NetworkPolicy enforcement needs the cluster environment"
           with_lock kube-env start_netpol ;;
-  images) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "importing images needs the cluster environment"
-          with_lock kube-env import_all_images ;;
+  images) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "pulling images needs the cluster environment"
+          with_lock kube-env images_to_nodes ;;
   nodes) [ -f "$ENV_DIR/mode" ] && [ "$(cat "$ENV_DIR/mode")" = cluster ] || die "extra nodes need the cluster environment"
          with_lock kube-env start_nodes ;;
   node-fail) with_lock kube-env node_fail "${2:?usage: $0 node-fail NODE}" ;;

@@ -80,7 +80,7 @@ extendedKeyUsage=serverAuth" && chmod 600 ./*.key)
   client_kubeconfig "kubelet-$name" "https://$NODE_IP:6443"
 }
 
-# start_node K: node K booted: network, containerd (images imported), kubelet, kube-proxy and
+# start_node K: node K booted: network, containerd (images pulled from the registry), kubelet, kube-proxy and
 # kube-router, all in its namespace. Returns once the Node is Ready.
 start_node() {
   local k=$1 name dir ns
@@ -91,7 +91,7 @@ start_node() {
   cgroups "$name"
   start_bg "containerd-$name" nsenter --net="/run/netns/$ns" containerd --config "$dir/containerd/config.toml"
   wait_for "containerd of $name" 30 node_ctr "$k" version
-  import_images "$k"
+  pull_images "$k"
   start_bg "kubelet-$name" nsenter --net="/run/netns/$ns" kubelet --config="$dir/kubelet/config.yaml" \
     --kubeconfig="$ENV_DIR/kubelet-$name.kubeconfig" --root-dir="$dir/kubelet/root" \
     --hostname-override="$name" --node-ip="$(node_ip "$k")" \

@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 found=0
 report() { [ -z "$2" ] || { printf '%s:\n%s\n' "$1" "$2" >&2; found=1; }; }
-report processes "$(pgrep -af '(^|/)(slurmctld|slurmd|slurmrestd|slurmstepd|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kube-router|containerd|kwok)( |$)' | grep -v defunct || true)"
+report processes "$(pgrep -af '(^|/)(slurmctld|slurmd|slurmrestd|slurmstepd|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kube-router|containerd|kwok|docker-registry)( |$)' | grep -v defunct || true)"
 report mounts "$(findmnt -rn -o TARGET | grep -E "^($SUNK_STATE|/run/netns|/var/lib/kubelet)" || true)"
 report "network namespaces" "$(ip netns list 2>/dev/null | grep -E '^(sunk-|cni-)' || true)"
 report links "$(ip -o link show 2>/dev/null | grep -oE ' (sunk0|sunk-slurm0|sunk-slurm26|sunk-sn[0-9]+|sunk-s26n[0-9]+|sunk-kn0|sunk-kv[0-9]+|veth[0-9a-f]+)[@:]' || true)"

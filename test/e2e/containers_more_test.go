@@ -178,22 +178,7 @@ func sum(m map[string]int) int {
 // which it has only if slurmstepd's PMI2 exchange (kvs-fence across the nodes) worked.
 func (e *operatorEnv) pmi2Across(t *testing.T, login, image, node0, node1 string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pmi2probe")
-	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "sunk.dev/sunk/test/e2e/pmi2probe")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build pmi2probe: %v\n%s", err, out)
-	}
-	f, err := os.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if out, err := e.exec.ExecStdin(ctx, f, e.ns, login, "login", "sh", "-c", "cat > /shared/pmi2probe && chmod 755 /shared/pmi2probe"); err != nil {
-		t.Fatalf("copying pmi2probe to /shared: %v %s", err, out)
-	}
+	e.copyPMI2Probe(t, login, "login", "/shared/pmi2probe")
 	out, err := e.sh(t, login, "login", "cd /tmp && runuser -u nobody -- srun -p ctr -N2 -n2 --mpi=pmi2 -D /tmp --container-image="+image+
 		" --container-mounts=/shared/pmi2probe:/usr/bin/pmi2probe:ro sh -c 'test -d /var/spool/slurmd && echo spool-$PMI_RANK; pmi2probe' 2>&1")
 	t.Logf("srun -N2 -n2 --mpi=pmi2 in containers printed:\n%s", out)
@@ -210,5 +195,26 @@ func (e *operatorEnv) pmi2Across(t *testing.T, login, image, node0, node1 string
 		if err != nil || !strings.Contains(out, want) {
 			t.Errorf("srun -N2 --mpi=pmi2 in containers: %v %q, want %q", err, out, want)
 		}
+	}
+}
+
+// copyPMI2Probe builds test/e2e/pmi2probe (static) and copies it to path in a pod's container.
+func (e *operatorEnv) copyPMI2Probe(t *testing.T, pod, container, path string) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "pmi2probe")
+	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "sunk.dev/sunk/test/e2e/pmi2probe")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build pmi2probe: %v\n%s", err, out)
+	}
+	f, err := os.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := e.exec.ExecStdin(ctx, f, e.ns, pod, container, "sh", "-c", "cat > "+path+" && chmod 755 "+path); err != nil {
+		t.Fatalf("copying pmi2probe to %s of %s: %v %s", path, pod, err, out)
 	}
 }

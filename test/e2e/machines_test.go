@@ -84,16 +84,17 @@ func TestSeveralMachines(t *testing.T) {
 	e.checkOnePerMachine(t, nodes)
 	e.checkSwitches(t, login, nodes)
 
-	// One task on each machine.
-	out, err := e.sh(t, login, "login", "srun -N3 --ntasks-per-node=1 -l hostname | sort")
-	if err != nil {
-		t.Fatalf("srun -N3: %v\n%s", err, out)
-	}
+	// One rank on each machine, wired up through PMI2 as an MPI library does at MPI_Init: each
+	// rank sees every rank's host only if the key exchange crossed the three machines.
 	for _, n := range nodes {
-		if !strings.Contains(out, member(n)) {
-			t.Errorf("srun -N3 ran on %q: no task on %s", out, member(n))
-		}
+		e.copyPMI2Probe(t, member(n), "slurmd", "/tmp/pmi2probe")
 	}
+	out, err := e.sh(t, login, "login", "srun -N3 --ntasks-per-node=1 --mpi=pmi2 -D /tmp /tmp/pmi2probe 2>&1")
+	t.Logf("srun -N3 --mpi=pmi2 printed:\n%s", out)
+	if err != nil {
+		t.Fatalf("srun -N3 --mpi=pmi2: %v", err)
+	}
+	e.checkRanksOnEveryMachine(t, out, nodes, member)
 
 	e.drainOneMachine(t, login, nodes, member)
 	e.failOneMachine(t, login, nodes, member)
@@ -252,6 +253,33 @@ func (e *operatorEnv) failOneMachine(t *testing.T, login string, nodes []string,
 	}
 }
 
+// checkRanksOnEveryMachine: pmi2probe's lines of a 3-rank step, one rank on each machine's
+// member, every rank seeing the same three hosts (ranks are not placed in node-name order).
+func (e *operatorEnv) checkRanksOnEveryMachine(t *testing.T, out string, nodes []string, member func(string) string) {
+	t.Helper()
+	hostsSeen := map[string]bool{}
+	var lists []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rank, size int
+		var host, hosts string
+		if _, err := fmt.Sscanf(line, "pmi2probe: rank=%d size=%d host=%s hosts=%s", &rank, &size, &host, &hosts); err != nil || size != len(nodes) {
+			t.Fatalf("line %q of the step is not a rank's of %d: %v", line, len(nodes), err)
+		}
+		hostsSeen[host] = true
+		lists = append(lists, hosts)
+	}
+	for _, n := range nodes {
+		if !hostsSeen[member(n)] {
+			t.Errorf("no rank on %s (hosts %v)", member(n), hostsSeen)
+		}
+	}
+	for _, l := range lists {
+		if l != lists[0] || len(strings.Split(l, ",")) != len(nodes) {
+			t.Errorf("ranks saw different hosts: %v", lists)
+		}
+	}
+}
+
 // waitIdleOrRunning waits until a Slurm node takes jobs again: no drain, not down.
 func (e *operatorEnv) waitIdleOrRunning(t *testing.T, login, node string) {
 	t.Helper()
@@ -324,25 +352,28 @@ func (e *operatorEnv) checkOnePerMachine(t *testing.T, nodes []string) {
 	}
 }
 
-// checkSwitches: the machines' topograph labels are Slurm's switches (hack/kube-nodes.sh:
-// sunk-node on leaf-0, the extra nodes two a leaf).
+// checkSwitches: each machine's topograph leaf label is a switch of its member in Slurm's
+// topology (hack/kube-nodes.sh: sunk-node on leaf-0, the extra nodes two a leaf).
 func (e *operatorEnv) checkSwitches(t *testing.T, login string, nodes []string) {
 	t.Helper()
-	poll(t, 2*time.Minute, "Slurm's switches from the node labels", func() error {
-		out, err := e.sh(t, login, "login", "scontrol show topology")
-		if err != nil {
-			return fmt.Errorf("%v %q", err, out)
+	for _, n := range nodes {
+		var node corev1.Node
+		if err := e.c.Get(context.Background(), types.NamespacedName{Name: n}, &node); err != nil {
+			t.Fatal(err)
 		}
-		for _, n := range nodes {
-			if !strings.Contains(out, clusternames.PerNodeMemberName("m", n)) {
-				return fmt.Errorf("%s in no switch:\n%s", n, out)
+		leaf := node.Labels[wellknown.TreePresetLabels["topograph"][2]]
+		if leaf == "" {
+			t.Fatalf("node %s has no topograph leaf label (labels %v)", n, node.Labels)
+		}
+		m := clusternames.PerNodeMemberName("m", n)
+		poll(t, 2*time.Minute, m+" under switch "+leaf, func() error {
+			out, err := e.sh(t, login, "login", "scontrol show topology "+m)
+			if err != nil || !strings.Contains(out, "SwitchName="+leaf) {
+				return fmt.Errorf("%v %q", err, out)
 			}
-		}
-		if !strings.Contains(out, "leaf-1") || !strings.Contains(out, "spine-1") {
-			return fmt.Errorf("no leaf-1 under spine-1:\n%s", out)
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 }
 
 // envKube runs hack/env-kube.sh with args (node-fail, node-restore).
