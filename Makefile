@@ -9,7 +9,7 @@ export SUNK_CACHE
 export CGO_ENABLED := 0
 export GOFLAGS := -buildvcs=false -trimpath -ldflags=-w
 
-.PHONY: help build install generate slurm-conf-keys slurm-openapi lint test test-slurm-26.05 unit provision testbed-up testbed-down demo demo-seeds-day demo-down soak
+.PHONY: help build install generate slurm-conf-keys slurm-openapi lint test test-slurm-26.05 unit provision images testbed-up testbed-down demo demo-seeds-day demo-down soak
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -56,6 +56,10 @@ test: ## THE test command: provision, lint, unit + integration (real Slurm, apis
 
 provision: ## install host packages, build Kubernetes/helm/kwok/codegen tools, Slurm rootfs and images
 	hack/provision.sh all
+
+images: ## build sunk's and Slurm's images offline (hack/images.sh); with REGISTRY=host[:port]/path [TAG=...] also push them there (hack/push-images.sh)
+	hack/provision.sh images
+	@if [ -n "$(REGISTRY)" ]; then hack/push-images.sh "$(REGISTRY)" $(TAG); fi
 
 testbed-up: ## start an environment: ENV=api|cluster|slurm (default cluster)
 	@if [ "$(ENV)" = slurm ]; then hack/env-slurm.sh up; else hack/env-kube.sh up $(ENV); fi

@@ -7,7 +7,8 @@
 # (pull_images). The images keep their names (sunk.dev/slurm:26.05-local, registry.k8s.io/pause:3.10,
 # docker.io/library/busybox:local, ...): each node's hosts.toml ($ENV_DIR/certs.d, containerd's
 # config_path) sends those registries to this one, for kubelet's pulls through the CRI as for
-# pull_images' through ctr.
+# pull_images' through ctr. $ENV_DIR/registry holds its address, for tests that push as a user
+# does (TestHelmJourney: make images REGISTRY=...).
 
 REGISTRY_PORT=${SUNK_REGISTRY_PORT:-5050}
 REGISTRY_DIR=$SUNK_CACHE/registry
@@ -21,7 +22,10 @@ registry_ready() { curl -sf -o /dev/null "http://$(registry_addr)/v2/"; }
 start_registry() {
   local r
   mkdir -p "$REGISTRY_DIR/data" "$ENV_DIR/certs.d"
-  for r in $MIRRORED_REGISTRIES; do
+  # The registry under its own name too, for images pushed as a user does (make images
+  # REGISTRY=$(cat $ENV_DIR/registry)/...): plain HTTP.
+  registry_addr > "$ENV_DIR/registry"
+  for r in $MIRRORED_REGISTRIES $(registry_addr); do
     mkdir -p "$ENV_DIR/certs.d/$r"
     cat > "$ENV_DIR/certs.d/$r/hosts.toml" <<TOML
 server = "http://$(registry_addr)"

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"math"
+
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -19,15 +21,22 @@ func ComputeDisruptionBudgetName(nodeSet string) string { return nodeSet + "-slu
 // once the cordon's `k8s: node cordoned` drain has let the jobs end, the syncer labels the pod
 // and the eviction goes through. The NodeSet controller deletes pods itself (after its own
 // drain), so the budget never holds up scale-in or updates.
+//
+// "Every selected pod stays" is an integer minAvailable no NodeSet reaches, not maxUnavailable
+// 0: with maxUnavailable (or a percentage) the disruption controller counts the pods expected
+// through their controller's scale subresource, and a PerNode NodeSet has no spec.replicas
+// (autoscaling aside), so it failed with a CalculateExpectedPodCountFailed warning at every
+// change of the NodeSet's pods. An integer minAvailable counts the pods it selects, for any
+// controller (Kubernetes' "Specifying a Disruption Budget"); it refuses every eviction alike.
 func ComputeDisruptionBudget(ns *sunkv1.NodeSet, n clusternames.Names) *policyv1.PodDisruptionBudget {
-	zero := intstr.FromInt32(0)
+	all := intstr.FromInt32(math.MaxInt32)
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns.Namespace, Name: ComputeDisruptionBudgetName(ns.Name),
 			Labels: ComputeSelectorLabels(n, ns.Name),
 		},
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: &zero,
+			MinAvailable: &all,
 			Selector: &metav1.LabelSelector{
 				MatchLabels: ComputeSelectorLabels(n, ns.Name),
 				MatchExpressions: []metav1.LabelSelectorRequirement{{

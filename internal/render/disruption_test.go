@@ -1,6 +1,7 @@
 package render
 
 import (
+	"math"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +16,7 @@ func TestComputeDisruptionBudgetProtectsAllButEvictable(t *testing.T) {
 	sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	ns := &sunkv1.NodeSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gpu"}}
 	pdb := ComputeDisruptionBudget(ns, clusternames.For(sc, "cluster.local"))
-	if pdb.Name != "gpu-slurm-jobs" || pdb.Namespace != "ns" || pdb.Spec.MaxUnavailable.IntValue() != 0 || pdb.Spec.MinAvailable != nil {
+	if pdb.Name != "gpu-slurm-jobs" || pdb.Namespace != "ns" || pdb.Spec.MinAvailable.IntValue() != math.MaxInt32 || pdb.Spec.MaxUnavailable != nil {
 		t.Fatalf("budget %s/%s maxUnavailable %v minAvailable %v", pdb.Namespace, pdb.Name, pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable)
 	}
 	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)

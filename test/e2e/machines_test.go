@@ -352,10 +352,13 @@ func (e *operatorEnv) checkOnePerMachine(t *testing.T, nodes []string) {
 	}
 }
 
-// checkSwitches: each machine's topograph leaf label is a switch of its member in Slurm's
-// topology (hack/kube-nodes.sh: sunk-node on leaf-0, the extra nodes two a leaf).
+// checkSwitches: each machine's topograph leaf label is its member's leaf switch in Slurm's
+// topology (hack/kube-nodes.sh: sunk-node on leaf-0, the extra nodes two a leaf). The leaves
+// are read from `scontrol show topology` with their hostlists expanded (26.05 takes a topology
+// name, not a node, as its argument).
 func (e *operatorEnv) checkSwitches(t *testing.T, login string, nodes []string) {
 	t.Helper()
+	want := map[string]string{}
 	for _, n := range nodes {
 		var node corev1.Node
 		if err := e.c.Get(context.Background(), types.NamespacedName{Name: n}, &node); err != nil {
@@ -365,15 +368,28 @@ func (e *operatorEnv) checkSwitches(t *testing.T, login string, nodes []string) 
 		if leaf == "" {
 			t.Fatalf("node %s has no topograph leaf label (labels %v)", n, node.Labels)
 		}
-		m := clusternames.PerNodeMemberName("m", n)
-		poll(t, 2*time.Minute, m+" under switch "+leaf, func() error {
-			out, err := e.sh(t, login, "login", "scontrol show topology "+m)
-			if err != nil || !strings.Contains(out, "SwitchName="+leaf) {
-				return fmt.Errorf("%v %q", err, out)
-			}
-			return nil
-		})
+		want[clusternames.PerNodeMemberName("m", n)] = leaf
 	}
+	const leaves = `scontrol show topology | grep 'Level=0' | sed -E 's/^SwitchName=([^ ]+) .* Nodes=([^ ]+).*/\1 \2/' |
+  while read -r sw list; do for n in $(scontrol show hostnames "$list"); do echo "$n $sw"; done; done`
+	poll(t, 2*time.Minute, "every member under its machine's leaf switch", func() error {
+		out, err := e.sh(t, login, "login", leaves)
+		if err != nil {
+			return fmt.Errorf("%v %q", err, out)
+		}
+		got := map[string]string{}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(l); len(f) == 2 {
+				got[f[0]] = f[1]
+			}
+		}
+		for m, leaf := range want {
+			if !strings.HasPrefix(got[m], leaf) {
+				return fmt.Errorf("%s under %q, want %s (leaves %v)", m, got[m], leaf, got)
+			}
+		}
+		return nil
+	})
 }
 
 // envKube runs hack/env-kube.sh with args (node-fail, node-restore).

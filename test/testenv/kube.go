@@ -83,8 +83,19 @@ func Cluster(t testing.TB) *ClusterEnv {
 	return &ClusterEnv{Kubeconfig: kubeconfig, Config: cfg, Clientset: cs, NodeName: "sunk-node", stateDir: dir}
 }
 
-// BuildImage packs rootfs into a single-layer image named ref and imports it into the node's
-// containerd, so that pods can use it with imagePullPolicy Never (there is no registry).
+// Registry is the address (host:port) of the local cluster's image registry, which every node
+// pulls from over plain HTTP (hack/registry.sh).
+func (c *ClusterEnv) Registry(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.stateDir, "registry"))
+	if err != nil {
+		t.Fatalf("the local cluster's registry: %v (start the cluster with hack/env-kube.sh up cluster)", err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// BuildImage packs rootfs into a single-layer image named ref and imports it into sunk-node's
+// containerd, so that pods there can use it with imagePullPolicy Never.
 func (c *ClusterEnv) BuildImage(t testing.TB, rootfs, ref string, entrypoint string) {
 	t.Helper()
 	tarball := filepath.Join(t.TempDir(), "image.tar")
