@@ -80,7 +80,7 @@ pull_images() {
     [ -e "$img" ] || continue
     ref=$(image_ref "$img") seen=$dir/pulled/$(basename "$img")
     [ "$(cat "$seen" 2>/dev/null)" = "$(cat "$REGISTRY_DIR/pushed/$(basename "$img")")" ] && continue
-    { ctr -a "$dir/containerd/containerd.sock" -n k8s.io images pull --hosts-dir "$ENV_DIR/certs.d" "$ref" >/dev/null &&
+    { ctr -a "$dir/containerd/containerd.sock" -n k8s.io images pull --hosts-dir "$ENV_DIR/certs.d" "$ref" >/dev/null 2>>"$ENV_DIR/logs/pull-$(node_name "$k").log" &&
       cp "$REGISTRY_DIR/pushed/$(basename "$img")" "$seen"; } & pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || { log "$(node_name "$k") pulling images from $(registry_addr) failed"; return 1; }; done

@@ -29,9 +29,11 @@ import (
 // ask for several machines tolerate it.
 var extraNodeTaint = corev1.Toleration{Key: "testbed.sunk.dev/extra-node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 
-// TestSeveralMachines runs one Slurm cluster on the test bed's three real nodes (sunk-node and
-// the two extra ones, each with its own kubelet, containerd and network namespace) through a
-// PerNode NodeSet, and shows what only several machines show:
+// TestSeveralMachines runs one Slurm cluster on three of the test bed's real nodes (sunk-node,
+// sunk-node-3 and sunk-node-4, the extra ones each with its own kubelet, containerd and network
+// namespace) through a PerNode NodeSet, and shows what only several machines show. Every
+// disruption (drain, failure, leaving) is of sunk-node-4, which no other test uses: the tests
+// beside it (TestScheduler's NodeSet wide on sunk-node to -3) keep their machines.
 //   - one slurmd per selected node, each pod on its own machine; a node labelled later gets its
 //     member, and the nodes' topograph labels become Slurm's switches;
 //   - `srun -N3` runs one task on each machine;
@@ -44,7 +46,8 @@ func TestSeveralMachines(t *testing.T) {
 	parallel(t)
 	e := startOperator(t)
 	ctx := context.Background()
-	nodes := e.realNodes(t, 3)
+	all := e.realNodes(t, 4)
+	nodes := []string{all[0], all[2], all[3]} // sunk-node, sunk-node-3, sunk-node-4
 	// A label of this test's own selects the machines: other tests' NodeSets never see it.
 	selector := "e2e.sunk.dev/" + e.ns
 	t.Cleanup(func() {
@@ -108,7 +111,7 @@ func TestSeveralMachines(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if s := state[member(nodes[2])]; !strings.Contains(s, "drain") {
+		if s := state[member(nodes[2])]; !drainingOrDrained(s) {
 			return fmt.Errorf("%s is %q", member(nodes[2]), s)
 		}
 		return nil
@@ -136,8 +139,8 @@ func TestSeveralMachines(t *testing.T) {
 	})
 }
 
-// drainOneMachine: `kubectl drain` of one machine drains its Slurm node alone and ends only
-// after the job on it.
+// drainOneMachine: `kubectl drain` of one machine (the last of nodes) drains its Slurm node alone
+// and ends only after the job on it.
 func (e *operatorEnv) drainOneMachine(t *testing.T, login string, nodes []string, member func(string) string) {
 	t.Helper()
 	target := nodes[2]
@@ -158,7 +161,7 @@ func (e *operatorEnv) drainOneMachine(t *testing.T, login string, nodes []string
 		if err != nil {
 			return err
 		}
-		if s := state[member(target)]; !strings.Contains(s, "drain") {
+		if s := state[member(target)]; !drainingOrDrained(s) {
 			return fmt.Errorf("%s is %q", member(target), s)
 		}
 		for _, n := range nodes[:2] {
@@ -190,11 +193,11 @@ func (e *operatorEnv) drainOneMachine(t *testing.T, login string, nodes []string
 	e.waitIdle(t, login, 4*time.Minute, member(target)+" idle after the uncordon", member(target))
 }
 
-// failOneMachine cuts a machine's power (hack/env-kube.sh node-fail) while a requeueable job
-// runs on it, and boots it again.
+// failOneMachine cuts a machine's power (the last of nodes; hack/env-kube.sh node-fail) while a
+// requeueable job runs on it, and boots it again.
 func (e *operatorEnv) failOneMachine(t *testing.T, login string, nodes []string, member func(string) string) {
 	t.Helper()
-	target := nodes[1]
+	target := nodes[2]
 	job := e.sbatchHeld(t, login, "-w "+member(target)+" --requeue -J lost")
 	t.Cleanup(func() { envKube(t, "node-restore", target) })
 	start := time.Now()
@@ -231,7 +234,7 @@ func (e *operatorEnv) failOneMachine(t *testing.T, login string, nodes []string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{nodes[0], nodes[2]} {
+	for _, n := range nodes[:2] {
 		if s := state[member(n)]; s != "idle" {
 			t.Errorf("%s is %q while %s is lost: only the lost machine's node may change", member(n), s, target)
 		}
@@ -280,6 +283,10 @@ func (e *operatorEnv) checkRanksOnEveryMachine(t *testing.T, out string, nodes [
 	}
 }
 
+// drainingOrDrained says whether sinfo's short state (%t) is a drain: "drng" while a job runs,
+// "drain" after.
+func drainingOrDrained(state string) bool { return state == "drng" || strings.HasPrefix(state, "drain") }
+
 // waitIdleOrRunning waits until a Slurm node takes jobs again: no drain, not down.
 func (e *operatorEnv) waitIdleOrRunning(t *testing.T, login, node string) {
 	t.Helper()
@@ -311,7 +318,7 @@ func (e *operatorEnv) realNodes(t *testing.T, want int) []string {
 	}
 	sort.Strings(names)
 	if len(names) < want {
-		t.Fatalf("the test bed has %d real nodes (%v), the test needs %d: start it with SUNK_KUBE_NODES=%d", len(names), names, want, want)
+		t.Fatalf("the test bed has %d real nodes (%v), the test needs %d: start it with SUNK_KUBE_NODES=%d (hack/test.sh does)", len(names), names, want, want)
 	}
 	return names[:want]
 }

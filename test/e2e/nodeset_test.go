@@ -155,10 +155,14 @@ func (e *operatorEnv) sbatch(t testing.TB, login, args string) string {
 // outlive when three clusters started beside them on 2 cores.
 const heldScript = `trap "exit 0" USR1; sleep 3600 & wait`
 
-// sbatchHeld submits a held job (heldScript) with args and waits until it runs.
+// sbatchHeld submits a held job (heldScript) with args and waits until it runs. The job is
+// cancelled when the test ends: a test that fails before it releases its job would otherwise
+// wait for ever on the namespace's deletion, whose compute pods drain first.
 func (e *operatorEnv) sbatchHeld(t testing.TB, login, args string) string {
 	t.Helper()
-	return e.sbatch(t, login, args+" --wrap '"+heldScript+"'")
+	id := e.sbatch(t, login, args+" --wrap '"+heldScript+"'")
+	t.Cleanup(func() { _, _ = e.sh(t, login, "login", "scancel "+id) })
+	return id
 }
 
 // release ends a held job: its batch shell gets SIGUSR1 and exits 0.

@@ -57,10 +57,10 @@ preemption: {type: partition_prio, mode: CANCEL}
 partitions:
   - {name: batch, default: true, nodeSets: [compute], priorityTier: 1}
   - {name: urgent, nodeSets: [compute], priorityTier: 10}
-`+seedsDayPartitions+`schedulerPolicy:
+`+seedsDayPartitions+widePartition+`schedulerPolicy:
   tenants:
-    - {name: e2e, namespaces: [%s], partitions: [urgent, serve], preempt: true}
-`, h.ns)+schedulerNodeSetYAML()+seedsDayValues, "compute-0")
+    - {name: e2e, namespaces: [%s], partitions: [urgent, serve, wide], preempt: true}
+`, h.ns)+schedulerNodeSetYAML()+seedsDayValues+wideValues, "compute-0")
 	if out := h.mustSh(t, login, "scontrol show config | grep -E '^Preempt(Type|Mode)'"); !strings.Contains(out, "preempt/partition_prio") || !strings.Contains(out, "CANCEL") {
 		t.Fatalf("slurmctld's preemption: %q", out)
 	}
@@ -178,6 +178,8 @@ partitions:
 	h.gpuPods(t, login, nodeName)
 
 	h.seedsDay(t, login)
+
+	h.gangAcrossMachines(t, login)
 
 	h.schedulerNotForbidden(t)
 	h.uninstall(t)

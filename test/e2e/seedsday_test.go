@@ -59,8 +59,6 @@ func (h *helmEnv) seedsDay(t *testing.T, login string) {
 	// The training job: both nodes, at zero. It pends for nodes and the NodeSet grows for it.
 	submitted := time.Now()
 	training := h.sbatchHeld(t, login, "-p train -N2 --exclusive -J training")
-	// A held job runs until released: a failed test's uninstall would wait for it for ever.
-	t.Cleanup(func() { _, _ = h.sh(t, login, "login", "scancel "+training) })
 	grown := time.Since(submitted)
 	if r := ptr.Deref(h.nodeSet(t, "train").Spec.Replicas, -1); r != 2 {
 		t.Fatalf("spec.replicas of train %d while the training job runs, want 2", r)
