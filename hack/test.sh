@@ -140,9 +140,7 @@ cleanup() {
 trap cleanup EXIT
 environments() {
   hack/env-slurm.sh up
-  # Four real nodes: TestScheduler's NodeSet wide spans three, and TestSeveralMachines drains and
-  # fails the fourth beside it (docs/testbed.md).
-  SUNK_KUBE_NODES=${SUNK_KUBE_NODES:-4} hack/env-kube.sh up cluster
+  hack/env-kube.sh up cluster
   SUNK_SLURM_VERSION=26.05 hack/env-slurm.sh up
 }
 stage environments environments

@@ -29,11 +29,11 @@ import (
 // ask for several machines tolerate it.
 var extraNodeTaint = corev1.Toleration{Key: "testbed.sunk.dev/extra-node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 
-// TestSeveralMachines runs one Slurm cluster on three of the test bed's real nodes (sunk-node,
-// sunk-node-3 and sunk-node-4, the extra ones each with its own kubelet, containerd and network
-// namespace) through a PerNode NodeSet, and shows what only several machines show. Every
-// disruption (drain, failure, leaving) is of sunk-node-4, which no other test uses: the tests
-// beside it (TestScheduler's NodeSet wide on sunk-node to -3) keep their machines.
+// TestSeveralMachines runs one Slurm cluster on the test bed's three real nodes (sunk-node and
+// the two extra ones, each with its own kubelet, containerd and network namespace) through a
+// PerNode NodeSet, and shows what only several machines show. Every disruption (drain, failure,
+// leaving) is of sunk-node-3, which no other test of the shared stage uses (TestScheduler, whose
+// NodeSet wide spans the three, is exclusive: it never runs beside this one).
 //   - one slurmd per selected node, each pod on its own machine; a node labelled later gets its
 //     member, and the nodes' topograph labels become Slurm's switches;
 //   - `srun -N3` runs one task on each machine;
@@ -46,40 +46,9 @@ func TestSeveralMachines(t *testing.T) {
 	parallel(t)
 	e := startOperator(t)
 	ctx := context.Background()
-	all := e.realNodes(t, 4)
-	nodes := []string{all[0], all[2], all[3]} // sunk-node, sunk-node-3, sunk-node-4
-	// A label of this test's own selects the machines: other tests' NodeSets never see it.
-	selector := "e2e.sunk.dev/" + e.ns
-	t.Cleanup(func() {
-		for _, n := range nodes {
-			e.setNodeLabel(t, n, selector, "")
-		}
-	})
-	e.setNodeLabel(t, nodes[0], selector, "member")
-	e.setNodeLabel(t, nodes[1], selector, "member")
-
-	e.createReady(t, &sunkv1.SlurmCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "mm"},
-		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
-			// A lost machine's slurmd answers no ping: Slurm sets its node DOWN (and requeues its
-			// job) after 30 s instead of the production 300.
-			Controller: sunkv1.ControllerSpec{ExtraConf: "SlurmdTimeout=30"},
-			Topology:   &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{Preset: sunkv1.PresetTopograph}}},
-	})
-	login := e.podOf(t, "mm", wellknown.ComponentLogin).Name
-	if err := e.c.Create(ctx, &sunkv1.NodeSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "m"},
-		Spec: sunkv1.NodeSetSpec{
-			ClusterRef: "mm", Mode: sunkv1.NodeSetPerNode, NodeSelector: map[string]string{selector: "member"},
-			Tolerations: []corev1.Toleration{extraNodeTaint}, Image: slurmImage,
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")}},
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	nodes := e.realNodes(t, 3)
+	login, selector := e.machinesCluster(t, nodes, nodes[:2])
 	member := func(node string) string { return clusternames.PerNodeMemberName("m", node) }
-	e.waitIdle(t, login, 4*time.Minute, "the members of two machines idle", member(nodes[0]), member(nodes[1]))
 
 	// A node that joins the selection gets its member.
 	e.setNodeLabel(t, nodes[2], selector, "member")
@@ -139,6 +108,47 @@ func TestSeveralMachines(t *testing.T) {
 	})
 }
 
+// machinesCluster makes Slurm cluster mm with a PerNode NodeSet m over the nodes labelled with a
+// label of the test's own (selector, removed from nodes when the test ends), labels first, and
+// waits for their members idle. Slurm sets a lost machine's node DOWN after 30 s (SlurmdTimeout,
+// production 300), and the nodes' topograph labels are its switches.
+func (e *operatorEnv) machinesCluster(t testing.TB, nodes, first []string) (login, selector string) {
+	t.Helper()
+	selector = "e2e.sunk.dev/" + e.ns
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			e.setNodeLabel(t, n, selector, "")
+		}
+	})
+	for _, n := range first {
+		e.setNodeLabel(t, n, selector, "member")
+	}
+	e.createReady(t, &sunkv1.SlurmCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "mm"},
+		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
+			Controller: sunkv1.ControllerSpec{ExtraConf: "SlurmdTimeout=30"},
+			Topology:   &sunkv1.TopologySpec{Tree: &sunkv1.TreeTopology{Preset: sunkv1.PresetTopograph}}},
+	})
+	login = e.podOf(t, "mm", wellknown.ComponentLogin).Name
+	if err := e.c.Create(context.Background(), &sunkv1.NodeSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "m"},
+		Spec: sunkv1.NodeSetSpec{
+			ClusterRef: "mm", Mode: sunkv1.NodeSetPerNode, NodeSelector: map[string]string{selector: "member"},
+			Tolerations: []corev1.Toleration{extraNodeTaint}, Image: slurmImage,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")}},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var members []string
+	for _, n := range first {
+		members = append(members, clusternames.PerNodeMemberName("m", n))
+	}
+	e.waitIdle(t, login, 4*time.Minute, "the members of the first machines idle", members...)
+	return login, selector
+}
+
 // drainOneMachine: `kubectl drain` of one machine (the last of nodes) drains its Slurm node alone
 // and ends only after the job on it.
 func (e *operatorEnv) drainOneMachine(t *testing.T, login string, nodes []string, member func(string) string) {
@@ -195,7 +205,7 @@ func (e *operatorEnv) drainOneMachine(t *testing.T, login string, nodes []string
 
 // failOneMachine cuts a machine's power (the last of nodes; hack/env-kube.sh node-fail) while a
 // requeueable job runs on it, and boots it again.
-func (e *operatorEnv) failOneMachine(t *testing.T, login string, nodes []string, member func(string) string) {
+func (e *operatorEnv) failOneMachine(t testing.TB, login string, nodes []string, member func(string) string) (notReady, drained time.Duration) {
 	t.Helper()
 	target := nodes[2]
 	job := e.sbatchHeld(t, login, "-w "+member(target)+" --requeue -J lost")
@@ -214,7 +224,7 @@ func (e *operatorEnv) failOneMachine(t *testing.T, login string, nodes []string,
 		}
 		return fmt.Errorf("still Ready")
 	})
-	notReady := time.Since(start)
+	notReady = time.Since(start)
 	poll(t, 2*time.Minute, member(target)+" drained naming the node NotReady", func() error {
 		out, err := e.sh(t, login, "login", "scontrol show node "+member(target)+" | grep -o 'Reason=.*'")
 		if err != nil || !strings.Contains(out, "NotReady") {
@@ -222,7 +232,7 @@ func (e *operatorEnv) failOneMachine(t *testing.T, login string, nodes []string,
 		}
 		return nil
 	})
-	drainedAfter := time.Since(start)
+	drained = time.Since(start)
 	poll(t, 2*time.Minute, "job "+job+" requeued", func() error {
 		out, err := e.sh(t, login, "login", "scontrol show job "+job+" | grep -oE 'JobState=[A-Z_]+|Restarts=[0-9]+' | paste -sd' '")
 		if err != nil || !strings.Contains(out, "Restarts=1") {
@@ -239,7 +249,7 @@ func (e *operatorEnv) failOneMachine(t *testing.T, login string, nodes []string,
 			t.Errorf("%s is %q while %s is lost: only the lost machine's node may change", member(n), s, target)
 		}
 	}
-	t.Logf("bench: name=machine-failure not_ready_s=%.1f slurm_drained_s=%.1f", notReady.Seconds(), drainedAfter.Seconds())
+	t.Logf("bench: name=machine-failure not_ready_s=%.1f slurm_drained_s=%.1f", notReady.Seconds(), drained.Seconds())
 
 	envKube(t, "node-restore", target)
 	e.waitIdleOrRunning(t, login, member(target))
@@ -254,6 +264,7 @@ func (e *operatorEnv) failOneMachine(t *testing.T, login string, nodes []string,
 	if state, exit, _ := e.jobEnd(t, login, job, time.Minute); state != "COMPLETED" || exit != "0:0" {
 		t.Fatalf("the requeued job ended %s (%s)", state, exit)
 	}
+	return notReady, drained
 }
 
 // checkRanksOnEveryMachine: pmi2probe's lines of a 3-rank step, one rank on each machine's
@@ -285,10 +296,12 @@ func (e *operatorEnv) checkRanksOnEveryMachine(t *testing.T, out string, nodes [
 
 // drainingOrDrained says whether sinfo's short state (%t) is a drain: "drng" while a job runs,
 // "drain" after.
-func drainingOrDrained(state string) bool { return state == "drng" || strings.HasPrefix(state, "drain") }
+func drainingOrDrained(state string) bool {
+	return state == "drng" || strings.HasPrefix(state, "drain")
+}
 
 // waitIdleOrRunning waits until a Slurm node takes jobs again: no drain, not down.
-func (e *operatorEnv) waitIdleOrRunning(t *testing.T, login, node string) {
+func (e *operatorEnv) waitIdleOrRunning(t testing.TB, login, node string) {
 	t.Helper()
 	poll(t, 4*time.Minute, node+" back in service", func() error {
 		state, err := e.slurmNodes(t, login)
@@ -304,7 +317,7 @@ func (e *operatorEnv) waitIdleOrRunning(t *testing.T, login, node string) {
 
 // realNodes are the test bed's nodes with a kubelet (not kwok's), sunk-node first; the test
 // needs at least want of them.
-func (e *operatorEnv) realNodes(t *testing.T, want int) []string {
+func (e *operatorEnv) realNodes(t testing.TB, want int) []string {
 	t.Helper()
 	var list corev1.NodeList
 	if err := e.c.List(context.Background(), &list); err != nil {
@@ -318,7 +331,7 @@ func (e *operatorEnv) realNodes(t *testing.T, want int) []string {
 	}
 	sort.Strings(names)
 	if len(names) < want {
-		t.Fatalf("the test bed has %d real nodes (%v), the test needs %d: start it with SUNK_KUBE_NODES=%d (hack/test.sh does)", len(names), names, want, want)
+		t.Fatalf("the test bed has %d real nodes (%v), the test needs %d: start it with SUNK_KUBE_NODES=%d ", len(names), names, want, want)
 	}
 	return names[:want]
 }
