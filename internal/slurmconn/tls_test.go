@@ -2,12 +2,7 @@ package slurmconn
 
 import (
 	"context"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,40 +13,10 @@ import (
 
 	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/clustertls"
+	"sunk.dev/sunk/pkg/clustertls/clustertlstest"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/slurm/slurmfake"
 )
-
-// tlsData is a TLS Secret's data for names.
-func tlsData(t *testing.T, names []string) map[string][]byte {
-	t.Helper()
-	d, err := clustertls.Renewed("a", nil, clustertls.Decision{NewCA: true}, names, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// tlsServer answers 200 over TLS with the serving certificate of data.
-func tlsServer(t *testing.T, data map[string][]byte) *httptest.Server {
-	t.Helper()
-	dir := t.TempDir()
-	for _, k := range []string{clustertls.CertKey, clustertls.KeyKey} {
-		if err := os.WriteFile(filepath.Join(dir, k), data[k], 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	certs, err := clustertls.NewCertFiles(filepath.Join(dir, clustertls.CertKey), filepath.Join(dir, clustertls.KeyKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	s.TLS = certs.ServerConfig()
-	s.Config.ErrorLog = log.New(io.Discard, "", 0)
-	s.StartTLS()
-	t.Cleanup(s.Close)
-	return s
-}
 
 // With spec.tls the pool speaks https to the Service's cluster IP and verifies the Service's
 // name against the cluster's CA: no TLS Secret is no client (never plain HTTP instead), a
@@ -70,7 +35,7 @@ func TestPoolSpeaksTLS(t *testing.T) {
 	if _, err := p.For(ctx, n, ""); err == nil || !strings.Contains(err.Error(), "cluster ns/a") {
 		t.Fatalf("without the TLS Secret: %v, want an error naming the cluster", err)
 	}
-	data := tlsData(t, n.ServiceNames(n.RestAPI))
+	data := clustertlstest.Issue(t, "a", n.ServiceNames(n.RestAPI))
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-tls"}, Data: data}
 	if err := c.Create(ctx, sec); err != nil {
 		t.Fatal(err)
@@ -83,13 +48,13 @@ func TestPoolSpeaksTLS(t *testing.T) {
 		t.Fatalf("URL %s", urls[0])
 	}
 	// The server the Service's name is for: accepted (the name is checked, not the address).
-	resp, err := hcs[0].Get(tlsServer(t, data).URL)
+	resp, err := hcs[0].Get(clustertlstest.Server(t, data, nil).URL)
 	if err != nil {
 		t.Fatalf("the cluster's own server: %v", err)
 	}
 	resp.Body.Close()
 	// A server of another CA, for the same names: refused.
-	if _, err := hcs[0].Get(tlsServer(t, tlsData(t, n.ServiceNames(n.RestAPI))).URL); err == nil ||
+	if _, err := hcs[0].Get(clustertlstest.Server(t, clustertlstest.Issue(t, "a", n.ServiceNames(n.RestAPI)), nil).URL); err == nil ||
 		!strings.Contains(err.Error(), "cluster ns/a") || !strings.Contains(err.Error(), "unknown authority") {
 		t.Fatalf("another CA's server: %v", err)
 	}
@@ -98,11 +63,11 @@ func TestPoolSpeaksTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := hcs[0].Get(tlsServer(t, renamed).URL); err == nil || !strings.Contains(err.Error(), "a-restapi.ns.svc") {
+	if _, err := hcs[0].Get(clustertlstest.Server(t, renamed, nil).URL); err == nil || !strings.Contains(err.Error(), "a-restapi.ns.svc") {
 		t.Fatalf("a certificate for another name: %v", err)
 	}
 	// A new CA in the Secret: a new client that trusts it.
-	sec.Data = tlsData(t, n.ServiceNames(n.RestAPI))
+	sec.Data = clustertlstest.Issue(t, "a", n.ServiceNames(n.RestAPI))
 	if err := c.Update(ctx, sec); err != nil {
 		t.Fatal(err)
 	}

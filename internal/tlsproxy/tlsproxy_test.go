@@ -6,13 +6,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"sunk.dev/sunk/pkg/clustertls"
+	"sunk.dev/sunk/pkg/clustertls/clustertlstest"
 )
 
 var names = []string{"c1-restapi", "c1-restapi.ns", "c1-restapi.ns.svc", "c1-restapi.ns.svc.cluster.local"}
@@ -21,20 +20,8 @@ var names = []string{"c1-restapi", "c1-restapi.ns", "c1-restapi.ns.svc", "c1-res
 // returns its address and the CA.
 func terminator(t *testing.T, backend string) (addr string, ca []byte) {
 	t.Helper()
-	data, err := clustertls.Renewed("c1", nil, clustertls.Decision{NewCA: true}, names, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, k := range []string{clustertls.CertKey, clustertls.KeyKey} {
-		if err := os.WriteFile(filepath.Join(dir, k), data[k], 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	certs, err := clustertls.NewCertFiles(filepath.Join(dir, clustertls.CertKey), filepath.Join(dir, clustertls.KeyKey))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := clustertlstest.Issue(t, "c1", names)
+	certs := clustertlstest.CertFiles(t, data)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -2,18 +2,13 @@ package slurm_test
 
 import (
 	"context"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"sunk.dev/sunk/pkg/clustertls"
+	"sunk.dev/sunk/pkg/clustertls/clustertlstest"
 	"sunk.dev/sunk/pkg/slurm"
 )
 
@@ -21,35 +16,14 @@ import (
 // another CA's server gets no request (the error names the cluster), the cluster's own gets it.
 func TestClientVerifiesSlurmrestd(t *testing.T) {
 	names := []string{"c1-restapi.ns.svc"}
-	data, err := clustertls.Renewed("c1", nil, clustertls.Decision{NewCA: true}, names, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := clustertls.Renewed("c1", nil, clustertls.Decision{NewCA: true}, names, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, k := range []string{clustertls.CertKey, clustertls.KeyKey} {
-		if err := os.WriteFile(filepath.Join(dir, k), data[k], 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	certs, err := clustertls.NewCertFiles(filepath.Join(dir, clustertls.CertKey), filepath.Join(dir, clustertls.KeyKey))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, other := clustertlstest.Issue(t, "c1", names), clustertlstest.Issue(t, "c1", names)
 	var got atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := clustertlstest.Server(t, data, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-SLURM-USER-TOKEN") != "" {
 			got.Add(1)
 		}
 		http.Error(w, "no", http.StatusInternalServerError)
 	}))
-	srv.TLS = certs.ServerConfig()
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	defer srv.Close()
 	tokens, err := slurm.NewJWTSource("slurm", []byte(strings.Repeat("k", 32)))
 	if err != nil {
 		t.Fatal(err)

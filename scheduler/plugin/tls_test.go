@@ -2,12 +2,7 @@ package plugin
 
 import (
 	"context"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"sunk.dev/sunk/pkg/clustertls"
+	"sunk.dev/sunk/pkg/clustertls/clustertlstest"
 	"sunk.dev/sunk/test/wait"
 )
 
@@ -50,29 +46,8 @@ func TestClientTLSFromTheSecret(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	names := []string{"c1-restapi.slurm.svc"}
-	issue := func() map[string][]byte {
-		d, err := clustertls.Renewed("c1", nil, clustertls.Decision{NewCA: true}, names, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	data, other := issue(), issue()
-	dir := t.TempDir()
-	for _, k := range []string{clustertls.CertKey, clustertls.KeyKey} {
-		if err := os.WriteFile(filepath.Join(dir, k), data[k], 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	certs, err := clustertls.NewCertFiles(filepath.Join(dir, clustertls.CertKey), filepath.Join(dir, clustertls.KeyKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	srv.TLS = certs.ServerConfig()
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	defer srv.Close()
+	data, other := clustertlstest.Issue(t, "c1", names), clustertlstest.Issue(t, "c1", names)
+	srv := clustertlstest.Server(t, data, nil)
 
 	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "slurm", Name: "c1-tls"}, Data: map[string][]byte{clustertls.CACertKey: other[clustertls.CACertKey]}}
 	cs := fake.NewClientset(secret)

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sunk.dev/sunk/internal/clusternames"
-	"sunk.dev/sunk/pkg/clustertls"
+	"sunk.dev/sunk/pkg/clustertls/clustertlstest"
 	"sunk.dev/sunk/pkg/nodewatch"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
@@ -38,11 +38,7 @@ func (p *privateSlurm) startNodeWatcher(t *testing.T, jwtKey []byte, tlsData map
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, wellknown.SecretJWTKey)
 	must(t, os.WriteFile(keyFile, jwtKey, 0o600))
-	for _, k := range []string{clustertls.CertKey, clustertls.KeyKey} {
-		must(t, os.WriteFile(filepath.Join(dir, k), tlsData[k], 0o600))
-	}
-	certs, err := clustertls.NewCertFiles(filepath.Join(dir, clustertls.CertKey), filepath.Join(dir, clustertls.KeyKey))
-	must(t, err)
+	certs := clustertlstest.CertFiles(t, tlsData)
 	auth, err := nodewatch.NewJWTAuth(wellknown.SlurmUser, keyFile)
 	must(t, err)
 	bin, err := os.ReadFile(testenv.NodeReaderBinary(t))

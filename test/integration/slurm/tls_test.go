@@ -7,14 +7,13 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"sunk.dev/sunk/internal/tlsproxy"
 	"sunk.dev/sunk/pkg/clustertls"
+	"sunk.dev/sunk/pkg/clustertls/clustertlstest"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/test/testenv"
 )
@@ -26,20 +25,8 @@ import (
 func TestSlurmrestdBehindTheTerminator(t *testing.T) {
 	env := testenv.Slurm(t)
 	names := []string{"c1-restapi", "c1-restapi.ns", "c1-restapi.ns.svc", "c1-restapi.ns.svc.cluster.local"}
-	data, err := clustertls.Renewed("c1", nil, clustertls.Decision{NewCA: true}, names, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, k := range []string{clustertls.CertKey, clustertls.KeyKey} {
-		if err := os.WriteFile(filepath.Join(dir, k), data[k], 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	certs, err := clustertls.NewCertFiles(filepath.Join(dir, clustertls.CertKey), filepath.Join(dir, clustertls.KeyKey))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := clustertlstest.Issue(t, "c1", names)
+	certs := clustertlstest.CertFiles(t, data)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -98,10 +85,7 @@ func TestSlurmrestdBehindTheTerminator(t *testing.T) {
 	}
 
 	// A client of another CA sends nothing.
-	other, err := clustertls.Renewed("c1", nil, clustertls.Decision{NewCA: true}, names, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := clustertlstest.Issue(t, "c1", names)
 	if _, err := client(other[clustertls.CACertKey]).Diag(ctx); err == nil || !strings.Contains(err.Error(), "cluster ns/c1") {
 		t.Fatalf("another CA: %v, want a refusal naming the cluster", err)
 	}
