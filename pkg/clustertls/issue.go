@@ -23,16 +23,7 @@ const backdate = 5 * time.Minute
 // NewCA is a new CA for cluster (its name in the CA's subject), valid from now for CALifetime:
 // the certificate and its key, PEM.
 func NewCA(cluster string, now time.Time) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := serialNumber()
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
+	return create(&x509.Certificate{
 		Subject:               pkix.Name{Organization: []string{"sunk"}, CommonName: "sunk CA of SlurmCluster " + cluster},
 		NotBefore:             now.Add(-backdate),
 		NotAfter:              now.Add(CALifetime),
@@ -40,16 +31,7 @@ func NewCA(cluster string, now time.Time) (certPEM, keyPEM []byte, err error) {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		MaxPathLenZero:        true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyPEM, err = encodeKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+	}, nil, nil)
 }
 
 // IssueServing is a serving certificate for names (DNS names), signed by the CA (the first
@@ -63,28 +45,35 @@ func IssueServing(caCertPEM, caKeyPEM []byte, names []string, now time.Time) (ce
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := serialNumber()
-	if err != nil {
-		return nil, nil, err
-	}
 	notAfter := now.Add(CertLifetime)
 	if notAfter.After(ca.NotAfter) {
 		notAfter = ca.NotAfter
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{Organization: []string{"sunk"}, CommonName: names[0]},
-		DNSNames:     append([]string(nil), names...),
-		NotBefore:    now.Add(-backdate),
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	return create(&x509.Certificate{
+		Subject:     pkix.Name{Organization: []string{"sunk"}, CommonName: names[0]},
+		DNSNames:    append([]string(nil), names...),
+		NotBefore:   now.Add(-backdate),
+		NotAfter:    notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, ca, caKey)
+}
+
+// create signs tmpl for a new P-256 key under a random 127-bit serial number: with parentKey as
+// parent's, or, for a CA (parent nil), with the new key itself. It returns the certificate and
+// the new key, PEM.
+func create(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127)); err != nil {
+		return nil, nil, err
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -122,10 +111,6 @@ func Renewed(cluster string, data map[string][]byte, d Decision, names []string,
 		out[CertKey], out[KeyKey] = cert, key
 	}
 	return out, nil
-}
-
-func serialNumber() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 }
 
 func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
