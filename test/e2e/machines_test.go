@@ -319,21 +319,28 @@ func (e *operatorEnv) waitIdleOrRunning(t testing.TB, login, node string) {
 // needs at least want of them.
 func (e *operatorEnv) realNodes(t testing.TB, want int) []string {
 	t.Helper()
+	names := e.nodeNames(t, func(n *corev1.Node) bool { return n.Labels["type"] != "kwok" })
+	if len(names) < want {
+		t.Fatalf("the test bed has %d real nodes (%v), the test needs %d: start it with SUNK_KUBE_NODES=%d ", len(names), names, want, want)
+	}
+	return names[:want]
+}
+
+// nodeNames are the names of the nodes keep takes, sorted.
+func (e *operatorEnv) nodeNames(t testing.TB, keep func(*corev1.Node) bool) []string {
+	t.Helper()
 	var list corev1.NodeList
 	if err := e.c.List(context.Background(), &list); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, n := range list.Items {
-		if n.Labels["type"] != "kwok" {
-			names = append(names, n.Name)
+	for i := range list.Items {
+		if keep(&list.Items[i]) {
+			names = append(names, list.Items[i].Name)
 		}
 	}
 	sort.Strings(names)
-	if len(names) < want {
-		t.Fatalf("the test bed has %d real nodes (%v), the test needs %d: start it with SUNK_KUBE_NODES=%d ", len(names), names, want, want)
-	}
-	return names[:want]
+	return names
 }
 
 // setNodeLabel sets (value "" removes) a label of a node.

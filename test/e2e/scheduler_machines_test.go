@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -134,16 +133,6 @@ func (h *helmEnv) gangAcrossMachines(t *testing.T, login string) {
 // nodesOnLeaves are the real nodes whose topograph leaf label is one of leaves, sorted.
 func (e *operatorEnv) nodesOnLeaves(t *testing.T, leaves []string) []string {
 	t.Helper()
-	var list corev1.NodeList
-	if err := e.c.List(context.Background(), &list); err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, n := range list.Items {
-		if slices.Contains(leaves, n.Labels[wellknown.TreePresetLabels["topograph"][2]]) {
-			names = append(names, n.Name)
-		}
-	}
-	sort.Strings(names)
-	return names
+	leaf := wellknown.TreePresetLabels["topograph"][2]
+	return e.nodeNames(t, func(n *corev1.Node) bool { return slices.Contains(leaves, n.Labels[leaf]) })
 }
