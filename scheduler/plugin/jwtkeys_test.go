@@ -17,29 +17,38 @@ import (
 
 func TestArgsValidate(t *testing.T) {
 	ok := Args{SlurmURL: "http://r:6820", MarkKeyFile: "/m", Cluster: "c1", Namespace: "slurm", JWTKeySecret: "c1-jwt-key"}
-	if err := ok.validate(); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		change func(*Args)
-		want   string
-	}{
+	checkArgs(t, ok, []argsRefusal{
 		{func(a *Args) { a.SlurmURL = "" }, "slurmURL is required"},
 		{func(a *Args) { a.MarkKeyFile = "" }, "markKeyFile is required"},
 		{func(a *Args) { a.Namespace = "" }, "namespace is required"},
 		{func(a *Args) { a.JWTKeySecret = "" }, "exactly one of jwtKeySecret"},
 		{func(a *Args) { a.JWTKeyFile = "/k" }, "exactly one of jwtKeySecret"},
-	} {
-		a := ok
-		c.change(&a)
-		if err := a.validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: %v, want %q", a, err, c.want)
-		}
-	}
+	})
 	file := ok
 	file.JWTKeySecret, file.JWTKeyFile = "", "/k"
 	if err := file.validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// argsRefusal is a change that makes valid Args invalid, and what validate's error must say.
+type argsRefusal struct {
+	change func(*Args)
+	want   string
+}
+
+// checkArgs: ok validates, and each refusal's change of it is refused saying its want.
+func checkArgs(t *testing.T, ok Args, refusals []argsRefusal) {
+	t.Helper()
+	if err := ok.validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refusals {
+		a := ok
+		r.change(&a)
+		if err := a.validate(); err == nil || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("%+v: %v, want %q", a, err, r.want)
+		}
 	}
 }
 

@@ -19,24 +19,12 @@ import (
 func TestArgsValidateTLS(t *testing.T) {
 	ok := Args{SlurmURL: "https://c1-restapi.slurm.svc:6820", NodeWatcherURL: "https://c1-nodewatch.slurm.svc:6830",
 		MarkKeyFile: "/m", Cluster: "c1", Namespace: "slurm", JWTKeySecret: "c1-jwt-key", CASecret: "c1-tls"}
-	if err := ok.validate(); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		change func(*Args)
-		want   string
-	}{
+	checkArgs(t, ok, []argsRefusal{
 		{func(a *Args) { a.CASecret = "" }, "exactly one of caSecret"},
 		{func(a *Args) { a.CAFile = "/ca" }, "exactly one of caSecret"},
 		{func(a *Args) { a.NodeWatcherURL = "http://c1-nodewatch.slurm.svc:6830" }, "both over TLS"},
 		{func(a *Args) { a.SlurmURL, a.NodeWatcherURL = "http://r:6820", "" }, "https URLs only"},
-	} {
-		a := ok
-		c.change(&a)
-		if err := a.validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: %v, want %q", a, err, c.want)
-		}
-	}
+	})
 }
 
 // The scheduler's clients verify slurmrestd against the CA of the cluster's TLS Secret, read
