@@ -4,7 +4,8 @@ module sunk.dev/sunk/scheduler
 // lives in its own module, pinned to the Kubernetes release the test bed runs; the replace
 // block pins every staging module to that release, as k8s.io/kubernetes does. Only packages of
 // sunk.dev/sunk that compile against these k8s.io versions may be imported (pkg/slurm,
-// pkg/nodewatch, pkg/wellknown, api/v1alpha1 with pkg/slurmconf; docs/architecture.md).
+// pkg/nodewatch, pkg/wellknown, pkg/clustertls, api/v1alpha1 with pkg/slurmconf;
+// docs/architecture.md).
 
 go 1.26.0
 
