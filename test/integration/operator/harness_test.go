@@ -244,7 +244,7 @@ func (h *harness) runControlPlane(t *testing.T, cluster string) (*appsv1.Statefu
 	return ctld, pod
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
