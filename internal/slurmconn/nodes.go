@@ -1,5 +1,6 @@
 // Reading a cluster's whole Slurm node table: from the process's one cache of it, fed by the
-// cluster's node watchers (pkg/nodewatch) when it has them, else one list through slurmrestd.
+// cluster's node watchers (pkg/nodewatch) when it has them, else read through slurmrestd with
+// update_time (restnodes.go).
 
 package slurmconn
 
@@ -115,21 +116,20 @@ func cacheSum(keys Keys, ca []byte) [sha256.Size]byte {
 // Nodes is the cluster's whole Slurm node table. With watcher (the SlurmCluster's
 // spec.controller.nodeWatcher) it comes from the process's one cache of the cluster, fed by the
 // node watchers: a read costs nothing in Slurm and lags Slurm by one watcher poll (200 ms), so
-// a caller that acts on one node (deleting its pod) reads that node afresh first. Without,
-// it is one list through sl.
+// a caller that acts on one node (deleting its pod) reads that node afresh first. Without, it
+// is the process's one copy of the table read through sl (restNodeTable): one small request
+// when the table has not changed since the last read, the whole list when it has, and nothing
+// for the readers of the next NodeReadReuse.
 //
 // It fails closed: a cache that has not read a whole table yet, whose watcher does not answer
-// or whose last answer is older than NodeCacheStaleAfter is an error, never "no nodes". The
-// nodes share their slices (State, Features...) with the cache: read them, clone to change.
+// or whose last answer is older than NodeCacheStaleAfter is an error, never "no nodes"; so is
+// a read through slurmrestd that fails. The nodes share their slices (State, Features...) with
+// the cache: read them, clone to change.
 func (p *Pool) Nodes(ctx context.Context, n clusternames.Names, watcher bool, sl slurm.Client) ([]slurm.Node, error) {
 	k := Key(n)
 	if !watcher {
 		p.stopNodeCache(k)
-		l, err := sl.ListNodes(ctx, time.Time{})
-		if err != nil {
-			return nil, err
-		}
-		return l.Nodes, nil
+		return p.restNodeTable(ctx, k, sl)
 	}
 	url, err := NodeWatcherURL(ctx, p.opts.Reader, n)
 	if err != nil {

@@ -156,7 +156,8 @@ func TestNodesReadsTheWatcherCache(t *testing.T) {
 	}
 }
 
-// Without node watchers, the table is one REST list, and a cache the cluster had stops.
+// Without node watchers, a client the pool did not make for the cluster is read once, whole, and
+// the watcher cache the cluster had stops.
 func TestNodesListsWithoutWatchers(t *testing.T) {
 	ctx := context.Background()
 	w := startWatcher(t)

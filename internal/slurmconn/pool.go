@@ -5,8 +5,9 @@
 // it), builds a new client only when the endpoint, the keys or the configured version change,
 // and closes the old one then and when the cluster goes. Every component of a process (the SlurmCluster and
 // NodeSet controllers, the syncer) shares it, so no reconcile opens connections of its own.
-// It also keeps the process's one cache of each cluster's Slurm nodes, fed by the cluster's
-// node watchers (Nodes), so that no reconcile lists every node through slurmrestd, and one
+// It also keeps the process's one cache of each cluster's Slurm nodes (Nodes), fed by the
+// cluster's node watchers when it has them and else read through slurmrestd with update_time,
+// so that no reconcile lists every node through slurmrestd while nothing changed, and one
 // cache of each cluster's Slurm jobs, polled incrementally on the cluster's client (Jobs), so
 // that autoscaled NodeSets share one read of the queue.
 package slurmconn
@@ -110,6 +111,9 @@ type conn struct {
 	// jobs is the cluster's job cache on client (Jobs), nil until asked for; it stops with
 	// the client.
 	jobs *jobCache
+	// nodes is the cluster's node table read through client (Nodes without node watchers),
+	// nil until asked for; it goes with the client.
+	nodes *restNodes
 }
 
 // New returns an empty Pool.

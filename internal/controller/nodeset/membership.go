@@ -216,8 +216,9 @@ func maxUnavailable(ns *sunkv1.NodeSet, desired int) int {
 }
 
 // readSlurm attaches each member's Slurm node from the cluster's node table: the list the
-// autoscaler read in this reconcile, else the node watchers' cache when the cluster has them,
-// else one list (slurmconn.Pool.Nodes). It fails
+// autoscaler read in this reconcile, else the process's one table of the cluster
+// (slurmconn.Pool.Nodes: the node watchers' cache when the cluster has them, else read through
+// slurmrestd with update_time, shared by the cluster's NodeSets). It fails
 // closed: on any error (an unreadable watcher, a cache not synced yet) no member has a Slurm
 // node and the plan does nothing that depends on Slurm. What deletes a pod or a record reads
 // its node afresh first (retire, release): the cache may be a poll behind.
