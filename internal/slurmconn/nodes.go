@@ -118,8 +118,7 @@ func cacheSum(keys Keys, ca []byte) [sha256.Size]byte {
 // node watchers: a read costs nothing in Slurm and lags Slurm by one watcher poll (200 ms), so
 // a caller that acts on one node (deleting its pod) reads that node afresh first. Without, it
 // is the process's one copy of the table read through sl (restNodeTable): one small request
-// when the table has not changed since the last read, the whole list when it has, and nothing
-// for the readers of the next NodeReadReuse.
+// when the table has not changed since the last read, the whole list when it has.
 //
 // It fails closed: a cache that has not read a whole table yet, whose watcher does not answer
 // or whose last answer is older than NodeCacheStaleAfter is an error, never "no nodes"; so is

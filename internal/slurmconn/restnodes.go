@@ -15,26 +15,21 @@ import (
 	"sunk.dev/sunk/pkg/slurm"
 )
 
-// NodeReadReuse is how long one read of a cluster's node table through slurmrestd serves the
-// readers that come after it (the NodeSets of the cluster reconciling at once, a burst of pod
-// events) before the next read asks slurmrestd again.
-const NodeReadReuse = time.Second
-
 // restNodes is a cluster's node table as read through its REST client. It polls no more than
 // its readers ask: slurmctld changes the table's update time at every ping round, so a poll in
-// the background would fetch the whole table each round whether or not anyone reads it.
+// the background would fetch the whole table each round whether or not anyone reads it. And
+// every read asks: an answer even a second old is not reused, because the NodeSet plan's
+// rolling budget counts a replaced member unavailable until its new record registers, and a
+// table from before the old record went would show the member available.
 type restNodes struct {
-	mu  sync.Mutex // one read at a time: the others wait for it and take its answer
+	mu  sync.Mutex // one read at a time
 	inf *slurm.Informer[string, slurm.Node]
-	// read is when the last read through slurmrestd succeeded (the pool's clock); zero after
-	// a failed one.
-	read time.Time
 }
 
 // restNodeTable is the cluster's node table read through sl: the table of the cluster's client
-// brought up to date (GET /nodes/?update_time=, answered "not modified" when nothing changed)
-// unless a read in the last NodeReadReuse succeeded. A client that is not the pool's current
-// one for the cluster (rebuilt since the caller's For) is read once, whole.
+// brought up to date (GET /nodes/?update_time=, answered "not modified" when nothing changed,
+// the whole list when anything did), as fresh as a whole list read now. A client that is not
+// the pool's current one for the cluster (rebuilt since the caller's For) is read once, whole.
 //
 // It fails closed: a read that fails is an error, never the table as last read.
 func (p *Pool) restNodeTable(ctx context.Context, k types.NamespacedName, sl slurm.Client) ([]slurm.Node, error) {
@@ -58,13 +53,8 @@ func (p *Pool) restNodeTable(ctx context.Context, k types.NamespacedName, sl slu
 
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	if !rn.read.IsZero() && p.now().Sub(rn.read) < NodeReadReuse {
-		return rn.inf.List(), nil
-	}
 	if _, err := rn.inf.Poll(ctx); err != nil {
-		rn.read = time.Time{}
 		return nil, fmt.Errorf("reading the Slurm node table of %s: %w", k, err)
 	}
-	rn.read = p.now()
 	return rn.inf.List(), nil
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,13 +41,11 @@ func (r *nodeRecorder) lists() (all, incremental int) {
 	return len(r.since), incremental
 }
 
-// restNodesEnv is a pool whose clients all answer from one fake slurmrestd holding rest-0;
-// clock moves the pool's clock.
+// restNodesEnv is a pool whose clients all answer from one fake slurmrestd holding rest-0.
 type restNodesEnv struct {
-	p     *Pool
-	n     clusternames.Names
-	f     *nodeRecorder
-	clock atomic.Int64 // added to the real time
+	p *Pool
+	n clusternames.Names
+	f *nodeRecorder
 }
 
 func newRESTNodesEnv(t *testing.T) *restNodesEnv {
@@ -58,7 +55,6 @@ func newRESTNodesEnv(t *testing.T) *restNodesEnv {
 	e.f.AddNode(slurm.Node{Name: "rest-0", State: []string{"IDLE"}})
 	e.p = New(Options{Reader: fake.NewClientBuilder().WithObjects(svc, sec).Build(),
 		Factory: func(string, Keys, *http.Client) (slurm.Client, error) { return e.f, nil }})
-	e.p.now = func() time.Time { return time.Now().Add(time.Duration(e.clock.Load())) }
 	t.Cleanup(func() { e.p.Forget(Key(e.n)) })
 	return e
 }
@@ -74,11 +70,9 @@ func (e *restNodesEnv) nodes(t *testing.T) ([]slurm.Node, error) {
 	return e.p.Nodes(ctx, e.n, false, sl)
 }
 
-func (e *restNodesEnv) later() { e.clock.Add(int64(2 * NodeReadReuse)) }
-
 // Without node watchers the table is read through slurmrestd once whole, then with update_time:
 // a read of an unchanged table costs one small request and answers the table as read, a change
-// is read whole, and the readers of the next NodeReadReuse share a read.
+// is read whole. Every read asks, however soon after another.
 func TestNodesReadThroughRESTIncrementally(t *testing.T) {
 	e := newRESTNodesEnv(t)
 	want := func(want_ ...string) {
@@ -92,24 +86,20 @@ func TestNodesReadThroughRESTIncrementally(t *testing.T) {
 		}
 	}
 	want("rest-0")
-	want("rest-0") // within NodeReadReuse: no request
 	if all, inc := e.f.lists(); all != 1 || inc != 0 {
 		t.Fatalf("%d lists (%d incremental), want one whole list", all, inc)
 	}
-	e.later()
 	want("rest-0")
 	if all, inc := e.f.lists(); all != 2 || inc != 1 {
 		t.Fatalf("%d lists (%d incremental), want a second one with update_time", all, inc)
 	}
 	e.f.AddNode(slurm.Node{Name: "rest-1", State: []string{"IDLE"}})
-	e.later()
 	want("rest-0", "rest-1")
 	if all, inc := e.f.lists(); all != 3 || inc != 2 {
 		t.Fatalf("%d lists (%d incremental), want a third one with update_time", all, inc)
 	}
 
-	// Readers at once (the cluster's NodeSets) share one request.
-	e.later()
+	// Readers at once (the cluster's NodeSets) each ask, one after the other.
 	var wg sync.WaitGroup
 	for range 5 {
 		wg.Go(func() {
@@ -119,8 +109,8 @@ func TestNodesReadThroughRESTIncrementally(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if all, _ := e.f.lists(); all != 4 {
-		t.Errorf("%d lists after five readers at once, want 4", all)
+	if all, inc := e.f.lists(); all != 8 || inc != 7 {
+		t.Errorf("%d lists (%d incremental) after five readers at once, want 8 (7)", all, inc)
 	}
 }
 
@@ -132,11 +122,9 @@ func TestNodesThroughRESTFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.f.SetError("ListNodes", slurm.ErrUnavailable)
-	e.later()
 	if got, err := e.nodes(t); err == nil {
 		t.Fatalf("a failed read answered %v, want an error", names(got))
 	}
-	// The failure is not reused either, however soon the next read comes.
 	if got, err := e.nodes(t); err == nil {
 		t.Fatalf("the read after a failed one answered %v, want an error", names(got))
 	}
