@@ -57,8 +57,8 @@ tree_inputs() {
 # repacking one never touches the other.
 #   24.11: sunk.dev/slurm:24.11-local, slurm.tar        26.05: sunk.dev/slurm:26.05-local, slurm-26.05.tar
 # Layers: the root filesystem with its containers layer (hack/provision.sh image_containers:
-# images/slurm/packages-containers.txt) seen through one overlay, as the Dockerfile's apt-get
-# leaves them; images/slurm/rootfs; the containers build (containers_build: sunk-container and
+# images/slurm/packages-containers.txt) seen through one overlay, as one apt-get would leave
+# them; images/slurm/rootfs; the containers build (containers_build: sunk-container and
 # the SPANK plugin of that release).
 
 # The static helper sunk-container (docs/containers.md), once for both releases, under a stamp
@@ -172,7 +172,7 @@ slapd() {
 
 # sunk's own commands (sunk-operator, sunk-syncer, ...: whatever cmd/ holds) and sunk-scheduler
 # (scheduler/, a module of its own), static, on an otherwise empty root filesystem with a non-root
-# user 65532 and /tmp: images/sunk/build.sh, as images/sunk/Dockerfile builds it. The stamp
+# user 65532 and /tmp: images/sunk/build.sh. The stamp
 # covers the script, both modules' go.mod/go.sum and non-test Go files, so a code change
 # rebuilds, nothing else does.
 sunk_inputs() {

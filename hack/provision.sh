@@ -81,7 +81,7 @@ codegen() {
 # for 26.05, each with the packages of images/slurm/packages.txt, in a directory and under a
 # stamp of its own, so that building one never touches the other.
 # The host is bookworm (Slurm 22.05 is too old), so Slurm never touches the host's packages.
-# Without docs, man pages and translations, like the debian:trixie-slim base of the Dockerfile.
+# Without docs, man pages and translations, like Debian's slim container images.
 ROOTFS_DPKG_OPTS=(--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright'
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*'
   --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/lintian/*')
@@ -147,8 +147,7 @@ containers() {
 }
 
 # image_containers: the image's layer of images/slurm/packages-containers.txt over the Slurm root
-# filesystem of $SUNK_SLURM_VERSION (hack/images.sh packs the two as one; the Dockerfile installs
-# the same list). Under a stamp of its own: the root filesystem and its stamp stay as they were.
+# filesystem of $SUNK_SLURM_VERSION (hack/images.sh packs the two as one). Under a stamp of its own: the root filesystem and its stamp stay as they were.
 image_containers() {
   local out=$SLURM_ROOTFS-image-containers stamp=rootfs-image-containers$SLURM_SUFFIX pkgs
   mapfile -t pkgs < <("$SUNK_ROOT/images/slurm/packages.sh" "$SUNK_ROOT/images/slurm/packages-containers.txt")

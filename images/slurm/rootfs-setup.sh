@@ -1,7 +1,7 @@
 #!/bin/sh
 # rootfs-setup.sh ROOT: the parts of the Slurm image that are not packages, run once the packages
-# of packages.txt are installed in ROOT. Kept in one place for both builds: mmdebstrap's
-# customize hook runs it with the new root as $1 (hack/provision.sh), the Dockerfile with "/".
+# of packages.txt are installed in ROOT. mmdebstrap's customize hook runs it with the
+# new root as $1 (hack/provision.sh).
 # The runtime scripts (images/slurm/rootfs/) are not added here but on top, as their own layer.
 set -eu
 R=${1:?usage: rootfs-setup.sh ROOT}

@@ -1,6 +1,6 @@
 #!/bin/sh
-# build.sh ROOT: sunk's image as a directory tree, the one recipe of both builds of
-# sunk.dev/sunk (the Dockerfile beside this script, and hack/images.sh offline): every command of
+# build.sh ROOT: sunk's image as a directory tree, the recipe of sunk.dev/sunk (hack/images.sh,
+# for `make images` and the test bed): every command of
 # cmd/ and sunk-scheduler (scheduler/, a Go module of its own), static, in ROOT/usr/local/bin; a
 # passwd and group with the non-root user 65532 the charts run as; a sticky /tmp. Run from the
 # repository root.
