@@ -399,6 +399,15 @@ up() {
   log "kube environment up ($want): export KUBECONFIG=$KUBECONFIG"
 }
 
+# no_tasks: no node's containerd runs a container (a stopped containerd runs none).
+no_tasks() {
+  local sock
+  for sock in "$ENV_DIR"/containerd/containerd.sock "$ENV_DIR"/nodes/*/containerd/containerd.sock; do
+    [ -S "$sock" ] || continue
+    [ -z "$(ctr -a "$sock" -n k8s.io tasks ls -q 2>/dev/null)" ] || return 1
+  done
+}
+
 down_quiet() {
   if [ -f "$ENV_DIR/pids/kube-apiserver" ] && apiserver_ready; then
     # Let kubelet tear pods down properly (CNI DEL, unmounts) before it goes.
@@ -406,7 +415,7 @@ down_quiet() {
     kubectl delete node -l type=kwok --wait=false >/dev/null 2>&1 || true
     # --wait=false: a pod with a finalizer (a NodeSet member, whose operator may be gone) never goes.
     kubectl delete pods --all -A --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
-    [ -S "$ENV_DIR/containerd/containerd.sock" ] && wait_for "pods to stop" 60 sh -c "[ -z \"\$($CTR tasks ls -q 2>/dev/null)\" ]" || true
+    wait_for "pods to stop on every node" 60 no_tasks || true
   fi
   stop_all_bg 'kubelet*' 'kube-proxy*' 'kube-router*'   # every node's
   if [ -S "$ENV_DIR/containerd/containerd.sock" ]; then
