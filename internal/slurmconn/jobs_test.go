@@ -22,30 +22,39 @@ import (
 	"sunk.dev/sunk/test/wait"
 )
 
-// recorder is a fake slurmrestd that keeps the update_time of each job list.
-type recorder struct {
-	*slurmfake.Fake
+// sinceLog keeps the update_time of each list a fake slurmrestd answered.
+type sinceLog struct {
 	mu    sync.Mutex
 	since []time.Time
 }
 
-func (r *recorder) ListJobs(ctx context.Context, since time.Time) (*slurm.JobList, error) {
-	r.mu.Lock()
-	r.since = append(r.since, since)
-	r.mu.Unlock()
-	return r.Fake.ListJobs(ctx, since)
+func (l *sinceLog) add(since time.Time) {
+	l.mu.Lock()
+	l.since = append(l.since, since)
+	l.mu.Unlock()
 }
 
-// lists are the job lists made so far: all of them and those with update_time.
-func (r *recorder) lists() (all, incremental int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, s := range r.since {
+// lists are the lists made so far: all of them and those with update_time.
+func (l *sinceLog) lists() (all, incremental int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.since {
 		if !s.IsZero() {
 			incremental++
 		}
 	}
-	return len(r.since), incremental
+	return len(l.since), incremental
+}
+
+// recorder is a fake slurmrestd that keeps the update_time of each job list.
+type recorder struct {
+	*slurmfake.Fake
+	sinceLog
+}
+
+func (r *recorder) ListJobs(ctx context.Context, since time.Time) (*slurm.JobList, error) {
+	r.add(since)
+	return r.Fake.ListJobs(ctx, since)
 }
 
 // polls counts every request a job cache makes.

@@ -18,27 +18,12 @@ import (
 // nodeRecorder is a fake slurmrestd that keeps the update_time of each node list.
 type nodeRecorder struct {
 	*slurmfake.Fake
-	mu    sync.Mutex
-	since []time.Time
+	sinceLog
 }
 
 func (r *nodeRecorder) ListNodes(ctx context.Context, since time.Time) (*slurm.NodeList, error) {
-	r.mu.Lock()
-	r.since = append(r.since, since)
-	r.mu.Unlock()
+	r.add(since)
 	return r.Fake.ListNodes(ctx, since)
-}
-
-// lists are the node lists made so far: all of them and those with update_time.
-func (r *nodeRecorder) lists() (all, incremental int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, s := range r.since {
-		if !s.IsZero() {
-			incremental++
-		}
-	}
-	return len(r.since), incremental
 }
 
 // restNodesEnv is a pool whose clients all answer from one fake slurmrestd holding rest-0.
