@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,4 +176,47 @@ func (e *SlurmEnv) NodeReader(t testing.TB, args ...string) []string {
 		t.Fatalf("testenv: %v", err)
 	}
 	return append(append(slices.Clone(e.ExecCommand), "/shared/"+name), args...)
+}
+
+// NodeWatcherProcess runs the real sunk-nodewatch, built from this checkout, in a process group
+// of its own (so that its table does not count in the caller's heap or CPU) with the test bed's
+// reader every interval, as in a slurmctld pod, listening on listen and answering tokens of the
+// bed's JWT key that name user. It is stopped when the test ends (SIGTERM, which takes its
+// reader's group along; SIGKILL after 10 s). It returns the process id.
+func (e *SlurmEnv) NodeWatcherProcess(t testing.TB, listen, user string, interval time.Duration) int {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sunk-nodewatch")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sunk-nodewatch")
+	build.Dir = RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building sunk-nodewatch: %v: %s", err, out)
+	}
+	// The reader as one program (sunk-nodewatch runs READER -i MS): the test bed's command for it.
+	var quoted []string
+	for _, a := range e.NodeReader(t) {
+		quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+	}
+	reader := filepath.Join(dir, "reader")
+	if err := os.WriteFile(reader, []byte("#!/bin/sh\nexec "+strings.Join(quoted, " ")+` "$@"`+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--listen", listen, "--reader", reader, "--interval", interval.String(), "--jwt-key", e.JWTKeyFile, "--user", user)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	})
+	return cmd.Process.Pid
 }

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -19,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -454,19 +452,6 @@ func cleanupRecords(b *testing.B, env *testenv.SlurmEnv) {
 // listening on clusternames.NodeWatchPort of a loopback address of its own, which it returns.
 func bedNodeWatcher(b *testing.B, env *testenv.SlurmEnv) string {
 	b.Helper()
-	dir := b.TempDir()
-	bin := filepath.Join(dir, "sunk-nodewatch")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/sunk-nodewatch")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building sunk-nodewatch: %v: %s", err, out)
-	}
-	var quoted []string
-	for _, a := range env.NodeReader(b) {
-		quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
-	}
-	reader := filepath.Join(dir, "reader")
-	must(b, os.WriteFile(reader, []byte("#!/bin/sh\nexec "+strings.Join(quoted, " ")+` "$@"`+"\n"), 0o755))
 	var ip string
 	for range 20 {
 		ip = fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(250), rand.IntN(250), 1+rand.IntN(250))
@@ -475,23 +460,7 @@ func bedNodeWatcher(b *testing.B, env *testenv.SlurmEnv) string {
 			break
 		}
 	}
-	cmd := exec.Command(bin, "--listen", net.JoinHostPort(ip, strconv.Itoa(clusternames.NodeWatchPort)), "--reader", reader,
-		"--interval", "200ms", "--jwt-key", env.JWTKeyFile, "--user", wellknown.SlurmUser)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = os.Stderr
-	must(b, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	b.Cleanup(func() {
-		// SIGTERM: sunk-nodewatch kills its reader's process group (its own) on the way out.
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	})
+	env.NodeWatcherProcess(b, net.JoinHostPort(ip, strconv.Itoa(clusternames.NodeWatchPort)), wellknown.SlurmUser, 200*time.Millisecond)
 	return ip
 }
 

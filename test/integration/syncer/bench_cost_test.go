@@ -5,12 +5,10 @@ package syncer_test
 import (
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,47 +22,13 @@ import (
 // env's slurmctld every interval, as in a slurmctld pod, and returns its URL and process id.
 func nodewatchProcess(b *testing.B, env *testenv.SlurmEnv, interval time.Duration) (string, int) {
 	b.Helper()
-	dir := b.TempDir()
-	bin := filepath.Join(dir, "sunk-nodewatch")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/sunk-nodewatch")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building sunk-nodewatch: %v: %s", err, out)
-	}
-	// The reader as one program (sunk-nodewatch runs READER -i MS): the test bed's command for it.
-	var quoted []string
-	for _, a := range env.NodeReader(b) {
-		quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
-	}
-	reader := filepath.Join(dir, "reader")
-	if err := os.WriteFile(reader, []byte("#!/bin/sh\nexec "+strings.Join(quoted, " ")+` "$@"`+"\n"), 0o755); err != nil {
-		b.Fatal(err)
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
-	cmd := exec.Command(bin, "--listen", addr, "--reader", reader, "--interval", interval.String(), "--jwt-key", env.JWTKeyFile, "--user", env.User)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	b.Cleanup(func() {
-		// SIGTERM: sunk-nodewatch kills its reader's process group (its own) on the way out.
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	})
-	return "http://" + addr, cmd.Process.Pid
+	return "http://" + addr, env.NodeWatcherProcess(b, addr, env.User, interval)
 }
 
 // treeCPU is the CPU time of process root and its descendants (/proc/PID/stat: utime and
