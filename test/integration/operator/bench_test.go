@@ -5,7 +5,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -498,20 +497,9 @@ type bytesCounter struct {
 func (t bytesCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
 	if err == nil {
-		resp.Body = countedBody{resp.Body, t.n}
+		resp.Body = testenv.CountingBody{ReadCloser: resp.Body, N: t.n}
 	}
 	return resp, err
-}
-
-type countedBody struct {
-	io.ReadCloser
-	n *atomic.Int64
-}
-
-func (c countedBody) Read(p []byte) (int, error) {
-	k, err := c.ReadCloser.Read(p)
-	c.n.Add(int64(k))
-	return k, err
 }
 
 // restCalls is every slurmrestd request pkg/slurm's metrics counted; restNodeLists those of the

@@ -5,7 +5,6 @@ package syncer_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -368,18 +367,7 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if resp.StatusCode == http.StatusOK && strings.Contains(r.URL.Path, "/nodes") {
 			t.full.Add(1)
 		}
-		resp.Body = countingBody{resp.Body, t.bytes}
+		resp.Body = testenv.CountingBody{ReadCloser: resp.Body, N: t.bytes}
 	}
 	return resp, err
-}
-
-type countingBody struct {
-	io.ReadCloser
-	n *atomic.Int64
-}
-
-func (c countingBody) Read(p []byte) (int, error) {
-	k, err := c.ReadCloser.Read(p)
-	c.n.Add(int64(k))
-	return k, err
 }
