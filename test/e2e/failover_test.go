@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -24,11 +25,12 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// Lines slurmctld logs when control changes hands, the same in 24.11 and 26.05
-// (src/slurmctld/backup.c run_backup, src/slurmctld/proc_req.c _slurm_rpc_control).
+// Lines logged when control changes hands: the backup's slurmctld taking over, the same in 24.11
+// and 26.05 (src/slurmctld/backup.c run_backup), and the returning primary's entrypoint once
+// the backup has saved its state and stopped (sunk-entrypoint, await_backup_in_charge).
 const (
-	logTakingOver     = "taking over"
-	logRequestControl = "Performing RPC: REQUEST_CONTROL"
+	logTakingOver = "taking over"
+	logHandedBack = "the backup saved its state and stopped"
 )
 
 // TestControllerFailover kills the primary slurmctld of a cluster with a backup while a job
@@ -130,8 +132,8 @@ func TestControllerFailover(t *testing.T) {
 	released := time.Now()
 	e.releasePods(t, n.Controller)
 	poll(t, 3*time.Minute, "the backup hands control back", func() error {
-		if !e.logHas(t, backup, logRequestControl) {
-			return fmt.Errorf("no %q in %s's log yet", logRequestControl, backup)
+		if err := e.logHas(primary, logHandedBack); err != nil {
+			return err
 		}
 		// The backup back in standby answers pings again, ready for the next failover.
 		out, err := e.sh(t, login, "login", "scontrol ping && squeue -h -j "+next+" -o %T")
@@ -143,7 +145,7 @@ func TestControllerFailover(t *testing.T) {
 	})
 	e.waitControllerReason(t, name, time.Minute, metav1.ConditionTrue, sunkv1.ReasonReady, metav1.ConditionTrue)
 	started := e.containerStart(t, primary)
-	handed := e.logTime(t, backup, logRequestControl)
+	handed := e.logTime(t, primary, logHandedBack)
 	t.Logf("primary released %s after the kill; control back %s after the release (its slurmctld started %s after the release)",
 		released.Sub(killed).Round(time.Second), handed.Sub(released).Round(time.Second), started.Sub(released).Round(time.Second))
 	e.release(t, login, next)
@@ -218,13 +220,12 @@ func (e *operatorEnv) releasePods(t *testing.T, sts string) {
 }
 
 // logLine returns the time kubelet stamped on the first line of a slurmctld container's log
-// that contains s, and whether there is one.
-func (e *operatorEnv) logLine(t *testing.T, pod, s string) (time.Time, bool) {
-	t.Helper()
+// that contains s; an error when the log cannot be read (the pod is not there yet).
+func (e *operatorEnv) logLine(pod, s string) (time.Time, bool, error) {
 	raw, err := e.Clientset.CoreV1().Pods(e.ns).GetLogs(pod, &corev1.PodLogOptions{
 		Container: render.ControllerContainer, Timestamps: true}).DoRaw(context.Background())
 	if err != nil {
-		t.Fatalf("logs of %s: %v", pod, err)
+		return time.Time{}, false, fmt.Errorf("logs of %s: %w", pod, err)
 	}
 	sc := bufio.NewScanner(strings.NewReader(string(raw)))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -232,22 +233,28 @@ func (e *operatorEnv) logLine(t *testing.T, pod, s string) (time.Time, bool) {
 		if ts, line, ok := strings.Cut(sc.Text(), " "); ok && strings.Contains(line, s) {
 			at, err := time.Parse(time.RFC3339Nano, ts)
 			if err != nil {
-				t.Fatalf("log line of %s without a timestamp: %q", pod, sc.Text())
+				return time.Time{}, false, fmt.Errorf("log line of %s without a timestamp: %q", pod, sc.Text())
 			}
-			return at, true
+			return at, true, nil
 		}
 	}
-	return time.Time{}, false
+	return time.Time{}, false, nil
 }
 
-func (e *operatorEnv) logHas(t *testing.T, pod, s string) bool {
-	_, ok := e.logLine(t, pod, s)
-	return ok
+// logHas is nil once pod's slurmctld log has a line with s, for poll.
+func (e *operatorEnv) logHas(pod, s string) error {
+	if _, ok, err := e.logLine(pod, s); err != nil || !ok {
+		return errors.Join(err, fmt.Errorf("no %q in %s's log yet", s, pod))
+	}
+	return nil
 }
 
 func (e *operatorEnv) logTime(t *testing.T, pod, s string) time.Time {
 	t.Helper()
-	at, ok := e.logLine(t, pod, s)
+	at, ok, err := e.logLine(pod, s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !ok {
 		t.Fatalf("no %q in %s's slurmctld log", s, pod)
 	}
