@@ -2,7 +2,9 @@ package slurmcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,7 +40,10 @@ func (e *reconfigureHeldError) Error() string {
 // reconfigure sends `scontrol reconfigure` over REST for purpose ("to load ..."): the one way
 // every step of the operator makes slurmctld reread its configuration and keys, so that a
 // failure holds back all of them. A failure is recorded as a Warning event ReconfigureFailed
-// and returned as a sentence naming purpose. It returns a *reconfigureHeldError, without
+// and returned as a sentence naming purpose. A request that never left (no connection to
+// slurmrestd: its Service's endpoints reach kube-proxy a moment after its Deployment is ready,
+// the usual first attempt of a new cluster) cannot have been carried out: it is returned
+// without an event and without holding the next one back. It returns a *reconfigureHeldError, without
 // sending and without an event, when the last one failed less than reconfigureRetry ago.
 func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, sl slurm.Client, purpose string) error {
 	if v, ok := r.reconfigureFailed.Load(sc.UID); ok {
@@ -48,6 +53,9 @@ func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, s
 	}
 	at := time.Now()
 	if err := sl.Reconfigure(ctx); err != nil {
+		if neverSent(err) {
+			return fmt.Errorf("scontrol reconfigure over REST %s: slurmrestd not reachable yet: %w", purpose, err)
+		}
 		r.reconfigureFailed.Store(sc.UID, reconfigureFailure{at: at, err: err})
 		err = fmt.Errorf("scontrol reconfigure over REST %s failed: %w", purpose, err)
 		r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonReconfigureFailed, err.Error())
@@ -55,4 +63,10 @@ func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, s
 	}
 	r.reconfigureFailed.Delete(sc.UID)
 	return nil
+}
+
+// neverSent says whether err is a failure to connect, before any request was written.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

@@ -3,7 +3,12 @@ package slurmcluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,5 +62,31 @@ func TestReconfigureHoldsBackAfterAFailure(t *testing.T) {
 	}
 	if err := r.reconfigure(ctx, sc, sl, "to test"); err != nil || sl.calls != 4 {
 		t.Fatalf("reconfigure after a success: %v after %d calls", err, sl.calls)
+	}
+}
+
+// A request that never reached slurmrestd (refused connection, as a new cluster's first one
+// is while kube-proxy learns the Service's endpoints) holds nothing back.
+func TestReconfigureNotHeldBackWhenNeverSent(t *testing.T) {
+	r := &Reconciler{}
+	sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{UID: "c1"}}
+	refused := fmt.Errorf("slurm GET /openapi/v3: %w: %w", slurm.ErrUnavailable,
+		&url.Error{Op: "Get", URL: "https://10.96.0.1:6820/openapi/v3", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}})
+	sl := &reconfigureCounter{err: refused}
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		err := r.reconfigure(ctx, sc, sl, "to test")
+		if err == nil || errors.As(err, new(*reconfigureHeldError)) || !strings.Contains(err.Error(), "not reachable yet") {
+			t.Fatalf("reconfigure %d with a refused connection: %v, want the error, not held back", i+1, err)
+		}
+	}
+	if sl.calls != 2 {
+		t.Fatalf("%d requests, want 2: a refused connection must not hold the next back", sl.calls)
+	}
+	// A read that timed out may have been carried out: that one holds back.
+	sl.err = &url.Error{Op: "Post", URL: "https://10.96.0.1:6820/", Err: &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}}
+	_ = r.reconfigure(ctx, sc, sl, "to test")
+	if err := r.reconfigure(ctx, sc, sl, "to test"); !errors.As(err, new(*reconfigureHeldError)) {
+		t.Fatalf("after a timed-out read: %v, want held back", err)
 	}
 }
