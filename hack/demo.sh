@@ -90,10 +90,14 @@ install_charts() {
 # nodes when jobs wait for nodes, parked again 30 s after they are idle. Helm's --set on a list
 # element replaces the whole list: every upgrade that sets nodeSets[0] states it again.
 BURST="nodeSets[1].name=burst,nodeSets[1].mode=Replicas,nodeSets[1].autoscaling.maxReplicas=2,nodeSets[1].autoscaling.idleAfter=30s"
+# SPREAD lets compute's members onto the test bed's extra machines (hack/kube-nodes.sh taints
+# them for the e2e tests, whose controllers run on the host): the NodeSet spreads its members
+# over machines, so the first job's `srun hostname` runs on three. Stated again with nodeSets[0].
+SPREAD="nodeSets[0].tolerations[0].key=testbed.sunk.dev/extra-node,nodeSets[0].tolerations[0].operator=Exists,nodeSets[0].tolerations[0].effect=NoSchedule"
 
 install_slurm() {
   helm upgrade --install "$NAME" charts/slurm -n "$NS" --create-namespace \
-    --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=$NODES,$BURST"
+    --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=$NODES,$SPREAD,$BURST"
 }
 
 run_job() {
@@ -217,7 +221,7 @@ cat <<MSG
 Your Slurm cluster "$NAME" runs in namespace $NS. Next:
   export KUBECONFIG=$KUBECONFIG PATH=$SUNK_BIN:\$PATH
   kubectl -n $NS exec -it $NAME-login-0 -c login -- bash     # a shell: sinfo, sbatch, srun, squeue
-  helm -n $NS upgrade $NAME charts/slurm --reuse-values --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=5,$BURST"   # scale it (Helm replaces the whole list)
+  helm -n $NS upgrade $NAME charts/slurm --reuse-values --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=5,$SPREAD,$BURST"   # scale it (Helm replaces the whole list)
   kubectl -n $NS get nodesets -o wide     # NodeSet burst grows when jobs wait for nodes, and shrinks when idle
   make demo-seeds-day                     # training grows burst, inference through sunk-scheduler preempts it, it runs again
 Tear down:

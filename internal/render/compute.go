@@ -217,6 +217,13 @@ func ComputePod(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n clusternames.Name
 			spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: ns.Spec.Affinity.DeepCopy()}}
 		}
+		// A NodeSet's members spread over the machines they may use, so that one machine's
+		// failure takes as few Slurm nodes as it can; softly: they share a machine rather than
+		// wait. kube-scheduler spreads only the pods of its own workload kinds by default.
+		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: ComputeSelectorLabels(n, ns.Name)},
+		}}
 	}
 	l := labels(n, wellknown.ComponentCompute)
 	l[wellknown.LabelNodeSet] = ns.Name

@@ -8,9 +8,11 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,7 +38,7 @@ func (s *soak) scale(n int, timeout time.Duration) {
 	// Helm's --set on a list element replaces the whole list: name and mode go with the count,
 	// and the demo's autoscaled NodeSet with them.
 	s.helm("upgrade", clusterName, "charts/slurm", "-n", slurmNS, "--reuse-values",
-		"--set", fmt.Sprintf("nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=%d,%s", n, burstNodeSet))
+		"--set", fmt.Sprintf("nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=%d,%s,%s", n, computeSpread, burstNodeSet))
 	d := s.poll(timeout, 2*time.Second, fmt.Sprintf("%d Slurm nodes up", n), func() error {
 		nodes, err := s.nodes()
 		if err != nil {
@@ -73,18 +75,41 @@ func (s *soak) scale(n int, timeout time.Duration) {
 	s.logf("NodeSet at %d after %s", n, d.Round(time.Second))
 }
 
+// cordon cordons every machine that hosts a compute pod (the demo spreads them over the test
+// bed's machines), or uncordons those it cordoned.
 func (s *soak) cordon(on bool) error {
 	reason := any(nil)
 	if on {
 		reason = "soak: cordon loop"
+		pods, err := s.pods(component{name: "compute", ns: slurmNS, selector: "sunk.dev/nodeset=compute"})
+		if err != nil {
+			return err
+		}
+		var machines []string
+		for _, p := range pods {
+			if m := p.Spec.NodeName; m != "" && !slices.Contains(machines, m) {
+				machines = append(machines, m)
+			}
+		}
+		s.mu.Lock()
+		s.cordoned = machines
+		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	machines := slices.Clone(s.cordoned)
+	s.mu.Unlock()
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": on},
 		"metadata": map[string]any{"annotations": map[string]any{"sunk.dev/cordon-reason": reason}}})
-	_, err := s.cs.CoreV1().Nodes().Patch(s.ctx, s.cl.NodeName, types.MergePatchType, patch, metav1.PatchOptions{})
-	return err
+	var errs []error
+	for _, m := range machines {
+		if _, err := s.cs.CoreV1().Nodes().Patch(s.ctx, m, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", m, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
-// cordonCycle cordons the one real node (it hosts every compute pod), waits for the syncer's
+// cordonCycle cordons the machines that host compute pods, waits for the syncer's
 // `k8s: node cordoned` drains, uncordons and waits until they are lifted.
 func (s *soak) cordonCycle() {
 	w := window{what: "cordon", start: time.Now()}

@@ -132,9 +132,11 @@ func (s *soak) restConns() (map[string]int, string) {
 		}
 		names[p.Status.PodIP] = name
 	}
-	if n, err := s.cs.CoreV1().Nodes().Get(s.ctx, s.cl.NodeName, metav1.GetOptions{}); err == nil {
-		for _, a := range n.Status.Addresses {
-			names[a.Address] = "node"
+	if nodes, err := s.cs.CoreV1().Nodes().List(s.ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nodes.Items {
+			for _, a := range n.Status.Addresses {
+				names[a.Address] = "node"
+			}
 		}
 	}
 	out := map[string]int{}

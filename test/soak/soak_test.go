@@ -39,10 +39,13 @@ const (
 	// burstNodeSet is hack/demo.sh's autoscaled NodeSet (BURST there), stated again by every
 	// helm upgrade of the soak.
 	burstNodeSet = "nodeSets[1].name=burst,nodeSets[1].mode=Replicas,nodeSets[1].autoscaling.maxReplicas=2,nodeSets[1].autoscaling.idleAfter=30s"
-	busybox      = "docker.io/library/busybox:local"
-	metricsPort  = 8080  // charts/sunk metrics.port
-	schedPort    = 10259 // kube-scheduler's secure port
-	restPort     = 6820
+	// computeSpread is hack/demo.sh's SPREAD: compute's members tolerate the test bed's extra
+	// machines, stated again by every helm upgrade of the soak.
+	computeSpread = "nodeSets[0].tolerations[0].key=testbed.sunk.dev/extra-node,nodeSets[0].tolerations[0].operator=Exists,nodeSets[0].tolerations[0].effect=NoSchedule"
+	busybox       = "docker.io/library/busybox:local"
+	metricsPort   = 8080  // charts/sunk metrics.port
+	schedPort     = 10259 // kube-scheduler's secure port
+	restPort      = 6820
 )
 
 // component is a process the soak samples and kills once.
@@ -119,8 +122,11 @@ type soak struct {
 	dur   time.Duration
 	start time.Time
 
-	mu        sync.Mutex
-	phase     string
+	mu    sync.Mutex
+	phase string
+	// cordoned are the machines the cordon loop cordoned (those hosting compute pods), to be
+	// uncordoned whatever happens.
+	cordoned  []string
 	windows   []window // kills
 	cordons   []window
 	samples   []sample
@@ -237,23 +243,25 @@ func setup(t *testing.T, dur time.Duration) *soak {
 			if err != nil || len(pods.Items) > 0 {
 				return fmt.Errorf("pods left: %v %v", len(pods.Items), err)
 			}
-			n, err := s.cs.CoreV1().Nodes().Get(ctx, s.cl.NodeName, metav1.GetOptions{})
+			nodes, err := s.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return err
 			}
-			for _, tt := range n.Spec.Taints {
-				if tt.Key == "sunk.dev/slurm-job" {
-					return fmt.Errorf("node lock %s=%s still on %s", tt.Key, tt.Value, n.Name)
+			for _, n := range nodes.Items {
+				for _, tt := range n.Spec.Taints {
+					if tt.Key == "sunk.dev/slurm-job" {
+						return fmt.Errorf("node lock %s=%s still on %s", tt.Key, tt.Value, n.Name)
+					}
 				}
 			}
 			return nil
 		})
 	})
 	s.token = s.metricsToken()
-	// Whatever happens, the node ends uncordoned.
+	// Whatever happens, the machines end uncordoned.
 	t.Cleanup(func() {
 		if err := s.cordon(false); err != nil {
-			t.Errorf("uncordoning %s: %v", s.cl.NodeName, err)
+			t.Errorf("uncordoning: %v", err)
 		}
 	})
 	return s
