@@ -24,6 +24,9 @@ type Decision struct {
 // right: a CA whose key does not match, a serving certificate whose key does not match, that
 // the current CA did not sign, or whose names are not names (in any order).
 func Decide(data map[string][]byte, names []string, now time.Time) Decision {
+	if len(data[CACertKey]) == 0 && len(data[CAKeyKey]) == 0 {
+		return Decision{NewCA: true, NewCert: true, Reason: "the cluster has none yet"}
+	}
 	ca, _, err := parseCA(data[CACertKey], data[CAKeyKey])
 	if err != nil {
 		return Decision{NewCA: true, NewCert: true, Reason: "no usable CA: " + err.Error()}

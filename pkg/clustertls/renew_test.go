@@ -50,7 +50,7 @@ func TestDecide(t *testing.T) {
 		newCA, newCrt bool
 		reason        string
 	}{
-		{name: "no secret", data: nil, names: names, now: t0, newCA: true, newCrt: true, reason: "no usable CA"},
+		{name: "no secret", data: nil, names: names, now: t0, newCA: true, newCrt: true, reason: "the cluster has none yet"},
 		{name: "fresh", data: fresh, names: names, now: t0},
 		{name: "names in another order", data: fresh, names: []string{names[3], names[1], names[2], names[0]}, now: t0},
 		{name: "just before 2/3 of a year", data: fresh, names: names, now: t0.Add(243 * 24 * time.Hour)},
