@@ -213,11 +213,14 @@ func (c *Clusters) reportHealth(ctx context.Context, key types.NamespacedName, s
 		}
 		cond.ObservedGeneration = sc.Generation
 		patch := client.MergeFromWithOptions(sc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		// A new cluster's first report, before Slurm ever answered, is no warning: the
+		// condition says it; a warning is for a cluster that was read and no longer is.
+		first := meta.FindStatusCondition(sc.Status.Conditions, sunkv1.ConditionNodesSynced) == nil
 		if !meta.SetStatusCondition(&sc.Status.Conditions, cond) {
 			return
 		}
 		if err := c.Client.Status().Patch(ctx, sc, patch); err == nil {
-			if readErr != nil && c.Recorder != nil {
+			if readErr != nil && !first && c.Recorder != nil {
 				c.Recorder.Eventf(sc, nil, "Warning", sunkv1.ReasonSlurmUnreadable, "Sync", "%s", cond.Message)
 			}
 			return
