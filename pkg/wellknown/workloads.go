@@ -27,3 +27,16 @@ const (
 	JobSetLabelReplicatedJob = "jobset.sigs.k8s.io/replicatedjob-name" // ReplicatedJobNameKey
 	JobSetLabelJobIndex      = "jobset.sigs.k8s.io/job-index"          // JobIndexKey
 )
+
+// PodGroup of the scheduler-plugins coscheduling plugin (sigs.k8s.io/scheduler-plugins v0.34.7,
+// apis/scheduling/v1alpha1/types.go; the CRD in manifests/coscheduling/crd.yaml). A pod names
+// its PodGroup, in its own namespace, with the label; the PodGroup's spec.minMember is how many
+// of its pods must be scheduled together (at least 1). Unlike the blocks above, the label is
+// written by whoever makes the pods (a user, Kubeflow Trainer's coscheduling plugin), and the
+// size is on another object, read from the API (group, version and resource below).
+const (
+	PodGroupLabel    = "scheduling.x-k8s.io/pod-group" // v1alpha1.PodGroupLabel
+	PodGroupGroup    = "scheduling.x-k8s.io"           // scheduling.GroupName
+	PodGroupVersion  = "v1alpha1"
+	PodGroupResource = "podgroups"
+)

@@ -81,6 +81,13 @@ func (p *Plugin) PreFilter(ctx context.Context, state *framework.CycleState, pod
 	if !p.jobs.HasSynced() || !p.nodes.HasSynced() || !p.policy.hasSynced() {
 		return nil, unresolvable("waiting for the first list of Slurm jobs and nodes, and for the SlurmCluster")
 	}
+	// Waits, as a member of an incomplete gang does, without an event: let in again when a pod
+	// of its PodGroup goes (podGroupMemberGone).
+	if spec.GangFrom == gangFromPodGroup {
+		if msg := p.beyondMinMember(pod, spec.Gang); msg != "" {
+			return nil, unresolvable("%s", msg)
+		}
+	}
 	topo, err := p.topology()
 	if err != nil {
 		return nil, framework.AsStatus(err)
@@ -237,6 +244,13 @@ func (p *Plugin) Reserve(ctx context.Context, state *framework.CycleState, pod *
 		p.mu.Unlock()
 		if j, ok := p.jobFor(keys...); ok && isLive(j) {
 			return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("gang %s has Slurm job %d", c.spec.Gang.Name, j.ID))
+		}
+		// A bound member holds the allocation it was bound in (its job ended, or the gang's
+		// members changed: it is evicted) and cannot move into a new one: no job until it is gone.
+		for _, m := range members {
+			if m.Spec.NodeName != "" {
+				return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("gang %s: member %s is still bound to node %s", c.spec.Gang.Name, m.Name, m.Spec.NodeName))
+			}
 		}
 	}
 	c.mu.Lock()

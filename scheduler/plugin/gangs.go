@@ -26,6 +26,9 @@ const (
 	gangFromLeaderWorkerSet gangSource = "LeaderWorkerSet"
 	// gangFromJobSet: a Job of a JobSet's replicated job (jobSetGang).
 	gangFromJobSet gangSource = "JobSet"
+	// gangFromPodGroup: a scheduler-plugins PodGroup (podGroupGang): its job is for minMember
+	// of its pods, which may be fewer than it has (chooseMembers).
+	gangFromPodGroup gangSource = "PodGroup"
 )
 
 // gang is a pod's group; the zero value means "no gang".
@@ -38,14 +41,18 @@ type gang struct {
 // scheduled by, but the name and source are still those the pod names when it names one: a
 // member whose size does not parse is still counted among its gang's pods.
 func (p *Plugin) gangOf(pod *v1.Pod) (gang, gangSource, error) {
-	return readGang(pod, p.workloadJobs)
+	return readGang(pod, p.workloadJobs, p.podGroups)
 }
 
 // readGang reads a pod's gang. sunk's annotations come first: a pod that has either is in the
 // gang they name (or in error), whatever its workload. Without them, the pods of a
 // LeaderWorkerSet group or of a JobSet's Job are a gang, sized as their controller made them
-// (workloads.go); jobs is where a JobSet's Jobs are read. Every other pod has no gang.
-func readGang(pod *v1.Pod, jobs batchlisters.JobLister) (gang, gangSource, error) {
+// (workloads.go); jobs is where a JobSet's Jobs are read. Then the pods labelled for a PodGroup
+// (podgroups.go), read from groups: a label anyone may put on a pod, and one Kubeflow Trainer
+// puts on every pod of a TrainJob, initializers included, with a minMember counting them all
+// (they run one after the other, so such a gang would never be complete), hence last. Every
+// other pod has no gang.
+func readGang(pod *v1.Pod, jobs batchlisters.JobLister, groups *podGroupCache) (gang, gangSource, error) {
 	_, hasGang := pod.Annotations[wellknown.AnnotationGang]
 	_, hasSize := pod.Annotations[wellknown.AnnotationGangSize]
 	if hasGang || hasSize {
@@ -56,6 +63,9 @@ func readGang(pod *v1.Pod, jobs batchlisters.JobLister) (gang, gangSource, error
 	}
 	if set := pod.Labels[wellknown.JobSetLabelName]; set != "" {
 		return jobSetGang(pod, set, jobs)
+	}
+	if name := pod.Labels[wellknown.PodGroupLabel]; name != "" {
+		return podGroupGang(pod, name, groups)
 	}
 	return gang{}, "", nil
 }
@@ -88,9 +98,19 @@ func (p *Plugin) inGang(m *v1.Pod, g gang, from gangSource) bool {
 	return g.Name != "" && mg.Name == g.Name && mfrom == from
 }
 
-// gangMembers are the pods of the pod's gang (same namespace and gang, this scheduler, not
-// finished or being deleted), by name.
+// gangMembers are the pods of the pod's gang its job is for, by name: all of them (gangPods),
+// or for a PodGroup with more pods than its minMember, the minMember chosen (chooseMembers).
 func (p *Plugin) gangMembers(pod *v1.Pod, g gang, from gangSource) []*v1.Pod {
+	all := p.gangPods(pod, g, from)
+	if from == gangFromPodGroup {
+		return chooseMembers(all, g.Size, p.holding(all))
+	}
+	return all
+}
+
+// gangPods are the pods of the pod's gang (same namespace and gang, this scheduler, not
+// finished or being deleted), by name.
+func (p *Plugin) gangPods(pod *v1.Pod, g gang, from gangSource) []*v1.Pod {
 	all, _ := p.pods.Pods(pod.Namespace).List(labels.Everything())
 	var out []*v1.Pod
 	for _, m := range all {
@@ -110,15 +130,20 @@ func (p *Plugin) gangGroups(pods []*v1.Pod) map[string][]*v1.Pod {
 		from     gangSource
 	}
 	byGang := map[id][]*v1.Pod{}
+	size := map[id]int{} // a PodGroup's minMember, read from one object for all its pods
 	for _, pod := range pods {
 		if g, from, _ := p.gangOf(pod); g.Name != "" && alive(pod) {
 			k := id{pod.Namespace, g.Name, from}
 			byGang[k] = append(byGang[k], pod)
+			size[k] = max(size[k], g.Size)
 		}
 	}
 	out := make(map[string][]*v1.Pod, len(byGang))
 	for g, members := range byGang {
 		sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
+		if g.from == gangFromPodGroup {
+			members = chooseMembers(members, size[g], p.holding(members))
+		}
 		out[gangJobKey(g.ns, g.name, members)] = members
 	}
 	return out

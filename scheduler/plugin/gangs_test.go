@@ -25,7 +25,7 @@ import (
 // parsePod is specOf for a pod alone (no plugin, so no workload caches): the tests' way to read
 // a pod's spec.
 func parsePod(pod *v1.Pod) (*podSpec, error) {
-	g, from, err := readGang(pod, nil)
+	g, from, err := readGang(pod, nil, nil)
 	return specFor(pod, g, from, err)
 }
 
@@ -156,7 +156,7 @@ func TestReadGang(t *testing.T) {
 		{"JobSet pod without a job index", with(jobSetPod(four, 0), wellknown.JobSetLabelJobIndex, "-"), gang{}, "", "job-index", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, from, err := readGang(tc.pod, jobs.Lister())
+			g, from, err := readGang(tc.pod, jobs.Lister(), nil)
 			if g != tc.want || from != tc.from {
 				t.Errorf("gang %+v from %q, want %+v from %q", g, from, tc.want, tc.from)
 			}

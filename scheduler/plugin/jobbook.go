@@ -40,11 +40,15 @@ func (p *Plugin) index(j *slurm.Job, present bool) {
 }
 
 // keysOf are the job-book keys a pod's job may be filed under: the pod's own and, for a gang
-// member, its gang's (from the members the pod cache holds now).
+// member, its gang's (from the members the pod cache holds now). A PodGroup's pod beyond those
+// its job is for has no part in that job.
 func (p *Plugin) keysOf(pod *v1.Pod) []string {
 	keys := []string{podJobKey(pod.UID)}
 	if g, from, _ := p.gangOf(pod); g.Name != "" {
-		keys = append(keys, gangJobKey(pod.Namespace, g.Name, p.gangMembers(pod, g, from)))
+		members := p.gangMembers(pod, g, from)
+		if from != gangFromPodGroup || hasPod(members, pod) {
+			keys = append(keys, gangJobKey(pod.Namespace, g.Name, members))
+		}
 	}
 	return keys
 }

@@ -87,7 +87,9 @@ type Plugin struct {
 	pods      corelisters.PodLister
 	// workloadJobs are the batch/v1 Jobs, for the size of a JobSet's gang (jobSetGang).
 	workloadJobs batchlisters.JobLister
-	computes     labels.Selector
+	// podGroups are the scheduler-plugins PodGroups, for the size of theirs (podGroupGang).
+	podGroups *podGroupCache
+	computes  labels.Selector
 	// mark signs the comments of the jobs this scheduler submits; untrusted are the jobs with
 	// a placeholder comment that fail the trust check (trust.go), reported once each.
 	mark      marker
@@ -202,7 +204,9 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	if err != nil {
 		return nil, err
 	}
-	return newPlugin(ctx, h, args, c, nodes, mark, newClusterInformer(dyn, args.Namespace, args.Cluster)), nil
+	p := newPlugin(ctx, h, args, c, nodes, mark, newClusterInformer(dyn, args.Namespace, args.Cluster))
+	go p.watchPodGroups(ctx, h.ClientSet().Discovery(), dyn)
+	return p, nil
 }
 
 // validate names the first arg that is missing or contradicts another.
@@ -235,6 +239,9 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		nodes, podInformer.Lister(), mark, policy)
 	if _, err := podInformer.Informer().AddEventHandler(p.podGoneHandler()); err != nil {
 		klog.FromContext(ctx).WithName(Name).Error(err, "watching pod deletions; they are seen at the lifecycle loop's ticks")
+	}
+	if _, err := podInformer.Informer().AddEventHandler(p.podGroupMemberGone(klog.FromContext(ctx).WithName(Name))); err != nil {
+		klog.FromContext(ctx).WithName(Name).Error(err, "watching pod deletions; pods beyond a PodGroup's minMember wait for the queue's retry")
 	}
 	// pluginOn asked the same shared informer for its lister: kube-scheduler starts it with
 	// the pods' and waits for both before the first cycle.
@@ -273,8 +280,11 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 			p.wakeLifecycle()
 		},
 	})
-	// The loop matches gang jobs to gangs in the pod cache: a JobSet's gang needs its Job.
-	go p.run(ctx, func() bool { return podInformer.Informer().HasSynced() && jobInformer.HasSynced() })
+	// The loop matches gang jobs to gangs in the pod cache: a JobSet's gang needs its Job, a
+	// PodGroup's gang its PodGroup (or the answer that the API serves none: watchPodGroups).
+	go p.run(ctx, func() bool {
+		return podInformer.Informer().HasSynced() && jobInformer.HasSynced() && p.podGroups.ready()
+	})
 	return p
 }
 
@@ -293,6 +303,7 @@ func pluginOn(h framework.Handle, args Args, scheduler string, c slurm.Client, j
 		computes:  computeSelector(args),
 
 		workloadJobs: h.SharedInformerFactory().Batch().V1().Jobs().Lister(),
+		podGroups:    &podGroupCache{},
 
 		byKey:     map[string]map[uint32]bool{},
 		gangs:     map[uint32][]types.UID{},
