@@ -49,9 +49,9 @@ func (p *Plugin) gangOf(pod *v1.Pod) (gang, gangSource, error) {
 // LeaderWorkerSet group or of a JobSet's Job are a gang, sized as their controller made them
 // (workloads.go); jobs is where a JobSet's Jobs are read. Then the pods labelled for a PodGroup
 // (podgroups.go), read from groups: a label anyone may put on a pod, and one Kubeflow Trainer
-// puts on every pod of a TrainJob, initializers included, with a minMember counting them all
-// (they run one after the other, so such a gang would never be complete), hence last. Every
-// other pod has no gang.
+// puts on a TrainJob's pods (JobSet pods) with a minMember counting every pod, initializers
+// included, which run before the nodes (such a gang would never be complete), hence last.
+// Every other pod has no gang.
 func readGang(pod *v1.Pod, jobs batchlisters.JobLister, groups *podGroupCache) (gang, gangSource, error) {
 	_, hasGang := pod.Annotations[wellknown.AnnotationGang]
 	_, hasSize := pod.Annotations[wellknown.AnnotationGangSize]
