@@ -205,7 +205,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 		return nil, err
 	}
 	p := newPlugin(ctx, h, args, c, nodes, mark, newClusterInformer(dyn, args.Namespace, args.Cluster))
-	go p.watchPodGroups(ctx, h.ClientSet().Discovery(), dyn)
+	go p.watchPodGroups(ctx, h.ClientSet().Discovery(), dyn, podGroupRecheck)
 	return p, nil
 }
 

@@ -231,40 +231,44 @@ func servesPodGroups(disc discovery.DiscoveryInterface) (bool, error) {
 	return slices.ContainsFunc(l.APIResources, func(r metav1.APIResource) bool { return r.Name == podGroupGVR.Resource }), nil
 }
 
-// watchPodGroups asks whether the API serves PodGroups, at start and then every podGroupRecheck
-// until it does (a failed question sooner, its error logged once a minute); then it runs their
-// informer until ctx ends. Pods that waited for the answer are let in once it comes.
-func (p *Plugin) watchPodGroups(ctx context.Context, disc discovery.DiscoveryInterface, dyn dynamic.Interface) {
+// watchPodGroups asks whether the API serves PodGroups, at start and then every recheck
+// (podGroupRecheck) until it does (a failed question sooner, its error logged once a minute); then it runs their
+// informer until ctx ends. The pods that waited for the first answer are let in by the lifecycle
+// loop, which starts only once it came (ready) and then activates every pending pod; when the
+// CRD comes later, the labelled pods are let in once the PodGroups are listed.
+func (p *Plugin) watchPodGroups(ctx context.Context, disc discovery.DiscoveryInterface, dyn dynamic.Interface, recheck time.Duration) {
 	logger := klog.FromContext(ctx).WithName(Name)
 	var errLog logOnce
 	for {
 		served, err := servesPodGroups(disc)
-		wait := podGroupRecheck
+		wait := recheck
 		switch {
 		case err != nil:
 			if errLog.due(err, time.Now()) {
 				logger.Error(err, "asking whether the API serves PodGroups; pods labelled "+wellknown.PodGroupLabel+" wait")
 			}
-			wait = podGroupRetry
+			wait = min(podGroupRetry, recheck)
 		case served:
 			inf := dynamicinformer.NewFilteredDynamicInformer(dyn, podGroupGVR, metav1.NamespaceAll, 0,
 				cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
 			if _, err := inf.Informer().AddEventHandler(p.activatePodGroupPods(logger)); err != nil {
 				logger.Error(err, "watching PodGroups; pods seen before their PodGroup wait for the queue's retry")
 			}
+			later := p.podGroups.current() == podGroupsAbsent
 			p.podGroups.serve(inf.Lister(), inf.Informer().HasSynced)
 			logger.Info("reading PodGroups: the pods of one are a gang of its minMember", "resource", podGroupGVR.GroupResource().String())
-			go func() {
-				if cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
-					p.activate(logger, p.podGroupPods("", "")) // those that waited for the answer
-				}
-			}()
+			if later {
+				go func() {
+					if cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+						p.activate(logger, p.podGroupPods("", ""))
+					}
+				}()
+			}
 			inf.Informer().Run(ctx.Done())
 			return
 		case p.podGroups.current() != podGroupsAbsent:
 			p.podGroups.state.Store(int32(podGroupsAbsent))
 			logger.V(1).Info("the API serves no PodGroups: the label is not read until it does", "label", wellknown.PodGroupLabel)
-			p.activate(logger, p.podGroupPods("", ""))
 		}
 		select {
 		case <-ctx.Done():
