@@ -21,9 +21,9 @@ var kindBeforeRe = regexp.MustCompile(`\b(SlurmCluster|NodeSet)(?:'s)?\s*\(?$`)
 // goFileRe is a Go file's name, which fieldSpanRe would read as a path (`spec.go`, `status.go`).
 var goFileRe = regexp.MustCompile(`^[a-z_]+\.go$`)
 
-// notOurs are fields of Kubernetes' own kinds that the docs name as `spec.…` and that neither
-// CRD has: a Pod's node and scheduler.
-var notOurs = map[string]bool{"spec.nodeName": true, "spec.schedulerName": true}
+// notOurs are fields of other kinds that the docs name as `spec.…` and that neither CRD has: a
+// Pod's node and scheduler, a scheduler-plugins PodGroup's size.
+var notOurs = map[string]bool{"spec.nodeName": true, "spec.schedulerName": true, "spec.minMember": true}
 
 // TestDocsNameOnlyCRDFields: every SlurmCluster or NodeSet field the docs name exists in the
 // generated CRDs (config/crd/bases). Two places name fields:
