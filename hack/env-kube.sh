@@ -384,13 +384,13 @@ up() {
   if [ -n "$have" ] && apiserver_ready; then
     if [ "$have" = cluster ]; then images_to_nodes; start_netpol; start_nodes; log "kube environment already up ($have)"; return 0; fi
     if [ "$want" = api ]; then log "kube environment already up ($have)"; return 0; fi
-    "$SUNK_ROOT/hack/provision.sh" host tools images
+    "$SUNK_ROOT/hack/provision.sh" host tools images workloads
     log "extending the kube environment to a cluster"
     start_cluster
     return
   fi
   "$SUNK_ROOT/hack/provision.sh" host tools
-  if [ "$want" = cluster ]; then "$SUNK_ROOT/hack/provision.sh" images; fi
+  if [ "$want" = cluster ]; then "$SUNK_ROOT/hack/provision.sh" images workloads; fi
   down_quiet
   mkdir -p "$ENV_DIR"
   log "starting Kubernetes $KUBE_VERSION ($want)"

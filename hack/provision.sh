@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# provision.sh [host|tools|codegen|rootfs|containers|image_containers|images|all]...: install everything the tests and the demo need.
+# provision.sh [host|tools|codegen|rootfs|containers|image_containers|images|workloads|all]...: install everything the tests and the demo need.
 # `rootfs` builds the root filesystem of SUNK_SLURM_VERSION; `images` (and `all`) first builds
 # both releases' root filesystems, because there is a Slurm image of each.
 # Idempotent and cached in SUNK_CACHE: a step whose inputs did not change does nothing.
@@ -172,6 +172,12 @@ images() {
   "$SUNK_ROOT/hack/images.sh"
 }
 
+# workloads: the images of the JobSet and LeaderWorkerSet controllers that the test bed runs for
+# sunk-scheduler's end-to-end test (hack/workload-controllers.sh build: each built from its Go
+# module at the pinned version; cold a few minutes, stamped). Not in `images`, which is what
+# `make images` builds for users: sunk's and Slurm's.
+workloads() { "$SUNK_ROOT/hack/workload-controllers.sh" build; }
+
 # tools_beside_rootfs: the Go tools (compiling: both cores, most of a cold provisioning) and,
 # meanwhile, the root filesystems and their layers (downloads and dpkg: about one core), which
 # need nothing of the tools; the images need both. The root filesystems' output goes to a file,
@@ -197,8 +203,8 @@ tools_beside_rootfs() {
 [ $# -gt 0 ] || set -- all
 for step in "$@"; do
   case $step in
-    all) host; tools_beside_rootfs; images ;;
-    host|tools|codegen|rootfs|containers|image_containers|images) $step ;;
-    *) die "unknown step $step (host|tools|codegen|rootfs|containers|image_containers|images|all)" ;;
+    all) host; tools_beside_rootfs; images; workloads ;;
+    host|tools|codegen|rootfs|containers|image_containers|images|workloads) $step ;;
+    *) die "unknown step $step (host|tools|codegen|rootfs|containers|image_containers|images|workloads|all)" ;;
   esac
 done

@@ -4,7 +4,9 @@ package wellknown
 // reads to recognise a gang without sunk's own annotations (docs/scheduler.md, "Gangs").
 // They are those projects' contracts, copied here rather than imported (their modules would
 // bring controller-runtime into the scheduler for a few strings): a new version of a
-// controller that renames one breaks recognition, so each block names the version read.
+// controller that renames one breaks recognition, so each block names the version read. The
+// end-to-end test bed runs the controllers of exactly these versions
+// (hack/workload-controllers.sh; TestWorkloadVersionsAreTheTestBeds holds them equal).
 
 // LeaderWorkerSet (sigs.k8s.io/lws v0.7.0, api/leaderworkerset/v1/leaderworkerset_types.go).
 // A group is one leader pod (worker index 0, from the LWS's StatefulSet) and size-1 workers

@@ -45,6 +45,9 @@ func TestScheduler(t *testing.T) {
 	ctx := context.Background()
 	const release = "sched"
 	h.slurmRelease = release
+	// The JobSet and LeaderWorkerSet controllers install beside the Slurm cluster's start
+	// (workloadGangs uses them).
+	workloadsReady := h.workloadControllers(t)
 
 	// The node has fake GPUs for the test's duration (gpuPods): the compute pod holds eight.
 	h.advertiseGPUs(t, schedNodeGPUs)
@@ -180,6 +183,9 @@ partitions:
 	h.seedsDay(t, login)
 
 	h.gangAcrossMachines(t, login)
+
+	workloadsReady()
+	h.workloadGangs(t, login)
 
 	h.schedulerNotForbidden(t)
 	h.uninstall(t)
