@@ -161,7 +161,7 @@ install() {
 uninstall() {
   local n
   for n in "${CONTROLLERS[@]}"; do
-    helm uninstall "$n" -n "$n-system" --ignore-not-found --wait >/dev/null
+    helm uninstall "$n" -n "$n-system" --ignore-not-found >/dev/null
     kubectl delete namespace "$n-system" --ignore-not-found --wait=false >/dev/null
   done
 }

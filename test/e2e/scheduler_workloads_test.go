@@ -157,7 +157,8 @@ spec:
 	jobsetGangs := h.waitGangs(t, client.MatchingLabels{wellknown.JobSetLabelName: "train"}, 4, 2, func(p *corev1.Pod) string {
 		return "jobset/train/" + p.Labels[wellknown.JobSetLabelReplicatedJob] + "/" + p.Labels[wellknown.JobSetLabelJobIndex]
 	}, nil)
-	t.Logf("JobSet train: 4 pods bound and running %s after creation, gangs %v", time.Since(created).Round(100*time.Millisecond), jobsetGangs)
+	jobsetBound := time.Since(created)
+	t.Logf("JobSet train: 4 pods bound and running %s after creation, gangs %v", jobsetBound.Round(100*time.Millisecond), jobsetGangs)
 	h.gangJobsInSlurm(t, login, "jobset/train/", jobsetGangs)
 
 	// The LeaderWorkerSet: one gang of three.
@@ -166,7 +167,8 @@ spec:
 	}
 	lwsSel := client.MatchingLabels{wellknown.LWSLabelName: "serve"}
 	group := h.waitGangs(t, lwsSel, 3, 1, lwsGang, nil)
-	t.Logf("LeaderWorkerSet serve: 3 pods bound and running %s after creation, gang %v", time.Since(created).Round(100*time.Millisecond), group)
+	lwsBound := time.Since(created)
+	t.Logf("LeaderWorkerSet serve: 3 pods bound and running %s after creation, gang %v", lwsBound.Round(100*time.Millisecond), group)
 	h.gangJobsInSlurm(t, login, "leaderworkerset/serve/", group)
 	leader := &corev1.Pod{}
 	if err := h.c.Get(ctx, types.NamespacedName{Namespace: h.ns, Name: "serve-0"}, leader); err != nil {
@@ -199,7 +201,8 @@ spec:
 	if state, _, _ := h.jobEnd(t, login, job, time.Minute); state != "CANCELLED" && state != "COMPLETED" {
 		t.Errorf("LeaderWorkerSet serve's job %s after a member went: %s", job, state)
 	}
-	t.Logf("member serve-0-1 deleted → job %s ended within %s", job, time.Since(deleted).Round(100*time.Millisecond))
+	jobEnded := time.Since(deleted)
+	t.Logf("member serve-0-1 deleted → job %s ended within %s", job, jobEnded.Round(100*time.Millisecond))
 	var oldUIDs []types.UID
 	for _, p := range old.Items {
 		oldUIDs = append(oldUIDs, p.UID)
@@ -208,7 +211,8 @@ spec:
 	if again["leaderworkerset/serve/0"] == job {
 		t.Errorf("the recreated group runs in the old job %s", job)
 	}
-	t.Logf("LWS recreated the group: bound and running in job %s %s after the deletion", again["leaderworkerset/serve/0"], time.Since(deleted).Round(100*time.Millisecond))
+	regrouped := time.Since(deleted)
+	t.Logf("LWS recreated the group: bound and running in job %s %s after the deletion", again["leaderworkerset/serve/0"], regrouped.Round(100*time.Millisecond))
 
 	if err := h.c.Delete(ctx, lws, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
@@ -216,6 +220,8 @@ spec:
 	if state, _, _ := h.jobEnd(t, login, again["leaderworkerset/serve/0"], time.Minute); state != "CANCELLED" && state != "COMPLETED" {
 		t.Errorf("LeaderWorkerSet serve's job %s after the set went: %s", again["leaderworkerset/serve/0"], state)
 	}
+	t.Logf("bench: name=workload-gangs jobset_bound_s=%.1f lws_bound_s=%.1f member_gone_to_job_end_s=%.1f regroup_bound_s=%.1f step_s=%.1f",
+		jobsetBound.Seconds(), lwsBound.Seconds(), jobEnded.Seconds(), regrouped.Seconds(), time.Since(created).Seconds())
 }
 
 // waitGangs waits until the selected pods are n live pods (none of the UIDs not), all bound and
