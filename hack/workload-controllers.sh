@@ -147,6 +147,7 @@ install() {
       $(values "$n") --wait --timeout 3m >/dev/null & pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || die "installing the workload controllers failed"; done
+  log "both releases deployed (helm --wait) in $((SECONDS - start)) s"
   # The managers make their webhook certificate themselves (cert-controller), write it to the
   # Secret the pod mounts and the CA into the webhook configurations; the pod serves it once
   # kubelet has refreshed the mounted Secret (up to its sync period). Until then every

@@ -35,7 +35,9 @@ const (
 // The compute node has eight (fake) H100s: a pod asking for two gets them as gres/gpu:h100:2,
 // a pod asking for nine is refused once (gpuPods). Then the seeds' day (seedsDay) on an
 // autoscaled NodeSet train of partitions train and serve: a training job, an inference
-// Deployment scaled 0 → 2 → 0 that preempts it, the job requeued and run again.
+// Deployment scaled 0 → 2 → 0 that preempts it, the job requeued and run again. Then a gang
+// across the three machines (gangAcrossMachines), and a JobSet and a LeaderWorkerSet made by
+// their real controllers, installed beside the Slurm cluster's start (workloadGangs).
 //
 // The local cluster has one kubelet node, so NodeSet compute has one Slurm node: the batch job
 // fills it, and "bound to the node hosting its Slurm node" is the only node there is, checked

@@ -78,8 +78,8 @@ func (h *helmEnv) workloadControllers(t *testing.T) (ready func()) {
 		if err != nil {
 			t.Fatalf("%s install: %v\n%s", path, err, out.String())
 		}
-		t.Logf("workload controllers ready %s after their install started (beside the Slurm cluster's), waited %s for them here",
-			time.Since(start).Round(100*time.Millisecond), time.Since(waitStart).Round(100*time.Millisecond))
+		t.Logf("workload controllers ready %s after their install started (beside the Slurm cluster's), waited %s for them here; the script said:\n%s",
+			time.Since(start).Round(100*time.Millisecond), time.Since(waitStart).Round(100*time.Millisecond), strings.TrimSpace(out.String()))
 	}
 }
 
