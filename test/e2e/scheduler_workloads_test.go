@@ -60,7 +60,12 @@ func (h *helmEnv) workloadControllers(t *testing.T) (ready func()) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	var took time.Duration // written before done is sent, read after it is received
+	go func() {
+		err := cmd.Wait()
+		took = time.Since(start)
+		done <- err
+	}()
 	var err error
 	waited := false
 	wait := func() {
@@ -78,8 +83,8 @@ func (h *helmEnv) workloadControllers(t *testing.T) (ready func()) {
 		if err != nil {
 			t.Fatalf("%s install: %v\n%s", path, err, out.String())
 		}
-		t.Logf("workload controllers ready %s after their install started (beside the Slurm cluster's), waited %s for them here; the script said:\n%s",
-			time.Since(start).Round(100*time.Millisecond), time.Since(waitStart).Round(100*time.Millisecond), strings.TrimSpace(out.String()))
+		t.Logf("workload controllers installed in %s (beside the Slurm cluster's start), needed %s after it started: waited %s for them here; the script said:\n%s",
+			took.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond), time.Since(waitStart).Round(100*time.Millisecond), strings.TrimSpace(out.String()))
 	}
 }
 
