@@ -54,7 +54,7 @@ unit: ## unit tests only (no processes, seconds)
 test: ## THE test command: provision, lint, unit + integration (real Slurm, apiserver) + e2e (real kubelet)
 	hack/test.sh
 
-provision: ## install host packages, build Kubernetes/helm/kwok/codegen tools, Slurm rootfs and images
+provision: ## install host packages, build Kubernetes/helm/kwok/codegen tools, Slurm rootfs and images, and the JobSet/LWS controllers the e2e tests run
 	hack/provision.sh all
 
 images: ## build sunk's and Slurm's images offline (hack/images.sh); with REGISTRY=host[:port]/path [TAG=...] also push them there (hack/push-images.sh)
