@@ -189,7 +189,15 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 	if len(pods) > 0 {
 		return nil
 	}
-	_, err = s.unmirrorNode(ctx, node, false)
+	// Unmirror from a fresh read: the cache may not show yet the mirror this syncer wrote a
+	// moment before (the drain of the node's last pod), and taking the labels off a node whose
+	// cached copy lacks that condition would leave the condition there with nothing that
+	// brings the node back here (nodeEvent follows the cluster label) until the resync.
+	fresh := &corev1.Node{}
+	if err := s.live.Get(ctx, types.NamespacedName{Name: name}, fresh); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	_, err = s.unmirrorNode(ctx, fresh, false)
 	return err
 }
 
