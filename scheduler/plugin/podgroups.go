@@ -339,21 +339,5 @@ func (p *Plugin) podGroupMemberGone(logger klog.Logger) cache.ResourceEventHandl
 			p.activate(logger, slices.DeleteFunc(p.podGroupPods(pod.Namespace, name), func(m *v1.Pod) bool { return m.UID == pod.UID }))
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, newObj any) {
-			old, ok1 := oldObj.(*v1.Pod)
-			cur, ok2 := newObj.(*v1.Pod)
-			if ok1 && ok2 && alive(old) && !alive(cur) {
-				gone(cur)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if pod, ok := obj.(*v1.Pod); ok {
-				gone(pod)
-			}
-		},
-	}
+	return onPodGone(gone)
 }

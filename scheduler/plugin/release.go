@@ -98,6 +98,12 @@ func (p *Plugin) podGoneHandler() cache.ResourceEventHandler {
 			p.wakeLifecycle()
 		}
 	}
+	return onPodGone(gone)
+}
+
+// onPodGone calls gone once for a pod that stops being alive: when an update ends it
+// (alive), or when it is deleted, even unseen (a tombstone).
+func onPodGone(gone func(*v1.Pod)) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*v1.Pod)
