@@ -297,7 +297,7 @@ func (p *Plugin) podGroupPods(namespace, name string) []*v1.Pod {
 	}
 	var out []*v1.Pod
 	for _, pod := range all {
-		if pod.Spec.SchedulerName == p.scheduler && pod.Spec.NodeName == "" && alive(pod) {
+		if p.waitingHere(pod) {
 			out = append(out, pod)
 		}
 	}

@@ -102,6 +102,12 @@ func jobPods(job *batchv1.Job) int {
 	return n
 }
 
+// waitingHere says a pod is this scheduler's, not bound and not ended: one a workload's
+// arrival may let back into the queue.
+func (p *Plugin) waitingHere(pod *v1.Pod) bool {
+	return pod.Spec.SchedulerName == p.scheduler && pod.Spec.NodeName == "" && alive(pod)
+}
+
 // activateJobPods lets a JobSet's Job's pending pods back into the queue when the Job reaches
 // the cache: pods seen before their Job wait for it (workloadError.Waiting).
 func (p *Plugin) activateJobPods(logger klog.Logger) cache.ResourceEventHandler {
@@ -114,7 +120,7 @@ func (p *Plugin) activateJobPods(logger klog.Logger) cache.ResourceEventHandler 
 		var waiting []*v1.Pod
 		for _, pod := range all {
 			if owner := metav1.GetControllerOf(pod); owner != nil && owner.UID == job.UID &&
-				pod.Spec.SchedulerName == p.scheduler && pod.Spec.NodeName == "" && alive(pod) {
+				p.waitingHere(pod) {
 				waiting = append(waiting, pod)
 			}
 		}
