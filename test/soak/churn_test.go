@@ -57,7 +57,7 @@ func (s *soak) scale(n int, timeout time.Duration) {
 		if up != n || len(nodes) != n {
 			return fmt.Errorf("%d of %d Slurm nodes up, %d listed", up, n, len(nodes))
 		}
-		pods, err := s.pods(component{name: "compute", ns: slurmNS, selector: "sunk.dev/nodeset=compute"})
+		pods, err := s.pods(computeC)
 		if err != nil {
 			return err
 		}
@@ -81,7 +81,7 @@ func (s *soak) cordon(on bool) error {
 	reason := any(nil)
 	if on {
 		reason = "soak: cordon loop"
-		pods, err := s.pods(component{name: "compute", ns: slurmNS, selector: "sunk.dev/nodeset=compute"})
+		pods, err := s.pods(computeC)
 		if err != nil {
 			return err
 		}

@@ -62,8 +62,10 @@ var (
 	syncerC    = component{"syncer", sunkNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=syncer", "sunk-syncer", "https", "sunk-syncer.sunk.dev"}
 	scheduler  = component{"scheduler", sunkNS, "app.kubernetes.io/instance=sunk,app.kubernetes.io/component=scheduler", "sunk-scheduler", "https", ""}
 	slurmrestd = component{"slurmrestd", slurmNS, "sunk.dev/cluster=demo,sunk.dev/component=restapi", "slurmrestd", "", ""}
-	slurmctld  = component{"slurmctld", slurmNS, "sunk.dev/cluster=demo,sunk.dev/component=controller", "slurmctld", "", ""}
-	sunkComps  = []component{operator, syncerC, scheduler}
+	// computeC is the demo's NodeSet compute: its pods, for scaling and the cordon loop.
+	computeC  = component{name: "compute", ns: slurmNS, selector: "sunk.dev/nodeset=compute"}
+	slurmctld = component{"slurmctld", slurmNS, "sunk.dev/cluster=demo,sunk.dev/component=controller", "slurmctld", "", ""}
+	sunkComps = []component{operator, syncerC, scheduler}
 	// The kill order: Slurm's side first, then sunk's; all in the first half, so that the
 	// second half (RSS and goroutine growth) sees no restart.
 	killOrder = []component{slurmrestd, slurmctld, syncerC, operator, scheduler}
