@@ -43,6 +43,7 @@ func main() {
 	flag.StringVar(&authorUsers, "privileged-author-users", "", "comma-separated Kubernetes users who may set the SlurmCluster and NodeSet fields that give root on compute hosts (images, prolog, epilog, jobSubmitLua, services, sidecars, hostPath volumes)")
 	flag.StringVar(&authorGroups, "privileged-author-groups", sunkwebhook.DefaultPrivilegedGroup, "comma-separated Kubernetes groups whose members may set those fields")
 	flag.StringVar(&authorImages, "author-images", "", "comma-separated image patterns (path.Match) any author may name, beside the --slurm-images")
+	leaseTimings := cmdutil.LeaderElectionFlags()
 	log := cmdutil.ParseFlags()
 	images, err := slurmversion.ParseImages(slurmImages)
 	cmdutil.Must(err)
@@ -58,20 +59,22 @@ func main() {
 
 	cfg := ctrl.GetConfigOrDie()
 	namespaces := cmdutil.WatchNamespaces(watchNamespaces)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsOptions(),
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "sunk-operator.sunk.dev",
 		// main returns as soon as the manager stops, so the Lease can go at once: a rollout's
-		// new pod leads within a second instead of after the 15 s lease.
+		// new pod leads within a second instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhook.NewServer(webhook.Options{CertDir: certDir}),
 		// Only the objects sunk labels are cached, not every Pod, Secret and ConfigMap of the
 		// Kubernetes cluster; the reconcilers read the rest past the cache.
 		Cache: cmdutil.OperatorCacheOptions(namespaces),
-	})
+	}
+	leaseTimings(&opts)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	cmdutil.Must(err)
 	execer, err := kube.NewPodExecer(cfg)
 	cmdutil.Must(err)

@@ -37,11 +37,12 @@ func main() {
 	flag.IntVar(&drainBudget, "drain-budget-percent", syncer.DefaultDrainBudgetPercent, "share of a cluster's Slurm nodes that one cause (node NotReady, pod not Ready) may hold drained at once, at least 1 node; 100 lifts the limit")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose SlurmClusters this syncer syncs; empty: all")
 	flag.IntVar(&workers, "workers", syncer.DefaultWorkers, "nodes synced in parallel per cluster; a sync waits mostly on the Kubernetes API and slurmrestd, so this bounds how fast a change to many nodes at once (a cordon, a Slurm reboot) is mirrored")
+	leaseTimings := cmdutil.LeaderElectionFlags()
 	log := cmdutil.ParseFlags()
 
 	scheme := cmdutil.Scheme()
 	computePods := labels.SelectorFromSet(labels.Set{wellknown.LabelComponent: wellknown.ComponentCompute})
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsOptions(),
 		HealthProbeBindAddress:  probeAddr,
@@ -49,12 +50,14 @@ func main() {
 		LeaderElectionID:        "sunk-syncer.sunk.dev",
 		LeaderElectionNamespace: leaderNS,
 		// main returns as soon as the manager stops, so the Lease can go at once: a rollout's
-		// new pod syncs within a second instead of after the 15 s lease.
+		// new pod syncs within a second instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,
 		// Only compute pods are cached, not every pod of the cluster.
 		Cache: cache.Options{DefaultNamespaces: cmdutil.WatchNamespaces(watchNamespaces),
 			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: computePods}}},
-	})
+	}
+	leaseTimings(&opts)
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), opts)
 	cmdutil.Must(err)
 	restMetrics, err := slurm.NewMetrics(crmetrics.Registry)
 	cmdutil.Must(err)

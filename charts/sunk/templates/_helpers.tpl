@@ -176,6 +176,11 @@ spec:
             - --metrics-secure={{ $root.Values.metrics.secure }}
             - --health-probe-bind-address=:8081
             - --leader-elect={{ .values.leaderElection }}
+            {{- with $root.Values.leaderElectionTimings }}
+            - --leader-elect-lease-duration={{ .leaseDuration }}
+            - --leader-elect-renew-deadline={{ .renewDeadline }}
+            - --leader-elect-retry-period={{ .retryPeriod }}
+            {{- end }}
             {{- range .args }}
             - {{ . }}
             {{- end }}
@@ -192,13 +197,17 @@ spec:
             {{- with .ports }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
+          # A 5 s timeout, not kubelet's 1 s: the answer is a constant, and a busy node
+          # that delays it three times in a row must not restart a healthy controller.
           livenessProbe:
             httpGet: {path: /healthz, port: health}
             initialDelaySeconds: 5
             periodSeconds: 10
+            timeoutSeconds: 5
           readinessProbe:
             httpGet: {path: /readyz, port: health}
             periodSeconds: 5
+            timeoutSeconds: 5
           resources:
             {{- toYaml .values.resources | nindent 12 }}
           securityContext:
@@ -237,6 +246,11 @@ kind: KubeSchedulerConfiguration
 percentageOfNodesToScore: 100
 leaderElection:
   leaderElect: {{ $v.leaderElection }}
+  {{- with .root.Values.leaderElectionTimings }}
+  leaseDuration: {{ .leaseDuration }}
+  renewDeadline: {{ .renewDeadline }}
+  retryPeriod: {{ .retryPeriod }}
+  {{- end }}
   resourceLock: leases
   resourceNamespace: {{ .own }}
   resourceName: {{ .name }}
