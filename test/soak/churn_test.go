@@ -381,7 +381,8 @@ func (s *soak) kill(c component) {
 		}
 		if c.name == "syncer" {
 			// Ready says the process runs; it syncs once it holds the leader Lease (the killed
-			// one's expires after 15 s) and has read Slurm: its readable gauge says both.
+			// one's expires after the chart's leaderElectionTimings.leaseDuration) and has read
+			// Slurm: its readable gauge says both.
 			series, _, err := s.scrape(c)
 			if err != nil {
 				return err

@@ -93,7 +93,7 @@ func (s *soak) pid(c component) (int, *corev1.Pod, error) {
 }
 
 func (s *soak) loginPod() (string, error) {
-	p, err := s.podOf(component{name: "login", ns: slurmNS, selector: "sunk.dev/cluster=demo,sunk.dev/component=login"})
+	p, err := s.podOf(loginC)
 	if err != nil {
 		return "", err
 	}

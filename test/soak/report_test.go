@@ -105,6 +105,7 @@ func (s *soak) report() {
 	r.Bench = append(r.Bench, []KV{{"soak", "syncer"}, {"unreadable_s_outside_kills", Num(math.Round(unread))},
 		{"unreadable_s_total", Num(math.Round(unreadAll))}, {"not_reporting_s_outside_kills", Num(math.Round(notRep))}})
 	r.Checks = append(r.Checks, Check{Bound: "syncer unreadable seconds outside kill windows = 0", Value: Num(math.Round(unread)), OK: unread == 0, Judged: true})
+	s.reportRestarts(r)
 
 	// REST requests and errors outside kill windows.
 	restOut := map[string]map[string]float64{}

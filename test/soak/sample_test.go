@@ -62,6 +62,7 @@ func (s *soak) takeSample() {
 			cs.gor = v
 		}
 	}
+	s.checkRestarts(sm.t)
 	sm.conns, sm.connErr = s.restConns()
 	if out, err := s.login("sinfo -h -N -o '%N|%T|%E'; echo ---; scontrol -o show job"); err != nil {
 		sm.nodesErr = err.Error()

@@ -146,6 +146,10 @@ type soak struct {
 	scaleUpAt   time.Time // scale-up finished
 	scaleInAt   time.Time // scale-in started
 	lastKillAt  time.Time
+	// restartBase are the watched containers' restart counts last seen (restarts_test.go);
+	// restarts, the restarts seen since the run began.
+	restartBase map[string]int32
+	restarts    []restart
 }
 
 // TestSoak is issue 14's soak: the demo's cluster under churn and faults for DURATION.
@@ -273,6 +277,7 @@ func setup(t *testing.T, dur time.Duration) *soak {
 // readability poll and the job stream around it.
 func (s *soak) run() {
 	s.start = time.Now()
+	s.restartBase = s.restartCounts()
 	ctx, stop := context.WithCancel(s.ctx)
 	var wg sync.WaitGroup
 	reported := false
