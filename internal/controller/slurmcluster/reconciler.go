@@ -312,7 +312,11 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 		return ctrl.Result{}, err
 	}
 	if err := r.reconfigure(ctx, sc, sl, "to apply configuration "+cfg.Hash); err != nil {
-		st.set(sunkv1.ConditionConfigApplied, false, sunkv1.ReasonReconfigureFailed, err.Error())
+		reason := sunkv1.ReasonReconfigureFailed
+		if errors.Is(err, errRestNotReachable) {
+			reason = sunkv1.ReasonWaitingForRestAPI
+		}
+		st.set(sunkv1.ConditionConfigApplied, false, reason, err.Error())
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil
 	}
 	r.applied.Store(sc.UID, cfg.Hash)

@@ -54,7 +54,7 @@ func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, s
 	at := time.Now()
 	if err := sl.Reconfigure(ctx); err != nil {
 		if neverSent(err) {
-			return fmt.Errorf("scontrol reconfigure over REST %s: slurmrestd not reachable yet: %w", purpose, err)
+			return fmt.Errorf("scontrol reconfigure over REST %s: %w: %w", purpose, errRestNotReachable, err)
 		}
 		r.reconfigureFailed.Store(sc.UID, reconfigureFailure{at: at, err: err})
 		err = fmt.Errorf("scontrol reconfigure over REST %s failed: %w", purpose, err)
@@ -64,6 +64,10 @@ func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, s
 	r.reconfigureFailed.Delete(sc.UID)
 	return nil
 }
+
+// errRestNotReachable marks a reconfigure that never reached slurmrestd: the condition says
+// the cluster waits for slurmrestd (WaitingForRestAPI), not that the reconfigure failed.
+var errRestNotReachable = errors.New("slurmrestd not reachable yet")
 
 // neverSent says whether err is a failure to connect, before any request was written.
 func neverSent(err error) bool {

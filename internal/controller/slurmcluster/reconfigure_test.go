@@ -76,7 +76,7 @@ func TestReconfigureNotHeldBackWhenNeverSent(t *testing.T) {
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		err := r.reconfigure(ctx, sc, sl, "to test")
-		if err == nil || errors.As(err, new(*reconfigureHeldError)) || !strings.Contains(err.Error(), "not reachable yet") {
+		if err == nil || errors.As(err, new(*reconfigureHeldError)) || !errors.Is(err, errRestNotReachable) || !strings.Contains(err.Error(), "not reachable yet") {
 			t.Fatalf("reconfigure %d with a refused connection: %v, want the error, not held back", i+1, err)
 		}
 	}
