@@ -22,7 +22,7 @@ func (s *Syncer) toKube(ctx context.Context, pod *corev1.Pod, node *corev1.Node,
 	if pod.Spec.NodeName == "" && sn == nil {
 		return nil // not scheduled, not registered: nothing to say yet
 	}
-	m := Mirror{State: "unregistered", Available: false, Why: "NotRegistered", Evictable: true}
+	m := Mirror{State: "unregistered", Available: false, Why: wellknown.ReasonSlurmNodeNotRegistered, Evictable: true}
 	msg := fmt.Sprintf("Slurm has no node %s (yet)", pod.Name)
 	if sn != nil {
 		m = MirrorOf(sn)

@@ -137,6 +137,9 @@ const (
 	AnnotationSlurmJobs = "slurm.sunk.dev/jobs"
 	// ConditionSlurmNode is the pod and node condition: True when Slurm may run jobs there.
 	ConditionSlurmNode = "sunk.dev/SlurmNodeAvailable"
+	// ReasonSlurmNodeNotRegistered is that condition's reason (False) while Slurm has no node
+	// of the pod's name: its slurmd has not registered yet, or slurmctld lost the record.
+	ReasonSlurmNodeNotRegistered = "NotRegistered"
 )
 
 // Annotations a pod scheduled by sunk-scheduler sets to shape its Slurm job (all optional),

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"sunk.dev/sunk/internal/kube"
 
@@ -142,8 +143,11 @@ func (r *Reconciler) create(ctx context.Context, w *world, m *member, st *status
 
 // retire takes a member's pod away the protected way. The pod is deleted only when a fresh
 // read says its Slurm node is drained and runs no job, or that Slurm has no such node and
-// the pod is not Ready (a Ready pod is a registered node: the answer is not trusted). A pod
-// that never ran on a node has no slurmd and goes at once. Every Slurm error stops here.
+// either the pod is not Ready or every read for unregisteredGrace said the same (a Ready pod
+// is normally a registered node, so one "no such node" is not trusted; but a slurmd whose
+// record slurmctld lost stays Ready while it fails to register, and would hold the retirement
+// for ever). A pod that never ran on a node has no slurmd and goes at once. Every Slurm error
+// stops here.
 func (r *Reconciler) retire(ctx context.Context, w *world, m *member, reason string, o *outcome) error {
 	p := m.pod
 	if p.Spec.NodeName == "" {
@@ -163,10 +167,14 @@ func (r *Reconciler) retire(ctx context.Context, w *world, m *member, reason str
 	switch {
 	case errors.Is(err, slurm.ErrNotFound) && !kube.PodReady(p):
 		return r.deletePod(ctx, w.ns, p, "its Slurm node is not registered and the pod is not Ready")
+	case errors.Is(err, slurm.ErrNotFound) && r.unregisteredFor(p, time.Now()) >= unregisteredGrace:
+		return r.deletePod(ctx, w.ns, p, fmt.Sprintf("Slurm has had no node %s for over %s though the pod is Ready: its slurmd does not register", m.name, unregisteredGrace))
 	case errors.Is(err, slurm.ErrNotFound):
 		o.waiting = append(o.waiting, m.name)
 		return nil
-	case err != nil:
+	}
+	r.unregistered.Delete(p.UID)
+	if err != nil {
 		o.slurmErrs = append(o.slurmErrs, fmt.Sprintf("%s: %v", m.name, err))
 		return nil
 	}
@@ -182,8 +190,22 @@ func (r *Reconciler) retire(ctx context.Context, w *world, m *member, reason str
 	return r.deletePod(ctx, w.ns, p, fmt.Sprintf("its Slurm node is drained (%s) and runs no job", sn.Reason))
 }
 
+// unregisteredGrace is how long every read must have found no Slurm node for a Ready pod
+// before retire believes it: longer than a slurmd takes to register, and than slurmctld takes
+// to recover its state after a restart.
+const unregisteredGrace = 2 * time.Minute
+
+// unregisteredFor is how long retire's reads have found no Slurm node for the pod, without a
+// read in between that found one (or failed), as of now; the first such read starts the clock.
+// It is kept in memory: an operator restart starts it again, the safe way.
+func (r *Reconciler) unregisteredFor(p *corev1.Pod, now time.Time) time.Duration {
+	since, _ := r.unregistered.LoadOrStore(p.UID, now)
+	return now.Sub(since.(time.Time))
+}
+
 func (r *Reconciler) deletePod(ctx context.Context, ns *sunkv1.NodeSet, p *corev1.Pod, why string) error {
 	uid := p.UID
+	r.unregistered.Delete(uid)
 	if err := r.Delete(ctx, p, client.Preconditions{UID: &uid}); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil

@@ -9,6 +9,7 @@ package nodeset
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,10 @@ type Reconciler struct {
 	// ResyncInterval refreshes the Slurm half of the status when nothing is pending; 60s
 	// when zero.
 	ResyncInterval time.Duration
+
+	// unregistered: when retire first found no Slurm node for a Ready pod, by pod UID
+	// (unregisteredFor).
+	unregistered sync.Map
 }
 
 const (
