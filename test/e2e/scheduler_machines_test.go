@@ -34,8 +34,10 @@ var wideValues = `  - name: wide
     resources: {requests: {cpu: 100m, memory: 400Mi}}
 `
 
-// widePartition is partition "wide" of NodeSet wide, for pods.
+// widePartition is partition "wide" of NodeSet wide, for pods, and "widebatch", a lower tier
+// on the same nodes that wide preempts (jobSetPreempted).
 const widePartition = `  - {name: wide, nodeSets: [wide], priorityTier: 10}
+  - {name: widebatch, nodeSets: [wide], priorityTier: 1}
 `
 
 // gangAcrossMachines (issue 38): a gang of three exclusive pods through sunk-scheduler is one

@@ -36,8 +36,10 @@ const (
 // a pod asking for nine is refused once (gpuPods). Then the seeds' day (seedsDay) on an
 // autoscaled NodeSet train of partitions train and serve: a training job, an inference
 // Deployment scaled 0 → 2 → 0 that preempts it, the job requeued and run again. Then a gang
-// across the three machines (gangAcrossMachines), and a JobSet and a LeaderWorkerSet made by
-// their real controllers, installed beside the Slurm cluster's start (workloadGangs).
+// across the three machines (gangAcrossMachines), a JobSet and a LeaderWorkerSet made by
+// their real controllers, installed beside the Slurm cluster's start (workloadGangs), and a
+// JobSet preempted by a higher tier that its controller restarts, bound again as one gang
+// (jobSetPreempted).
 //
 // The local cluster has one kubelet node, so NodeSet compute has one Slurm node: the batch job
 // fills it, and "bound to the node hosting its Slurm node" is the only node there is, checked
@@ -64,7 +66,7 @@ partitions:
   - {name: urgent, nodeSets: [compute], priorityTier: 10}
 `+seedsDayPartitions+widePartition+`schedulerPolicy:
   tenants:
-    - {name: e2e, namespaces: [%s], partitions: [urgent, serve, wide], preempt: true}
+    - {name: e2e, namespaces: [%s], partitions: [urgent, serve, wide, widebatch], preempt: true}
 `, h.ns)+schedulerNodeSetYAML()+seedsDayValues+wideValues, "compute-0")
 	if out := h.mustSh(t, login, "scontrol show config | grep -E '^Preempt(Type|Mode)'"); !strings.Contains(out, "preempt/partition_prio") || !strings.Contains(out, "CANCEL") {
 		t.Fatalf("slurmctld's preemption: %q", out)
@@ -188,6 +190,7 @@ partitions:
 
 	workloadsReady()
 	h.workloadGangs(t, login)
+	h.jobSetPreempted(t, login)
 
 	h.schedulerNotForbidden(t)
 	h.uninstall(t)

@@ -89,18 +89,18 @@ func (h *helmEnv) workloadControllers(t *testing.T) (ready func()) {
 }
 
 // workloadPodTemplate is the pod template of the workloads' members (YAML, indented by indent):
-// small pods for sunk-scheduler in partition wide, packed (not exclusive) so that the gangs
-// share the three machines' CPUs, allowed on the extra nodes.
-func workloadPodTemplate(indent string) string {
+// small pods for sunk-scheduler in the partition (of NodeSet wide), packed (not exclusive) so
+// that the gangs share the three machines' CPUs, allowed on the extra nodes.
+func workloadPodTemplate(indent, partition string) string {
 	tpl := fmt.Sprintf(`metadata:
-  annotations: {%s: wide, %s: "false"}
+  annotations: {%s: %s, %s: "false"}
 spec:
   schedulerName: sunk-scheduler
   terminationGracePeriodSeconds: 0
   tolerations: [{key: %s, operator: Exists, effect: NoSchedule}]
   containers:
     - {name: c, image: %s, imagePullPolicy: Never, command: [/bin/sleep, "3600"], resources: {requests: {cpu: 10m, memory: 16Mi}}}
-`, annotationPartition, annotationExclusive, extraNodeTaint.Key, busyboxImage)
+`, annotationPartition, partition, annotationExclusive, extraNodeTaint.Key, busyboxImage)
 	return indent + strings.ReplaceAll(strings.TrimSuffix(tpl, "\n"), "\n", "\n"+indent) + "\n"
 }
 
@@ -146,7 +146,7 @@ spec:
           completions: 2
           backoffLimit: 0
           template:
-`+workloadPodTemplate("            ")+`              restartPolicy: Never
+`+workloadPodTemplate("            ", "wide")+`              restartPolicy: Never
 `)
 	lws := h.createYAML(t, `apiVersion: leaderworkerset.x-k8s.io/v1
 kind: LeaderWorkerSet
@@ -156,7 +156,7 @@ spec:
   leaderWorkerTemplate:
     size: 3
     workerTemplate:
-`+workloadPodTemplate("      "))
+`+workloadPodTemplate("      ", "wide"))
 
 	// The JobSet: two gangs of two, each bound to a job of its own.
 	jobsetGangs := h.waitGangs(t, client.MatchingLabels{wellknown.JobSetLabelName: "train"}, 4, 2, func(p *corev1.Pod) string {
@@ -164,7 +164,7 @@ spec:
 	}, nil)
 	jobsetBound := time.Since(created)
 	t.Logf("JobSet train: 4 pods bound and running %s after creation, gangs %v", jobsetBound.Round(100*time.Millisecond), jobsetGangs)
-	h.gangJobsInSlurm(t, login, "jobset/train/", jobsetGangs)
+	h.gangJobsInSlurm(t, login, "jobset/train/", "wide", jobsetGangs)
 
 	// The LeaderWorkerSet: one gang of three.
 	lwsGang := func(p *corev1.Pod) string {
@@ -174,7 +174,7 @@ spec:
 	group := h.waitGangs(t, lwsSel, 3, 1, lwsGang, nil)
 	lwsBound := time.Since(created)
 	t.Logf("LeaderWorkerSet serve: 3 pods bound and running %s after creation, gang %v", lwsBound.Round(100*time.Millisecond), group)
-	h.gangJobsInSlurm(t, login, "leaderworkerset/serve/", group)
+	h.gangJobsInSlurm(t, login, "leaderworkerset/serve/", "wide", group)
 	leader := &corev1.Pod{}
 	if err := h.c.Get(ctx, types.NamespacedName{Namespace: h.ns, Name: "serve-0"}, leader); err != nil {
 		t.Fatal(err)
@@ -281,8 +281,8 @@ func (h *helmEnv) waitGangs(t *testing.T, sel client.MatchingLabels, n, gangs in
 }
 
 // gangJobsInSlurm checks Slurm's side: the live jobs named for gangs under prefix are exactly
-// the gangs' jobs, one each, running in partition wide.
-func (h *helmEnv) gangJobsInSlurm(t *testing.T, login, prefix string, jobs map[string]string) {
+// the gangs' jobs, one each, running in the partition.
+func (h *helmEnv) gangJobsInSlurm(t *testing.T, login, prefix, partition string, jobs map[string]string) {
 	t.Helper()
 	name := "sunk-gang-" + h.ns + "-" + prefix
 	var got, want []string
@@ -292,7 +292,7 @@ func (h *helmEnv) gangJobsInSlurm(t *testing.T, login, prefix string, jobs map[s
 		}
 	}
 	for g, j := range jobs {
-		want = append(want, j+" "+g+" RUNNING wide")
+		want = append(want, j+" "+g+" RUNNING "+partition)
 	}
 	sort.Strings(got)
 	sort.Strings(want)
