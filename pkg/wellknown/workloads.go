@@ -20,14 +20,18 @@ const (
 	LWSAnnotationSize   = "leaderworkerset.sigs.k8s.io/size" // SizeAnnotationKey: leader + workers
 )
 
-// JobSet (sigs.k8s.io/jobset v0.10.1, api/jobset/v1alpha2/jobset_types.go; written by
-// labelAndAnnotateObject in pkg/controllers/jobset_controller.go on each child Job and its pod
-// template, as labels and as annotations alike). A replicated job of R replicas is R batch/v1
-// Jobs, numbered by the job index; the pods do not carry their Job's parallelism.
+// JobSet (sigs.k8s.io/jobset v0.10.1, api/jobset/v1alpha2/jobset_types.go and
+// pkg/constants; written by labelAndAnnotateObject in pkg/controllers/jobset_controller.go on
+// each child Job and its pod template, as labels and as annotations alike). A replicated job of
+// R replicas (the replicas label) is R batch/v1 Jobs of one template, numbered by the job
+// index; the pods do not carry their Job's parallelism. The restart attempt is the JobSet's
+// status.restarts when the Job was made: a restarted JobSet's Jobs and pods carry the next.
 const (
-	JobSetLabelName          = "jobset.sigs.k8s.io/jobset-name"        // JobSetNameKey
-	JobSetLabelReplicatedJob = "jobset.sigs.k8s.io/replicatedjob-name" // ReplicatedJobNameKey
-	JobSetLabelJobIndex      = "jobset.sigs.k8s.io/job-index"          // JobIndexKey
+	JobSetLabelName                  = "jobset.sigs.k8s.io/jobset-name"            // JobSetNameKey
+	JobSetLabelReplicatedJob         = "jobset.sigs.k8s.io/replicatedjob-name"     // ReplicatedJobNameKey
+	JobSetLabelReplicatedJobReplicas = "jobset.sigs.k8s.io/replicatedjob-replicas" // ReplicatedJobReplicas
+	JobSetLabelJobIndex              = "jobset.sigs.k8s.io/job-index"              // JobIndexKey
+	JobSetLabelRestartAttempt        = "jobset.sigs.k8s.io/restart-attempt"        // constants.RestartsKey
 )
 
 // PodGroup of the scheduler-plugins coscheduling plugin (sigs.k8s.io/scheduler-plugins v0.34.7,

@@ -24,7 +24,7 @@ const (
 	gangFromAnnotation gangSource = "annotation"
 	// gangFromLeaderWorkerSet: a LeaderWorkerSet's group (lwsGang).
 	gangFromLeaderWorkerSet gangSource = "LeaderWorkerSet"
-	// gangFromJobSet: a Job of a JobSet's replicated job (jobSetGang).
+	// gangFromJobSet: a JobSet's replicated job, all its Jobs (jobSetGang).
 	gangFromJobSet gangSource = "JobSet"
 	// gangFromPodGroup: a scheduler-plugins PodGroup (podGroupGang): its job is for minMember
 	// of its pods, which may be fewer than it has (chooseMembers).
@@ -46,7 +46,7 @@ func (p *Plugin) gangOf(pod *v1.Pod) (gang, gangSource, error) {
 
 // readGang reads a pod's gang. sunk's annotations come first: a pod that has either is in the
 // gang they name (or in error), whatever its workload. Without them, the pods of a
-// LeaderWorkerSet group or of a JobSet's Job are a gang, sized as their controller made them
+// LeaderWorkerSet group or of a JobSet's replicated job are a gang, sized as their controller made them
 // (workloads.go); jobs is where a JobSet's Jobs are read. Then the pods labelled for a PodGroup
 // (podgroups.go), read from groups: a label anyone may put on a pod, and one Kubeflow Trainer
 // puts on a TrainJob's pods (JobSet pods) with a minMember counting every pod, initializers

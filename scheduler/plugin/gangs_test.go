@@ -53,12 +53,20 @@ func lwsPod(set string, group, i, size int) *v1.Pod {
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
 }
 
-// jobSetJob is Job index idx of replicated job rjob of JobSet set, running n pods at once.
+// jobSetJob is Job index idx of replicated job rjob (of one Job: replicas sets more) of JobSet
+// set, running n pods at once.
 func jobSetJob(set, rjob string, idx int, parallelism, completions *int32) *batchv1.Job {
 	name := fmt.Sprintf("%s-%s-%d", set, rjob, idx)
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("job-" + name),
-		Labels: map[string]string{wellknown.JobSetLabelName: set, wellknown.JobSetLabelReplicatedJob: rjob, wellknown.JobSetLabelJobIndex: fmt.Sprint(idx)}},
+		Labels: map[string]string{wellknown.JobSetLabelName: set, wellknown.JobSetLabelReplicatedJob: rjob, wellknown.JobSetLabelJobIndex: fmt.Sprint(idx),
+			wellknown.JobSetLabelReplicatedJobReplicas: "1"}},
 		Spec: batchv1.JobSpec{Parallelism: parallelism, Completions: completions}}
+}
+
+// replicas makes the Job's replicated job one of n Jobs.
+func replicas(job *batchv1.Job, n int) *batchv1.Job {
+	job.Labels[wellknown.JobSetLabelReplicatedJobReplicas] = fmt.Sprint(n)
+	return job
 }
 
 // jobSetPod is pod i of the Job, labelled as JobSet v0.10.1's labelAndAnnotateObject labels the
@@ -66,18 +74,18 @@ func jobSetJob(set, rjob string, idx int, parallelism, completions *int32) *batc
 func jobSetPod(job *batchv1.Job, i int) *v1.Pod {
 	set, rjob, idx := job.Labels[wellknown.JobSetLabelName], job.Labels[wellknown.JobSetLabelReplicatedJob], job.Labels[wellknown.JobSetLabelJobIndex]
 	meta := map[string]string{
-		wellknown.JobSetLabelName:                   set,
-		"jobset.sigs.k8s.io/jobset-uid":             "3f1c2a9e-0000-4000-8000-000000000001",
-		wellknown.JobSetLabelReplicatedJob:          rjob,
-		"jobset.sigs.k8s.io/restart-attempt":        "0",
-		"jobset.sigs.k8s.io/replicatedjob-replicas": "2",
-		"jobset.sigs.k8s.io/global-replicas":        "2",
-		wellknown.JobSetLabelJobIndex:               idx,
-		"jobset.sigs.k8s.io/job-key":                "0a4c1e5b7d9f2a6c8e0b3d5f7a9c1e3b5d7f9a2c",
-		"jobset.sigs.k8s.io/job-global-index":       idx,
-		"jobset.sigs.k8s.io/group-name":             "default",
-		"jobset.sigs.k8s.io/group-replicas":         "2",
-		"jobset.sigs.k8s.io/job-group-index":        idx,
+		wellknown.JobSetLabelName:                  set,
+		"jobset.sigs.k8s.io/jobset-uid":            "3f1c2a9e-0000-4000-8000-000000000001",
+		wellknown.JobSetLabelReplicatedJob:         rjob,
+		wellknown.JobSetLabelRestartAttempt:        "0",
+		wellknown.JobSetLabelReplicatedJobReplicas: job.Labels[wellknown.JobSetLabelReplicatedJobReplicas],
+		"jobset.sigs.k8s.io/global-replicas":       "2",
+		wellknown.JobSetLabelJobIndex:              idx,
+		"jobset.sigs.k8s.io/job-key":               "0a4c1e5b7d9f2a6c8e0b3d5f7a9c1e3b5d7f9a2c",
+		"jobset.sigs.k8s.io/job-global-index":      idx,
+		"jobset.sigs.k8s.io/group-name":            "default",
+		"jobset.sigs.k8s.io/group-replicas":        "2",
+		"jobset.sigs.k8s.io/job-group-index":       idx,
 	}
 	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name, "batch.kubernetes.io/controller-uid": string(job.UID),
 		"batch.kubernetes.io/job-completion-index": fmt.Sprint(i)}
@@ -103,15 +111,22 @@ func with(pod *v1.Pod, kv ...string) *v1.Pod {
 	return pod
 }
 
+// relabelled sets the label k to v, as a controller writes it.
+func relabelled(pod *v1.Pod, k, v string) *v1.Pod {
+	pod.Labels[k] = v
+	return pod
+}
+
 // TestReadGang: the gang of a pod from sunk's annotations, a LeaderWorkerSet group or a
-// JobSet's Job, with the labels their controllers write; sunk's annotations win.
+// JobSet's replicated job, with the labels their controllers write; sunk's annotations win.
 func TestReadGang(t *testing.T) {
 	jobs := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Batch().V1().Jobs()
-	four := jobSetJob("train", "workers", 1, ptr.To[int32](4), ptr.To[int32](4))
+	four := replicas(jobSetJob("train", "workers", 1, ptr.To[int32](4), ptr.To[int32](4)), 2)
+	pairOfOnes := replicas(jobSetJob("train", "ps", 0, ptr.To[int32](1), ptr.To[int32](1)), 2)
 	one := jobSetJob("train", "driver", 0, ptr.To[int32](1), ptr.To[int32](1))
 	capped := jobSetJob("train", "eval", 0, ptr.To[int32](4), ptr.To[int32](2))
 	defaulted := jobSetJob("train", "queue", 0, nil, nil)
-	for _, j := range []*batchv1.Job{four, one, capped, defaulted} {
+	for _, j := range []*batchv1.Job{four, pairOfOnes, one, capped, defaulted} {
 		if err := jobs.Informer().GetIndexer().Add(j); err != nil {
 			t.Fatal(err)
 		}
@@ -144,16 +159,20 @@ func TestReadGang(t *testing.T) {
 		{"LWS without a group index", with(lwsPod("web", 1, 0, 4), wellknown.LWSLabelGroupIndex, "-"), gang{}, "", "group-index", false},
 		{"LWS without a size", with(lwsPod("web", 1, 0, 4), wellknown.LWSAnnotationSize, "-"), gang{Name: "leaderworkerset/web/1"}, gangFromLeaderWorkerSet, "leaderworkerset.sigs.k8s.io/size", false},
 
-		{"JobSet Job of 4", jobSetPod(four, 2), gang{"jobset/train/workers/1", 4}, gangFromJobSet, "", false},
-		{"JobSet Job of 1: a plain pod", jobSetPod(one, 0), gang{}, "", "", false},
-		{"JobSet Job of parallelism 4, completions 2", jobSetPod(capped, 0), gang{"jobset/train/eval/0", 2}, gangFromJobSet, "", false},
+		{"JobSet replicated job of 2 Jobs of 4", jobSetPod(four, 2), gang{"jobset/train/workers", 8}, gangFromJobSet, "", false},
+		{"JobSet replicated job of 2 Jobs of 1", jobSetPod(pairOfOnes, 0), gang{"jobset/train/ps", 2}, gangFromJobSet, "", false},
+		{"JobSet replicated job of 1 Job of 1: a plain pod", jobSetPod(one, 0), gang{}, "", "", false},
+		{"JobSet Job of parallelism 4, completions 2", jobSetPod(capped, 0), gang{"jobset/train/eval", 2}, gangFromJobSet, "", false},
 		{"JobSet Job without parallelism: one pod", jobSetPod(defaulted, 0), gang{}, "", "", false},
+		{"JobSet restarted twice: a gang of its own", relabelled(jobSetPod(four, 0), wellknown.JobSetLabelRestartAttempt, "2"), gang{"jobset/train/workers/restart-2", 8}, gangFromJobSet, "", false},
 		{"JobSet, sunk's annotations win", with(jobSetPod(four, 0), wellknown.AnnotationGang, "mine", wellknown.AnnotationGangSize, "4"),
 			gang{"mine", 4}, gangFromAnnotation, "", false},
-		{"JobSet Job not cached yet", jobSetPod(missing, 0), gang{Name: "jobset/train/late/0"}, gangFromJobSet, "waiting for Job ns/train-late-0", true},
-		{"JobSet pod of an older Job", recreated, gang{Name: "jobset/train/workers/1"}, gangFromJobSet, "waiting for Job", true},
-		{"JobSet pod without a Job", orphan, gang{Name: "jobset/train/workers/1"}, gangFromJobSet, "no controlling batch/v1 Job", false},
+		{"JobSet Job not cached yet", jobSetPod(missing, 0), gang{Name: "jobset/train/late"}, gangFromJobSet, "waiting for Job ns/train-late-0", true},
+		{"JobSet pod of an older Job", recreated, gang{Name: "jobset/train/workers"}, gangFromJobSet, "waiting for Job", true},
+		{"JobSet pod without a Job", orphan, gang{Name: "jobset/train/workers"}, gangFromJobSet, "no controlling batch/v1 Job", false},
 		{"JobSet pod without a job index", with(jobSetPod(four, 0), wellknown.JobSetLabelJobIndex, "-"), gang{}, "", "job-index", false},
+		{"JobSet pod without its replicated job's replicas", with(jobSetPod(four, 0), wellknown.JobSetLabelReplicatedJobReplicas, "-"), gang{Name: "jobset/train/workers"}, gangFromJobSet, "replicatedjob-replicas", false},
+		{"JobSet pod of a bad restart attempt", relabelled(jobSetPod(four, 0), wellknown.JobSetLabelRestartAttempt, "x"), gang{}, "", "restart-attempt", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, from, err := readGang(tc.pod, jobs.Lister(), nil)
@@ -181,7 +200,7 @@ func reserveGang(t *testing.T, b *testBed, pod *v1.Pod) *framework.Status {
 	return b.p.Reserve(context.Background(), state, pod, passed[0])
 }
 
-// TestWorkloadGangIsOneJob: the pods of a LeaderWorkerSet group, and of a JobSet's Job, become
+// TestWorkloadGangIsOneJob: the pods of a LeaderWorkerSet group, and of a JobSet's replicated job, become
 // one Slurm job once all are there, sized from the workload, as an annotated gang does.
 func TestWorkloadGangIsOneJob(t *testing.T) {
 	job := jobSetJob("train", "workers", 0, ptr.To[int32](3), ptr.To[int32](3))
@@ -191,7 +210,7 @@ func TestWorkloadGangIsOneJob(t *testing.T) {
 		gang    string
 	}{
 		{"LeaderWorkerSet", []*v1.Pod{lwsPod("web", 0, 0, 3), lwsPod("web", 0, 1, 3), lwsPod("web", 0, 2, 3)}, "leaderworkerset/web/0"},
-		{"JobSet", []*v1.Pod{jobSetPod(job, 0), jobSetPod(job, 1), jobSetPod(job, 2)}, "jobset/train/workers/0"},
+		{"JobSet", []*v1.Pod{jobSetPod(job, 0), jobSetPod(job, 1), jobSetPod(job, 2)}, "jobset/train/workers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fk := slurmfake.New()

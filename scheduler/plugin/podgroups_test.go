@@ -106,7 +106,7 @@ func TestReadPodGroupGang(t *testing.T) {
 			gang{"mine", 2}, gangFromAnnotation, "", false},
 		{"a sunk annotation alone is an error", with(pgPod("a", "train"), wellknown.AnnotationGangSize, "2"), groups, gang{}, "", "sunk.dev/gang", false},
 		{"a LeaderWorkerSet group comes first", withLabel(lwsPod("web", 0, 1, 2), "train"), groups, gang{"leaderworkerset/web/0", 2}, gangFromLeaderWorkerSet, "", false},
-		{"a JobSet's Job comes first", withLabel(jobSetPod(jobs, 0), "train"), groups, gang{"jobset/train/workers/0", 4}, gangFromJobSet, "", false},
+		{"a JobSet's Job comes first", withLabel(jobSetPod(jobs, 0), "train"), groups, gang{"jobset/train/workers", 4}, gangFromJobSet, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, from, err := readGang(tc.pod, jobLister.Lister(), tc.groups)

@@ -53,17 +53,33 @@ func lwsGang(pod *v1.Pod, set string) (gang, gangSource, error) {
 	return g, gangFromLeaderWorkerSet, nil
 }
 
-// jobSetGang: the pods of one Job of a JobSet's replicated job are one gang, named
-// jobset/<set>/<replicated job>/<job index>, of the Job's parallelism (at most its completions):
-// the pods do not say it, so it is read from the pod's controlling Job in the scheduler's Job
-// cache. A Job of one pod is a plain pod.
+// jobSetGang: the pods of one replicated job of a JobSet, all its Jobs, are one gang, named
+// jobset/<set>/<replicated job> (with /restart-<n> after the JobSet's n-th restart, so that a
+// restarted JobSet's pods are never one gang with the old ones), of the replicated job's
+// replicas times its Jobs' parallelism (at most their completions). A replicated job, not the
+// whole JobSet: JobSet starts replicated jobs one after another when told to (startupPolicy
+// InOrder, dependsOn; Kubeflow Trainer's nodes wait for its initializers), so a gang of the
+// whole set could wait for pods never made. The pods carry the replicas but not the
+// parallelism, which is read from the pod's controlling Job in the scheduler's Job cache (the
+// Jobs of a replicated job share one template). A gang of one is a plain pod.
 func jobSetGang(pod *v1.Pod, set string, jobs batchlisters.JobLister) (gang, gangSource, error) {
 	rjob, idx := pod.Labels[wellknown.JobSetLabelReplicatedJob], pod.Labels[wellknown.JobSetLabelJobIndex]
 	if _, err := strconv.ParseUint(idx, 10, 32); rjob == "" || err != nil {
 		return gang{}, "", &workloadError{From: gangFromJobSet, Why: fmt.Sprintf("labels %s=%q, %s=%q: want the replicated job and the job's index",
 			wellknown.JobSetLabelReplicatedJob, rjob, wellknown.JobSetLabelJobIndex, idx)}
 	}
-	g := gang{Name: "jobset/" + set + "/" + rjob + "/" + idx}
+	g := gang{Name: "jobset/" + set + "/" + rjob}
+	if a := pod.Labels[wellknown.JobSetLabelRestartAttempt]; a != "" && a != "0" {
+		if _, err := strconv.ParseUint(a, 10, 32); err != nil {
+			return gang{}, "", &workloadError{From: gangFromJobSet, Why: fmt.Sprintf("label %s=%q: want the restart attempt", wellknown.JobSetLabelRestartAttempt, a)}
+		}
+		g.Name += "/restart-" + a
+	}
+	v := pod.Labels[wellknown.JobSetLabelReplicatedJobReplicas]
+	replicas, err := strconv.Atoi(v)
+	if err != nil || replicas < 1 || replicas > maxGangSize {
+		return g, gangFromJobSet, &workloadError{From: gangFromJobSet, Why: fmt.Sprintf("label %s=%q: want an integer from 1 to %d", wellknown.JobSetLabelReplicatedJobReplicas, v, maxGangSize)}
+	}
 	owner := metav1.GetControllerOf(pod)
 	if owner == nil || owner.Kind != "Job" || owner.APIVersion != batchv1.SchemeGroupVersion.String() {
 		return g, gangFromJobSet, &workloadError{From: gangFromJobSet, Why: "the pod has no controlling batch/v1 Job to read the gang's size from"}
@@ -78,9 +94,9 @@ func jobSetGang(pod *v1.Pod, set string, jobs batchlisters.JobLister) (gang, gan
 	case err != nil:
 		return g, gangFromJobSet, &workloadError{From: gangFromJobSet, Why: err.Error(), Waiting: true}
 	}
-	n := jobPods(job)
+	n := replicas * jobPods(job)
 	if n > maxGangSize {
-		return g, gangFromJobSet, &workloadError{From: gangFromJobSet, Why: fmt.Sprintf("Job %s/%s runs %d pods at once, more than %d", pod.Namespace, owner.Name, n, maxGangSize)}
+		return g, gangFromJobSet, &workloadError{From: gangFromJobSet, Why: fmt.Sprintf("replicated job %s: %d Jobs of %d pods at once, more than %d", rjob, replicas, jobPods(job), maxGangSize)}
 	}
 	if n <= 1 {
 		return gang{}, "", nil

@@ -18,10 +18,6 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// jobSetRestartAttempt is the label JobSet (v0.10.1, RestartsKey) puts on a restarted JobSet's
-// Jobs and pods: how many times the JobSet was restarted.
-const jobSetRestartAttempt = "jobset.sigs.k8s.io/restart-attempt"
-
 // jobSetPreempted (issue 43): a JobSet whose gang a higher tier preempts comes back as one
 // gang. JobSet retrain (one Job of two pods in partition widebatch, tier 1 on NodeSet wide;
 // failurePolicy maxRestarts 3) runs as one Slurm job. An exclusive gang of three pods in
@@ -52,11 +48,8 @@ spec:
 `+workloadPodTemplate("            ", "widebatch")+`              restartPolicy: Never
 `)
 	sel := client.MatchingLabels{wellknown.JobSetLabelName: "retrain"}
-	const gang = "jobset/retrain/workers/0"
-	gangOf := func(p *corev1.Pod) string {
-		return "jobset/retrain/" + p.Labels[wellknown.JobSetLabelReplicatedJob] + "/" + p.Labels[wellknown.JobSetLabelJobIndex]
-	}
-	first := h.waitGangs(t, sel, 2, 1, gangOf, nil)
+	const gang = "jobset/retrain/workers"
+	first := h.waitGangs(t, sel, 2, 1, jobSetGangName, nil)
 	h.gangJobsInSlurm(t, login, "jobset/retrain/", "widebatch", first)
 	firstBound := time.Since(created)
 	var old corev1.PodList
@@ -112,7 +105,7 @@ spec:
 			if p.DeletionTimestamp != nil || slices.Contains(oldUIDs, p.UID) || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 				continue
 			}
-			if attempt = p.Labels[jobSetRestartAttempt]; attempt == "" || attempt == "0" {
+			if attempt = p.Labels[wellknown.JobSetLabelRestartAttempt]; attempt == "" || attempt == "0" {
 				return fmt.Errorf("pod %s of restart attempt %q", p.Name, attempt)
 			}
 			if p.Spec.NodeName != "" {
@@ -132,20 +125,21 @@ spec:
 	if err := h.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(h.ns), urgent); err != nil {
 		t.Fatal(err)
 	}
-	again := h.waitGangs(t, sel, 2, 1, gangOf, oldUIDs)
-	if again[gang] == first[gang] {
-		t.Errorf("the restarted JobSet runs in its old job %s", first[gang])
+	again := h.waitGangs(t, sel, 2, 1, jobSetGangName, oldUIDs)
+	restartedGang := gang + "/restart-" + attempt
+	if again[restartedGang] == "" || again[restartedGang] == first[gang] {
+		t.Errorf("the restarted JobSet's gangs %v: want %s in a job other than the old %s", again, restartedGang, first[gang])
 	}
 	h.gangJobsInSlurm(t, login, "jobset/retrain/", "widebatch", again)
 	rebound := time.Since(gone)
-	t.Logf("the preemptor went: JobSet retrain's restarted gang bound and running in job %s %s later",
-		again[gang], rebound.Round(100*time.Millisecond))
+	t.Logf("the preemptor went: JobSet retrain's restarted gang %s bound and running in job %s %s later",
+		restartedGang, again[restartedGang], rebound.Round(100*time.Millisecond))
 
 	if err := h.c.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	if state, _, _ := h.jobEnd(t, login, again[gang], time.Minute); state != "CANCELLED" && state != "COMPLETED" {
-		t.Errorf("JobSet retrain's job %s after the JobSet went: %s", again[gang], state)
+	if state, _, _ := h.jobEnd(t, login, again[restartedGang], time.Minute); state != "CANCELLED" && state != "COMPLETED" {
+		t.Errorf("JobSet retrain's job %s after the JobSet went: %s", again[restartedGang], state)
 	}
 	for _, m := range machines {
 		h.waitUnlocked(t, m)

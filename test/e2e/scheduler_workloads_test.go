@@ -122,11 +122,22 @@ func (h *helmEnv) createYAML(t *testing.T, doc string) *unstructured.Unstructure
 	return u
 }
 
+// jobSetGangName is the gang sunk-scheduler makes of a JobSet pod (docs/scheduler.md, "Gangs"):
+// its replicated job, and the JobSet's restart attempt once it restarted.
+func jobSetGangName(p *corev1.Pod) string {
+	g := "jobset/" + p.Labels[wellknown.JobSetLabelName] + "/" + p.Labels[wellknown.JobSetLabelReplicatedJob]
+	if a := p.Labels[wellknown.JobSetLabelRestartAttempt]; a != "" && a != "0" {
+		g += "/restart-" + a
+	}
+	return g
+}
+
 // workloadGangs (issue 43): the workloads ML teams write, made by their real controllers (the
 // JobSet and LWS managers with their webhooks, workloadControllers), through sunk-scheduler on
-// real Slurm and the three machines' kubelets. A JobSet of 2 replicated jobs × 2 pods is two
-// gangs, one per Job (docs/scheduler.md, "Gangs"): exactly two Slurm jobs, each holding both
-// pods of its Job and no other. A LeaderWorkerSet of size 3 is one Slurm job holding its three
+// real Slurm and the three machines' kubelets. A JobSet of 2 replicated jobs, workers (2 Jobs
+// of 2 pods) and driver (1 Job of 2 pods), is two gangs, one per replicated job
+// (docs/scheduler.md, "Gangs"): exactly two Slurm jobs, one holding the four pods of workers'
+// two Jobs, the other driver's two, and no other pod. A LeaderWorkerSet of size 3 is one Slurm job holding its three
 // pods (the leader's group-index label written by LWS's pod webhook). Deleting one member of
 // the group ends that job; LWS recreates the group, which gets a job of its own again.
 func (h *helmEnv) workloadGangs(t *testing.T, login string) {
@@ -147,6 +158,15 @@ spec:
           backoffLimit: 0
           template:
 `+workloadPodTemplate("            ", "wide")+`              restartPolicy: Never
+    - name: driver
+      replicas: 1
+      template:
+        spec:
+          parallelism: 2
+          completions: 2
+          backoffLimit: 0
+          template:
+`+workloadPodTemplate("            ", "wide")+`              restartPolicy: Never
 `)
 	lws := h.createYAML(t, `apiVersion: leaderworkerset.x-k8s.io/v1
 kind: LeaderWorkerSet
@@ -158,12 +178,15 @@ spec:
     workerTemplate:
 `+workloadPodTemplate("      ", "wide"))
 
-	// The JobSet: two gangs of two, each bound to a job of its own.
-	jobsetGangs := h.waitGangs(t, client.MatchingLabels{wellknown.JobSetLabelName: "train"}, 4, 2, func(p *corev1.Pod) string {
-		return "jobset/train/" + p.Labels[wellknown.JobSetLabelReplicatedJob] + "/" + p.Labels[wellknown.JobSetLabelJobIndex]
-	}, nil)
+	// The JobSet: two gangs, of four and two, each bound to a job of its own.
+	jobsetGangs := h.waitGangs(t, client.MatchingLabels{wellknown.JobSetLabelName: "train"}, 6, 2, jobSetGangName, nil)
 	jobsetBound := time.Since(created)
-	t.Logf("JobSet train: 4 pods bound and running %s after creation, gangs %v", jobsetBound.Round(100*time.Millisecond), jobsetGangs)
+	t.Logf("JobSet train: 6 pods bound and running %s after creation, gangs %v", jobsetBound.Round(100*time.Millisecond), jobsetGangs)
+	for _, g := range []string{"jobset/train/workers", "jobset/train/driver"} {
+		if jobsetGangs[g] == "" {
+			t.Errorf("JobSet train: no gang %s among %v", g, jobsetGangs)
+		}
+	}
 	h.gangJobsInSlurm(t, login, "jobset/train/", "wide", jobsetGangs)
 
 	// The LeaderWorkerSet: one gang of three.
