@@ -25,7 +25,7 @@ const name = "test/slurm"
 
 // value returns the exporter's value of metric with the given labels (besides cluster), and
 // whether it has that series.
-func value(t *testing.T, e *exporter.Exporter, metric string, labels map[string]string) (float64, bool) {
+func value(t testing.TB, e *exporter.Exporter, metric string, labels map[string]string) (float64, bool) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(e)
