@@ -58,18 +58,8 @@ func (h *helmEnv) gangAcrossMachines(t *testing.T, login string) {
 
 	created := time.Now()
 	for i := range machines {
-		pod := busyboxPod(fmt.Sprintf("wide-%d", i), "sleep 3600")
-		pod.Spec.SchedulerName = "sunk-scheduler"
-		pod.Spec.Tolerations = []corev1.Toleration{extraNodeTaint}
-		pod.Labels = map[string]string{"app": "wide"}
-		pod.Annotations = map[string]string{annotationPartition: "wide",
-			wellknown.AnnotationGang: "wide", wellknown.AnnotationGangSize: fmt.Sprint(len(machines))}
-		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
-		}
-		if _, err := h.Clientset.CoreV1().Pods(h.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		h.createSmallPod(t, fmt.Sprintf("wide-%d", i), map[string]string{"app": "wide"}, map[string]string{annotationPartition: "wide",
+			wellknown.AnnotationGang: "wide", wellknown.AnnotationGangSize: fmt.Sprint(len(machines))})
 	}
 	t.Cleanup(func() {
 		_ = h.c.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(h.ns), client.MatchingLabels{"app": "wide"})
@@ -130,6 +120,22 @@ func (h *helmEnv) gangAcrossMachines(t *testing.T, login string) {
 		h.waitUnlocked(t, m)
 	}
 	t.Logf("bench: name=gang-across-machines created_to_bound_s=%.1f", boundAfter.Seconds())
+}
+
+// createSmallPod creates a pod for sunk-scheduler of 10m CPU and 16Mi that sleeps, allowed on
+// the extra machines, with the labels and annotations (its partition, gang, packing).
+func (h *helmEnv) createSmallPod(t *testing.T, name string, labels, annotations map[string]string) {
+	t.Helper()
+	pod := busyboxPod(name, "sleep 3600")
+	pod.Spec.SchedulerName = "sunk-scheduler"
+	pod.Spec.Tolerations = []corev1.Toleration{extraNodeTaint}
+	pod.Labels, pod.Annotations = labels, annotations
+	pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
+	}
+	if _, err := h.Clientset.CoreV1().Pods(h.ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // nodesOnLeaves are the real nodes whose topograph leaf label is one of leaves, sorted.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,16 +36,7 @@ metadata: {name: retrain}
 spec:
   failurePolicy: {maxRestarts: 3}
   replicatedJobs:
-    - name: workers
-      replicas: 1
-      template:
-        spec:
-          parallelism: 2
-          completions: 2
-          backoffLimit: 0
-          template:
-`+workloadPodTemplate("            ", "widebatch")+`              restartPolicy: Never
-`)
+`+replicatedJobYAML("workers", 1, "widebatch"))
 	sel := client.MatchingLabels{wellknown.JobSetLabelName: "retrain"}
 	const gang = "jobset/retrain/workers"
 	first := h.waitGangs(t, sel, 2, 1, jobSetGangName, nil)
@@ -72,18 +62,8 @@ spec:
 	})
 	preempting := time.Now()
 	for i := range machines {
-		pod := busyboxPod(fmt.Sprintf("urgent-wide-%d", i), "sleep 3600")
-		pod.Spec.SchedulerName = "sunk-scheduler"
-		pod.Spec.Tolerations = []corev1.Toleration{extraNodeTaint}
-		pod.Labels = map[string]string{"app": "urgent-wide"}
-		pod.Annotations = map[string]string{annotationPartition: "wide",
-			wellknown.AnnotationGang: "urgent-wide", wellknown.AnnotationGangSize: fmt.Sprint(len(machines))}
-		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
-		}
-		if _, err := h.Clientset.CoreV1().Pods(h.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		h.createSmallPod(t, fmt.Sprintf("urgent-wide-%d", i), map[string]string{"app": "urgent-wide"}, map[string]string{annotationPartition: "wide",
+			wellknown.AnnotationGang: "urgent-wide", wellknown.AnnotationGangSize: fmt.Sprint(len(machines))})
 	}
 	if state, _, _ := h.jobEnd(t, login, first[gang], 2*time.Minute); state != "PREEMPTED" && state != "CANCELLED" {
 		t.Errorf("JobSet retrain's job %s after the preemptor came: %s, want PREEMPTED", first[gang], state)

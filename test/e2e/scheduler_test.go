@@ -39,7 +39,8 @@ const (
 // across the three machines (gangAcrossMachines), a JobSet and a LeaderWorkerSet made by
 // their real controllers, installed beside the Slurm cluster's start (workloadGangs), and a
 // JobSet preempted by a higher tier that its controller restarts, bound again as one gang
-// (jobSetPreempted).
+// (jobSetPreempted), and a scheduler-plugins PodGroup of minMember 3 with four pods
+// (podGroupOnMachines).
 //
 // The local cluster has one kubelet node, so NodeSet compute has one Slurm node: the batch job
 // fills it, and "bound to the node hosting its Slurm node" is the only node there is, checked
@@ -71,6 +72,9 @@ partitions:
 	if out := h.mustSh(t, login, "scontrol show config | grep -E '^Preempt(Type|Mode)'"); !strings.Contains(out, "preempt/partition_prio") || !strings.Contains(out, "CANCEL") {
 		t.Fatalf("slurmctld's preemption: %q", out)
 	}
+
+	// The PodGroup CRD before the scheduler: it reads PodGroups from its start (podGroupOnMachines).
+	h.podGroupCRD(t)
 
 	// The scheduler is enabled once the cluster exists (it reads the cluster's JWT key Secret):
 	// a helm upgrade of sunk, as a user would do it.
@@ -191,6 +195,7 @@ partitions:
 	workloadsReady()
 	h.workloadGangs(t, login)
 	h.jobSetPreempted(t, login)
+	h.podGroupOnMachines(t, login)
 
 	h.schedulerNotForbidden(t)
 	h.uninstall(t)

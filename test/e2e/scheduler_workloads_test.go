@@ -104,6 +104,20 @@ spec:
 	return indent + strings.ReplaceAll(strings.TrimSuffix(tpl, "\n"), "\n", "\n"+indent) + "\n"
 }
 
+// replicatedJobYAML is a JobSet's replicated job (an item of spec.replicatedJobs, YAML): replicas
+// Jobs of two pods each (parallelism and completions 2, no retry), workload pods in partition.
+func replicatedJobYAML(name string, replicas int, partition string) string {
+	return fmt.Sprintf(`    - name: %s
+      replicas: %d
+      template:
+        spec:
+          parallelism: 2
+          completions: 2
+          backoffLimit: 0
+          template:
+`, name, replicas) + workloadPodTemplate("            ", partition) + "              restartPolicy: Never\n"
+}
+
 // createYAML creates the object of the YAML in the test's namespace and deletes it (and what
 // it owns) at the test's end.
 func (h *helmEnv) createYAML(t *testing.T, doc string) *unstructured.Unstructured {
@@ -149,25 +163,7 @@ kind: JobSet
 metadata: {name: train}
 spec:
   replicatedJobs:
-    - name: workers
-      replicas: 2
-      template:
-        spec:
-          parallelism: 2
-          completions: 2
-          backoffLimit: 0
-          template:
-`+workloadPodTemplate("            ", "wide")+`              restartPolicy: Never
-    - name: driver
-      replicas: 1
-      template:
-        spec:
-          parallelism: 2
-          completions: 2
-          backoffLimit: 0
-          template:
-`+workloadPodTemplate("            ", "wide")+`              restartPolicy: Never
-`)
+`+replicatedJobYAML("workers", 2, "wide")+replicatedJobYAML("driver", 1, "wide"))
 	lws := h.createYAML(t, `apiVersion: leaderworkerset.x-k8s.io/v1
 kind: LeaderWorkerSet
 metadata: {name: serve}

@@ -6,9 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,8 +40,8 @@ import (
 //
 // Run: go test -tags integration -run '^$' -bench Exporter -benchtime 1x -timeout 30m ./test/integration/exporter/
 func BenchmarkExporter(b *testing.B) {
-	nodes := benchSize(b, "SUNK_BENCH_NODES", 5000, 10, 50000)
-	jobs := benchSize(b, "SUNK_BENCH_JOBS", 9000, 10, 9500)
+	nodes := testenv.BenchInt(b, "SUNK_BENCH_NODES", 5000, 10, 50000)
+	jobs := testenv.BenchInt(b, "SUNK_BENCH_JOBS", 9000, 10, 9500)
 	env := testenv.Slurm(b)
 	ctx := context.Background()
 	spec := fmt.Sprintf("nodename=eb[00000-%05d]", nodes-1)
@@ -165,7 +163,7 @@ func BenchmarkExporter(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	runtime.KeepAlive(e) // its snapshot is the heap measured
 	b.Logf("bench: name=exporter nodes=%d jobs=%d floor_lists_ms=%.0f refresh_cold_ms=%.0f refresh_warm_ms=%.0f scrape_p50_ms=%.1f scrape_p99_ms=%.1f series=%d exposition_kb=%.0f heap_mb=%.0f",
-		nodes, jobs, ms1(median(floor)), ms1(cold), ms1(median(warm)), ms1(pct(scrapes, 50)), ms1(pct(scrapes, 99)),
+		nodes, jobs, testenv.PercentileMS(floor, 50), cold.Seconds()*1000, testenv.PercentileMS(warm, 50), testenv.PercentileMS(scrapes, 50), testenv.PercentileMS(scrapes, 99),
 		series, float64(size)/1024, float64(ms.HeapInuse)/(1<<20))
 }
 
@@ -184,28 +182,4 @@ func maxJobCount(b *testing.B, env *testenv.SlurmEnv) int {
 	}
 	b.Fatalf("no MaxJobCount in scontrol show config")
 	return 0
-}
-
-func benchSize(b *testing.B, key string, def, lo, hi int) int {
-	v := os.Getenv(key)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		b.Fatalf("%s=%q: want an integer from %d to %d", key, v, lo, hi)
-	}
-	return n
-}
-
-func ms1(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func median(d []time.Duration) time.Duration { return pct(d, 50) }
-
-// pct is the p-th percentile of d (nearest rank).
-func pct(d []time.Duration, p int) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := (len(s)*p+99)/100 - 1
-	return s[max(0, min(i, len(s)-1))]
 }

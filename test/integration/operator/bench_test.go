@@ -81,8 +81,8 @@ import (
 // Run: make bench-operator, or
 // go test -tags integration -run '^$' -bench Operator -benchtime 1x -timeout 60m ./test/integration/operator/
 func BenchmarkOperator(b *testing.B) {
-	n := benchEnvInt(b, "SUNK_BENCH_NODES", 5000, 10, 5900)
-	samples := benchEnvInt(b, "SUNK_BENCH_SAMPLES", 20, 1, 1000)
+	n := testenv.BenchInt(b, "SUNK_BENCH_NODES", 5000, 10, 5900)
+	samples := testenv.BenchInt(b, "SUNK_BENCH_SAMPLES", 20, 1, 1000)
 	steady := 2 * time.Minute
 	if v := os.Getenv("SUNK_BENCH_STEADY"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -105,18 +105,6 @@ func BenchmarkOperator(b *testing.B) {
 			}
 		})
 	}
-}
-
-func benchEnvInt(b *testing.B, key string, def, lo, hi int) int {
-	v := os.Getenv(key)
-	if v == "" {
-		return def
-	}
-	i, err := strconv.Atoi(v)
-	if err != nil || i < lo || i > hi {
-		b.Fatalf("%s: %q is not a number from %d to %d", key, v, lo, hi)
-	}
-	return i
 }
 
 const (
@@ -263,7 +251,7 @@ func benchOperator(b *testing.B, n, samples int, steady time.Duration, path stri
 	fmt.Printf("bench: name=operator-nodeset path=%s nodes=%d create_s=%.1f settled_s=%.1f change_p50_ms=%.0f change_p99_ms=%.0f"+
 		" reconcile_p50_ms=%.0f reconcile_p99_ms=%.0f reconciles_per_change=%.1f steady_reconciles_per_min=%.1f"+
 		" steady_rest_calls_per_min=%.1f steady_node_lists_per_min=%.1f steady_rest_bytes_per_min=%.0f heap_mb=%.1f heap_growth_mb=%.1f\n",
-		path, n, createS, settledS, durPct(changes, 50), durPct(changes, 99), recP50*1000, recP99*1000, perChange, reconcilesPerMin,
+		path, n, createS, settledS, testenv.PercentileMS(changes, 50), testenv.PercentileMS(changes, 99), recP50*1000, recP99*1000, perChange, reconcilesPerMin,
 		callsPerMin, listsPerMin, bytesPerMin, float64(heap)/(1<<20), float64(heap-heap0)/(1<<20))
 }
 
@@ -476,16 +464,6 @@ func heapInUse() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
-}
-
-func durPct(d []time.Duration, p int) float64 {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return float64(s[i].Microseconds()) / 1000
 }
 
 // bytesCounter counts the bytes of slurmrestd's answers.
