@@ -18,8 +18,8 @@ const (
 )
 
 // LeaderElectionFlags registers --leader-elect-lease-duration, --leader-elect-renew-deadline
-// and --leader-elect-retry-period (kube-scheduler's names), which the operator and the syncer
-// share, and returns a function that sets them on the manager's options once parsed.
+// and --leader-elect-retry-period (kube-scheduler's names, which keeps its own 15/10/2 s), which
+// the operator and the syncer share, and returns a function that sets them on the manager's options once parsed.
 func LeaderElectionFlags() func(*ctrl.Options) {
 	lease := flag.Duration("leader-elect-lease-duration", DefaultLeaseDuration, "how long a standby waits before it takes a Lease its holder stopped renewing (a holder that stops cleanly gives it up at once)")
 	renew := flag.Duration("leader-elect-renew-deadline", DefaultRenewDeadline, "how long the leader keeps trying to renew its Lease before it stops leading; shorter than the lease duration")

@@ -246,11 +246,6 @@ kind: KubeSchedulerConfiguration
 percentageOfNodesToScore: 100
 leaderElection:
   leaderElect: {{ $v.leaderElection }}
-  {{- with .root.Values.leaderElectionTimings }}
-  leaseDuration: {{ .leaseDuration }}
-  renewDeadline: {{ .renewDeadline }}
-  retryPeriod: {{ .retryPeriod }}
-  {{- end }}
   resourceLock: leases
   resourceNamespace: {{ .own }}
   resourceName: {{ .name }}
