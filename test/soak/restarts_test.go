@@ -34,9 +34,15 @@ type restart struct {
 	warnings             []string                         // the pod's Warning events
 }
 
-// restartCounts are the restart counts of the watched containers, by pod/container.
-func (s *soak) restartCounts() map[string]int32 {
-	out := map[string]int32{}
+// watched is one container of a watched component's pod.
+type watched struct {
+	comp           component
+	pod, container string
+}
+
+// watchedContainers are the statuses of the watched components' containers.
+func (s *soak) watchedContainers() map[watched]corev1.ContainerStatus {
+	out := map[watched]corev1.ContainerStatus{}
 	for _, c := range append(append([]component{}, killOrder...), loginC) {
 		pods, err := s.pods(c)
 		if err != nil {
@@ -44,9 +50,18 @@ func (s *soak) restartCounts() map[string]int32 {
 		}
 		for _, p := range pods {
 			for _, st := range p.Status.ContainerStatuses {
-				out[c.name+"|"+p.Name+"|"+st.Name] = st.RestartCount
+				out[watched{c, p.Name, st.Name}] = st
 			}
 		}
+	}
+	return out
+}
+
+// restartCounts are the watched containers' restart counts.
+func (s *soak) restartCounts() map[watched]int32 {
+	out := map[watched]int32{}
+	for w, st := range s.watchedContainers() {
+		out[w] = st.RestartCount
 	}
 	return out
 }
@@ -54,54 +69,38 @@ func (s *soak) restartCounts() map[string]int32 {
 // checkRestarts compares the watched containers' restart counts with the last ones seen and
 // records each new restart; s.restartBase holds the counts the run began with.
 func (s *soak) checkRestarts(now time.Time) {
-	for key, n := range s.restartCounts() {
+	for w, st := range s.watchedContainers() {
 		s.mu.Lock()
-		was, known := s.restartBase[key]
-		s.restartBase[key] = n
+		was, known := s.restartBase[w]
+		s.restartBase[w] = st.RestartCount
 		s.mu.Unlock()
-		if n <= was || (!known && n == 0) {
+		if st.RestartCount <= was || (!known && st.RestartCount == 0) {
 			continue
 		}
-		comp, rest, _ := strings.Cut(key, "|")
-		pod, ctr, _ := strings.Cut(rest, "|")
-		s.recordRestart(comp, pod, ctr, now)
+		s.recordRestart(w, st.LastTerminationState.Terminated, now)
 	}
 }
 
-func (s *soak) recordRestart(comp, podName, ctr string, now time.Time) {
-	ns := slurmNS
-	for _, c := range sunkComps {
-		if c.name == comp {
-			ns = sunkNS
-		}
-	}
-	r := restart{comp: comp, pod: podName, container: ctr, seen: now}
-	if p, err := s.cs.CoreV1().Pods(ns).Get(s.ctx, podName, metav1.GetOptions{}); err == nil {
-		for _, st := range p.Status.ContainerStatuses {
-			if st.Name == ctr {
-				r.ended = st.LastTerminationState.Terminated
-			}
-		}
-	}
+// recordRestart records a restart of the watched container seen now, planned when it ended
+// inside its own component's kill window (a second earlier at most: kubelet's end time has a
+// resolution of a second).
+func (s *soak) recordRestart(w watched, ended *corev1.ContainerStateTerminated, now time.Time) {
+	r := restart{comp: w.comp.name, pod: w.pod, container: w.container, seen: now, ended: ended}
 	at := now
-	if r.ended != nil && !r.ended.FinishedAt.IsZero() {
-		at = r.ended.FinishedAt.Time
+	if ended != nil && !ended.FinishedAt.IsZero() {
+		at = ended.FinishedAt.Time
 	}
 	s.mu.Lock()
-	for _, w := range s.windows {
-		end := w.end
-		if end.IsZero() {
-			end = now
-		}
-		if w.what == "kill "+comp && !at.Before(w.start.Add(-time.Second)) && !at.After(end) {
+	for _, k := range s.windows {
+		if k.what == "kill "+w.comp.name && (window{start: k.start.Add(-time.Second), end: k.end}).covers(at) {
 			r.planned = true
 		}
 	}
 	s.mu.Unlock()
 	if !r.planned {
-		s.readEnded(ns, &r)
+		s.readEnded(w.comp.ns, &r)
 		s.logf("%s: container %s of pod %s restarted outside the soak's kills (%s); its log's end: %s",
-			comp, ctr, podName, r.why(), r.logEnd)
+			r.comp, r.container, r.pod, r.why(), r.logEnd)
 	}
 	s.mu.Lock()
 	s.restarts = append(s.restarts, r)

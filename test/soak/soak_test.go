@@ -148,7 +148,7 @@ type soak struct {
 	lastKillAt  time.Time
 	// restartBase are the watched containers' restart counts last seen (restarts_test.go);
 	// restarts, the restarts seen since the run began.
-	restartBase map[string]int32
+	restartBase map[watched]int32
 	restarts    []restart
 }
 
