@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sunk.dev/sunk/pkg/wellknown"
@@ -42,14 +41,7 @@ spec:
 	first := h.waitGangs(t, sel, 2, 1, jobSetGangName, nil)
 	h.gangJobsInSlurm(t, login, "jobset/retrain/", "widebatch", first)
 	firstBound := time.Since(created)
-	var old corev1.PodList
-	if err := h.c.List(ctx, &old, client.InNamespace(h.ns), sel); err != nil {
-		t.Fatal(err)
-	}
-	var oldUIDs []types.UID
-	for _, p := range old.Items {
-		oldUIDs = append(oldUIDs, p.UID)
-	}
+	oldUIDs := h.podUIDs(t, sel)
 
 	// The preemptor: an exclusive gang of three in partition wide.
 	machines := h.nodesOnLeaves(t, wideLeaves)

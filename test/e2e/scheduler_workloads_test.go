@@ -213,10 +213,7 @@ spec:
 	}
 
 	// One member of the group goes: the group's job ends, the allocation is given back.
-	var old corev1.PodList
-	if err := h.c.List(ctx, &old, client.InNamespace(h.ns), lwsSel); err != nil {
-		t.Fatal(err)
-	}
+	oldUIDs := h.podUIDs(t, lwsSel)
 	deleted := time.Now()
 	if err := h.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "serve-0-1"}}); err != nil {
 		t.Fatal(err)
@@ -227,10 +224,6 @@ spec:
 	}
 	jobEnded := time.Since(deleted)
 	t.Logf("member serve-0-1 deleted → job %s ended within %s", job, jobEnded.Round(100*time.Millisecond))
-	var oldUIDs []types.UID
-	for _, p := range old.Items {
-		oldUIDs = append(oldUIDs, p.UID)
-	}
 	again := h.waitGangs(t, lwsSel, 3, 1, lwsGang, oldUIDs)
 	if again["leaderworkerset/serve/0"] == job {
 		t.Errorf("the recreated group runs in the old job %s", job)
@@ -246,6 +239,20 @@ spec:
 	}
 	t.Logf("bench: name=workload-gangs jobset_bound_s=%.1f lws_bound_s=%.1f member_gone_to_job_end_s=%.1f regroup_bound_s=%.1f step_s=%.1f",
 		jobsetBound.Seconds(), lwsBound.Seconds(), jobEnded.Seconds(), regrouped.Seconds(), time.Since(created).Seconds())
+}
+
+// podUIDs are the UIDs of the selected pods of the test's namespace.
+func (h *helmEnv) podUIDs(t *testing.T, sel client.MatchingLabels) []types.UID {
+	t.Helper()
+	var pods corev1.PodList
+	if err := h.c.List(context.Background(), &pods, client.InNamespace(h.ns), sel); err != nil {
+		t.Fatal(err)
+	}
+	var uids []types.UID
+	for _, p := range pods.Items {
+		uids = append(uids, p.UID)
+	}
+	return uids
 }
 
 // waitGangs waits until the selected pods are n live pods (none of the UIDs not), all bound and

@@ -4,6 +4,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -32,4 +34,29 @@ func PercentileMS(d []time.Duration, p int) float64 {
 	slices.Sort(s)
 	i := max(0, min((len(s)*p+99)/100-1, len(s)-1))
 	return float64(s[i]) / float64(time.Millisecond)
+}
+
+// Parallel calls f(i) for i from 0 to n-1 on workers goroutines and fails tb with the first
+// error once all have stopped (a worker stops at its first error).
+func Parallel(tb testing.TB, n, workers int, f func(i int) error) {
+	tb.Helper()
+	var wg sync.WaitGroup
+	var first atomic.Value
+	var next atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := f(i); err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := first.Load(); err != nil {
+		tb.Fatal(err)
+	}
 }

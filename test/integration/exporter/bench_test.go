@@ -9,8 +9,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,27 +73,14 @@ func BenchmarkExporter(b *testing.B) {
 		b.Fatalf("slurmctld holds %d jobs and refuses more than MaxJobCount=%d: %d more do not fit (ended jobs leave after MinJobAge; run again later or set SUNK_BENCH_JOBS)", len(held), limit, jobs)
 	}
 	submitted := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= int64(jobs); i = next.Add(1) {
-				_, err := c.SubmitJob(ctx, slurm.JobSubmit{Name: jobName, Script: "#!/bin/sh\ntrue\n", Partition: "all",
-					MinNodes: 1, MaxNodes: 1, Hold: true, TimeLimit: time.Minute, StdOut: "/dev/null"})
-				if err != nil {
-					firstErr.CompareAndSwap(nil, fmt.Errorf("job %d of %d: %w", i, jobs, err))
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := firstErr.Load(); err != nil {
-		b.Fatal(err)
-	}
+	testenv.Parallel(b, jobs, 8, func(i int) error {
+		_, err := c.SubmitJob(ctx, slurm.JobSubmit{Name: jobName, Script: "#!/bin/sh\ntrue\n", Partition: "all",
+			MinNodes: 1, MaxNodes: 1, Hold: true, TimeLimit: time.Minute, StdOut: "/dev/null"})
+		if err != nil {
+			return fmt.Errorf("job %d of %d: %w", i+1, jobs, err)
+		}
+		return nil
+	})
 	b.Logf("%d held jobs submitted in %s", jobs, time.Since(submitted).Round(100*time.Millisecond))
 
 	// The floor: both lists whole, the median of three.

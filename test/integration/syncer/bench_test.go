@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -103,7 +102,7 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int, path string) {
 	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
-	parallel(b, n, func(i int) error {
+	testenv.Parallel(b, n, 32, func(i int) error {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "k8s-" + name(i)}}
 		if err := h.c.Create(ctx, node); err != nil {
 			return err
@@ -240,10 +239,10 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int, path string) {
 		})
 		toKube = append(toKube, time.Since(t))
 	}
-	b.ReportMetric(pct(toSlurm, 50), "k8s->slurm-p50-ms")
-	b.ReportMetric(pct(toSlurm, 99), "k8s->slurm-p99-ms")
-	b.ReportMetric(pct(toKube, 50), "slurm->k8s-p50-ms")
-	b.ReportMetric(pct(toKube, 99), "slurm->k8s-p99-ms")
+	b.ReportMetric(testenv.PercentileMS(toSlurm, 50), "k8s->slurm-p50-ms")
+	b.ReportMetric(testenv.PercentileMS(toSlurm, 99), "k8s->slurm-p99-ms")
+	b.ReportMetric(testenv.PercentileMS(toKube, 50), "slurm->k8s-p50-ms")
+	b.ReportMetric(testenv.PercentileMS(toKube, 99), "slurm->k8s-p99-ms")
 
 	// 100 nodes drained in Slurm at once (one update), until all 100 pods are annotated.
 	// Odd indices: none of the samples' (all even) is among them.
@@ -278,23 +277,13 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int, path string) {
 	b.ReportMetric(float64(drain100.Milliseconds()), "drain100-ms")
 	fmt.Printf("bench: path=%s nodes=%d k8s_to_slurm_p99_ms=%.0f slurm_to_k8s_p99_ms=%.0f slurm_to_k8s_p50_ms=%.0f steady_bytes_per_s=%.0f steady_req_per_s=%.1f drain100_all_annotated_ms=%d first_sync_s=%.0f"+
 		" steady_ctld_rpc_per_s=%.1f steady_node_info_rpc_per_s=%.1f watcher_cpu_s_per_min=%.2f syncer_cpu_pct=%.1f\n",
-		path, n, pct(toSlurm, 99), pct(toKube, 99), pct(toKube, 50), steadyBytes, steadyReqs, drain100.Milliseconds(), firstSync,
+		path, n, testenv.PercentileMS(toSlurm, 99), testenv.PercentileMS(toKube, 99), testenv.PercentileMS(toKube, 50), steadyBytes, steadyReqs, drain100.Milliseconds(), firstSync,
 		ctldRPC, nodeInfoRPC, watcherCPUPerMin, syncerCPU)
 }
 
 // jitter spreads the samples over the poll period: a change made right after the previous
 // sample's detection would always land just after a poll, the worst case.
 func jitter() { time.Sleep(time.Duration(rand.Int64N(int64(time.Second)))) }
-
-func pct(d []time.Duration, p int) float64 {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return float64(s[i].Microseconds()) / 1000
-}
 
 type benchHarness struct {
 	cfg *rest.Config
@@ -323,28 +312,6 @@ func (h *benchHarness) run(b *testing.B, c syncer.Config) {
 		b.Fatal("cache did not sync")
 	}
 	go func() { _ = s.Run(ctx) }()
-}
-
-func parallel(b *testing.B, n int, f func(i int) error) {
-	var wg sync.WaitGroup
-	var first atomic.Value
-	next := atomic.Int64{}
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				if err := f(i); err != nil {
-					first.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := first.Load(); err != nil {
-		b.Fatal(err)
-	}
 }
 
 func cpuTime() time.Duration {
