@@ -11,6 +11,7 @@ package nodeset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -126,12 +127,32 @@ func goes(n scaleNode, now time.Time, idleAfter time.Duration) bool {
 	return !r.LastBusy.IsZero() && now.Sub(r.LastBusy) >= idleAfter
 }
 
-// autoscale is step 2d: with spec.autoscaling, it reads Slurm's nodes and its queue (the
-// pool's job cache, slurmconn.Pool.Jobs), writes the replicas decideReplicas returns into
-// spec.replicas (in memory too, for the members step), and removes parked records the NodeSet
-// no longer wants (no candidate any more, at or above maxReplicas, of an older template, or
-// all of them once autoscaling is off or the NodeSet is deleted). On any Slurm error it
-// changes nothing.
+// autoscale is step 2d: with spec.autoscaling, it reads Slurm's nodes (the process's one table
+// of the cluster, slurmconn.Pool.Nodes) and its queue (the pool's job cache,
+// slurmconn.Pool.Jobs), writes the replicas decideReplicas returns into spec.replicas (in
+// memory too, for the members step), and removes parked records the NodeSet no longer wants
+// (no candidate any more, at or above maxReplicas, of an older template, or all of them once
+// autoscaling is off or the NodeSet is deleted), each after one fresh read of it (unpark). On
+// any Slurm error it changes nothing.
+//
+// The table is what the rest of the reconcile reads (readSlurm uses this one): through node
+// watchers it costs slurmrestd nothing and lags Slurm by one watcher poll (200 ms); without, it
+// is read with update_time, one small request while nothing changed and as fresh as a whole
+// list. Either way an autoscaled NodeSet's steady state does not grow with the node count, as
+// a whole GET /nodes/ at every reconcile (12 MB and about a second of slurmctld and
+// slurmrestd at 5,000 nodes, every 5 s) did. A table a poll old is safe because nothing
+// removes a node on the autoscaler's word alone:
+//   - a lower spec.replicas deletes no pod: the members step retires each member beyond it
+//     (retire), which reads the node afresh, drains it, reads it again and deletes the pod only
+//     once Slurm says it is drained and runs no job. A node the table shows idle that has just
+//     been given a job is drained, keeps its job to the end and goes only then; if the demand
+//     comes back before, the member is desired again and its drain lifted (actResume). A whole
+//     list was no fresher by the time the drain reached slurmctld: at 5,000 nodes it takes
+//     about a second to make and read, five poll intervals of the watchers;
+//   - unpark removes a parked record, and park parks one, only after one read of that node: a
+//     record the table shows parked that a pod has taken up since is left;
+//   - a busy node the table does not show busy yet, or a pending job it lags, delays a scale-up
+//     by one poll; a busy node is never drained to shrink (decideReplicas), as of the table.
 func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error {
 	ns := w.ns
 	a := ns.Spec.Autoscaling
@@ -146,16 +167,16 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 		return nil
 	}
 	sl, err := r.slurmClient(ctx, w.names, w.sc.Spec.RestAPI.Version)
-	var nodes *slurm.NodeList
+	var nodes []slurm.Node
 	if err == nil {
-		nodes, err = sl.ListNodes(ctx, time.Time{})
+		// The cluster's one table (see above): fails closed, never "no nodes".
+		nodes, err = r.Slurm.Nodes(ctx, w.names, w.sc.Spec.Controller.NodeWatcher, sl)
 	}
-	// The nodes are read afresh: scale-in safety (busy, last_busy) rests on their state now.
 	// The jobs come from the pool's one cache of the cluster's queue, polled incrementally
 	// and shared by the cluster's autoscaled NodeSets: pending demand may be a poll old (a
 	// pending job's reason, a full list old), which delays a scale-up or a scale-in by as
 	// much and busies no node. A cache that cannot vouch for its freshness fails here like a
-	// failed list.
+	// failed read of the nodes.
 	var jobs []slurm.Job
 	if err == nil && scales {
 		jobs, err = r.Slurm.Jobs(ctx, w.names)
@@ -165,12 +186,12 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 		w.autoscaleErr = fmt.Errorf("the autoscaler changes nothing until Slurm can be read: %w", err)
 		return nil
 	}
-	w.slurmNodes, w.slurmNodesRead = nodes.Nodes, true
+	w.slurmNodes, w.slurmNodesRead = nodes, true
 	podAt := map[string]time.Time{}
 	for i := range w.pods.Items {
 		podAt[w.pods.Items[i].Name] = w.pods.Items[i].CreationTimestamp.Time
 	}
-	records := memberRecords(ns, nodes.Nodes)
+	records := memberRecords(ns, nodes)
 	if err := r.unpark(ctx, w, sl, records, podAt, st); err != nil {
 		return err
 	}
@@ -179,7 +200,7 @@ func (r *Reconciler) autoscale(ctx context.Context, w *world, st *status) error 
 	}
 	// A PerNode NodeSet without spec.replicas runs every candidate: the autoscaler starts there.
 	in := scaleInput{replicas: w.order.running(ns.Spec.Replicas), bounds: *a, now: time.Now(), bounded: w.order.perNode}
-	mine, err := r.demandFor(ctx, w, nodes.Nodes, jobs)
+	mine, err := r.demandFor(ctx, w, nodes, jobs)
 	if err != nil {
 		return err
 	}
@@ -260,27 +281,55 @@ func (r *Reconciler) demandFor(ctx context.Context, w *world, nodes []slurm.Node
 	return splitDemand(jobs, targets)[w.ns.Name], nil
 }
 
-// unpark removes the parked records the NodeSet no longer wants, and counts the others.
+// unpark removes the parked records the NodeSet no longer wants, and counts the others. The
+// records come from the cluster's node table, which may be a watcher poll behind Slurm: each
+// one it would remove is read afresh first (GetNode), and left, uncounted, when it is no
+// longer parked (a pod took it up and its slurmd registered) or no longer unwanted (parked
+// again with the current template); a failed read leaves it, counted, for the next reconcile.
 func (r *Reconciler) unpark(ctx context.Context, w *world, sl slurm.Client, records map[string]*slurm.Node, podAt map[string]time.Time, st *status) error {
 	ns := w.ns
+	unwanted := func(name string, n *slurm.Node) bool {
+		_, hasPod := podAt[name]
+		return !hasPod && (ns.Spec.Autoscaling == nil || !ns.DeletionTimestamp.IsZero() ||
+			!w.order.keepsParked(name, ns.Spec.Autoscaling.MaxReplicas) || n.Comment != wellknown.ParkedPrefix+w.hash)
+	}
 	var parked int32
 	for name, n := range records {
 		if !wellknown.Parked(n.BaseState(), n.Comment) {
 			continue
 		}
-		_, hasPod := podAt[n.Name]
-		stale := ns.Spec.Autoscaling == nil || !ns.DeletionTimestamp.IsZero() ||
-			!w.order.keepsParked(name, ns.Spec.Autoscaling.MaxReplicas) || n.Comment != wellknown.ParkedPrefix+w.hash
-		if !stale || hasPod {
+		if !unwanted(name, n) {
 			parked++
 			continue
 		}
-		if err := sl.DeleteNode(ctx, n.Name); err != nil {
+		fresh, err := sl.GetNode(ctx, n.Name)
+		switch {
+		case errors.Is(err, slurm.ErrNotFound):
+			delete(records, name) // removed meanwhile
+			continue
+		case err != nil:
+			r.event(ns, corev1.EventTypeWarning, sunkv1.ReasonRecordNotRemoved, "reading parked Slurm node %s before removing it: %v", n.Name, err)
+			parked++
+			continue
+		}
+		records[name] = fresh
+		if !wellknown.Parked(fresh.BaseState(), fresh.Comment) {
+			continue // taken up since the table's read: no longer parked, and not ours to remove
+		}
+		if !unwanted(name, fresh) {
+			parked++
+			continue
+		}
+		err = sl.DeleteNode(ctx, n.Name)
+		if err != nil && !errors.Is(err, slurm.ErrNotFound) {
 			r.event(ns, corev1.EventTypeWarning, sunkv1.ReasonRecordNotRemoved, "removing parked Slurm node %s: %v", n.Name, err)
 			parked++
 			continue
 		}
 		delete(records, name)
+		if err != nil {
+			continue // removed meanwhile
+		}
 		r.event(ns, corev1.EventTypeNormal, sunkv1.ReasonRecordRemoved, "removed parked Slurm node %s: the autoscaler no longer keeps it (or it is of an older template)", n.Name)
 	}
 	st.counts.Parked = parked

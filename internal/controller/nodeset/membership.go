@@ -215,8 +215,8 @@ func maxUnavailable(ns *sunkv1.NodeSet, desired int) int {
 	return v
 }
 
-// readSlurm attaches each member's Slurm node from the cluster's node table: the list the
-// autoscaler read in this reconcile, else the process's one table of the cluster
+// readSlurm attaches each member's Slurm node from the cluster's node table: as the
+// autoscaler read it in this reconcile, else read now from the process's one table of the cluster
 // (slurmconn.Pool.Nodes: the node watchers' cache when the cluster has them, else read through
 // slurmrestd with update_time, shared by the cluster's NodeSets). It fails
 // closed: on any error (an unreadable watcher, a cache not synced yet) no member has a Slurm
@@ -225,7 +225,7 @@ func maxUnavailable(ns *sunkv1.NodeSet, desired int) int {
 func (r *Reconciler) readSlurm(ctx context.Context, w *world) {
 	w.sl, w.slurmErr = r.slurmClient(ctx, w.names, w.sc.Spec.RestAPI.Version)
 	if w.slurmErr == nil {
-		nodes := w.slurmNodes // the autoscaler's list of this reconcile, when it read one
+		nodes := w.slurmNodes // the autoscaler's read of this reconcile, when it made one
 		if !w.slurmNodesRead {
 			nodes, w.slurmErr = r.Slurm.Nodes(ctx, w.names, w.sc.Spec.Controller.NodeWatcher, w.sl)
 		}

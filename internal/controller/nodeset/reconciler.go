@@ -145,8 +145,9 @@ type world struct {
 	slurmErr error
 	// autoscaleErr is why the autoscaler could not read Slurm, and changed nothing.
 	autoscaleErr error
-	// slurmNodes is the node list the autoscaler read (GET /nodes/, FUTURE records too), which
-	// readSlurm uses instead of reading again when slurmNodesRead.
+	// slurmNodes is the cluster's node table as the autoscaler read it in this reconcile
+	// (slurmconn.Pool.Nodes, FUTURE records too), which readSlurm uses instead of reading it
+	// again when slurmNodesRead: one read of the table per reconcile.
 	slurmNodes     []slurm.Node
 	slurmNodesRead bool
 	// createWait is why no pod may be created yet ("" when they may: createWait), and
