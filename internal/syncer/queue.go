@@ -10,10 +10,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -39,7 +41,7 @@ func (s *Syncer) podEvent(o any) {
 	if !s.ours(p) {
 		// Another cluster's compute pod came or went: a node this cluster shares with it may
 		// now be its alone, or shared (syncNode has its one pod mirror itself again).
-		if p.Labels[wellknown.LabelComponent] == wellknown.ComponentCompute && p.Spec.NodeName != "" {
+		if p.Labels[wellknown.LabelComponent] == wellknown.ComponentCompute && p.Spec.NodeName != "" && s.trustedComputePod(p) {
 			s.queue.Add(nodeKeyPrefix + p.Spec.NodeName)
 		}
 		return
@@ -84,9 +86,31 @@ func (s *Syncer) podsOn(ctx context.Context, node string) ([]corev1.Pod, error) 
 // question of one cluster.
 func (s *Syncer) computePodsOn(ctx context.Context, node string) ([]corev1.Pod, error) {
 	l := &corev1.PodList{}
-	err := s.cache.List(ctx, l, client.MatchingLabels{wellknown.LabelComponent: wellknown.ComponentCompute},
-		client.MatchingFields{PodNodeIndex: node})
-	return l.Items, err
+	if err := s.cache.List(ctx, l, client.MatchingLabels{wellknown.LabelComponent: wellknown.ComponentCompute},
+		client.MatchingFields{PodNodeIndex: node}); err != nil {
+		return nil, err
+	}
+	pods := l.Items[:0]
+	for _, p := range l.Items {
+		if s.trustedComputePod(&p) {
+			pods = append(pods, p)
+		}
+	}
+	return pods, nil
+}
+
+// trustedComputePod says whether a pod labelled as a compute pod is one: a pod of this
+// cluster's namespace (whoever creates pods there holds the cluster's keys already), or one a
+// NodeSet controls. Labels alone are anyone's to set: a pod any namespace user placed on a node
+// (spec.nodeName) with the compute labels would otherwise make the node "shared" and take its
+// Slurm mirror off it. A forged owner reference names no NodeSet of the pod's namespace, and
+// the garbage collector deletes such a pod.
+func (s *Syncer) trustedComputePod(p *corev1.Pod) bool {
+	if p.Namespace == s.cfg.Namespace {
+		return true
+	}
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == "NodeSet" && ref.APIVersion == sunkv1.GroupVersion.String()
 }
 
 // enqueue queues a Slurm node and remembers when a change was first seen from each side,

@@ -709,6 +709,45 @@ func TestSyncer(t *testing.T) {
 		}, "the node mirrors its one pod's Slurm node again")
 	})
 
+	step("a pod of another namespace labelled as a compute pod is not one until a NodeSet controls it", func(t *testing.T) {
+		ctx := context.Background()
+		if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil {
+			t.Fatal(err)
+		}
+		// Anyone who may create pods may name a node and set labels: the pod does not make the
+		// node shared, and the node keeps its Slurm node's mirror.
+		intruder := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "intruder", Labels: map[string]string{
+				wellknown.LabelCluster: clusterName, wellknown.LabelComponent: wellknown.ComponentCompute, wellknown.LabelNodeSet: "gpu"}},
+			Spec: corev1.PodSpec{NodeName: k8sNode(0), Containers: []corev1.Container{{Name: "slurmd", Image: "sunk.dev/slurm:24.11-local"}}},
+		}
+		mirrored := func(m mirror) bool {
+			return m.nodeState == "idle" && m.nodeCond == "True/Idle" && m.nodeLabels[wellknown.LabelSlurmNode] == n1
+		}
+		h.waitMirror(n1, mirrored, "the node mirrors its Slurm node")
+		if err := h.c.Create(ctx, intruder); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(6 * poll)
+		for time.Now().Before(deadline) {
+			if m, err := h.mirror(n1); err != nil || !mirrored(m) {
+				t.Fatalf("a labelled pod of another namespace took the node's mirror off: %+v %v", m, err)
+			}
+		}
+		// Controlled by a NodeSet (another cluster's, in its own namespace): the node is shared.
+		intruder.OwnerReferences = []metav1.OwnerReference{{APIVersion: sunkv1.GroupVersion.String(), Kind: "NodeSet",
+			Name: "gpu", UID: "nodeset-uid", Controller: ptr.To(true)}}
+		if err := h.c.Update(ctx, intruder); err != nil {
+			t.Fatal(err)
+		}
+		h.waitMirror(n1, func(m mirror) bool { return m.nodeCond == "" && m.nodeLabels[wellknown.LabelSlurmNode] == "" },
+			"node unmirrored beside a NodeSet's pod of another namespace")
+		if err := h.c.Delete(ctx, intruder, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		h.waitMirror(n1, mirrored, "the node mirrors its one pod's Slurm node again")
+	})
+
 	step("pod deleted: drained, then the record is removed", func(t *testing.T) {
 		ctx := context.Background()
 		p := &corev1.Pod{}
