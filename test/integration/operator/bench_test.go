@@ -53,13 +53,17 @@ import (
 // a NodeSet of N members (Replicas mode) against envtest's kube-apiserver and the real Slurm
 // of the test bed, without node watchers (path=rest: the SlurmCluster's
 // spec.controller.nodeWatcher off) and with them (path=watcher: sunk-nodewatch on the bed's
-// slurmctld). There is no kubelet and no slurmd: the benchmark plays both (benchKubelet): it
+// slurmctld), each also with the NodeSet autoscaled (path=rest-autoscaled, watcher-autoscaled:
+// spec.autoscaling with minReplicas and maxReplicas N, so that the autoscaler runs at every
+// reconcile, every 5 s, reading Slurm's nodes and jobs, and keeps every member: the FUTURE
+// records never register, and would otherwise go after idleAfter). There is no kubelet and no slurmd: the benchmark plays both (benchKubelet): it
 // binds each compute pod, reports it Running and Ready, and creates its Slurm record as a
-// FUTURE node (`scontrol create ... state=future`, as BenchmarkSyncer makes its records);
+// FUTURE node (`scontrol create ... state=future`, as BenchmarkSyncer makes its records, with
+// the NodeSet's feature, as its slurmd would register it, so that the autoscaler counts it);
 // it confirms a pod's deletion as kubelet does once the containers stopped (grace period 0).
 // It reports one line:
 //
-//		bench: name=operator-nodeset nodes=N create_s=... settled_s=... reconcile_p50_ms=... ...
+//		bench: name=operator-nodeset path=P nodes=N create_s=... settled_s=... reconcile_p50_ms=... ...
 //
 //	  - create_s: NodeSet created until every member's pod is Ready and its Slurm record exists;
 //	    settled_s: until the NodeSet's status says Ready=True with N ready;
@@ -76,7 +80,7 @@ import (
 //
 // Every Slurm record the benchmark made is deleted at the end. SUNK_BENCH_NODES sets N
 // (default 5000; the test bed's slurm.conf holds 6000 records), SUNK_BENCH_PATHS the paths
-// (default rest,watcher).
+// (default rest,watcher,rest-autoscaled,watcher-autoscaled).
 //
 // Run: make bench-operator, or
 // go test -tags integration -run '^$' -bench Operator -benchtime 1x -timeout 60m ./test/integration/operator/
@@ -91,13 +95,13 @@ func BenchmarkOperator(b *testing.B) {
 		}
 		steady = d
 	}
-	paths := []string{"rest", "watcher"}
+	paths := []string{"rest", "watcher", "rest-autoscaled", "watcher-autoscaled"}
 	if v := os.Getenv("SUNK_BENCH_PATHS"); v != "" {
 		paths = strings.Split(v, ",")
 	}
 	for _, path := range paths {
-		if path != "rest" && path != "watcher" {
-			b.Fatalf("SUNK_BENCH_PATHS: %q is neither rest nor watcher", path)
+		if base, _ := strings.CutSuffix(path, "-autoscaled"); base != "rest" && base != "watcher" {
+			b.Fatalf("SUNK_BENCH_PATHS: %q is none of rest, watcher, rest-autoscaled, watcher-autoscaled", path)
 		}
 		b.Run("nodes="+strconv.Itoa(n)+"/path="+path, func(b *testing.B) {
 			for b.Loop() {
@@ -118,6 +122,8 @@ var settleWithin = 10 * time.Minute
 
 func benchOperator(b *testing.B, n, samples int, steady time.Duration, path string) {
 	ctrl.SetLogger(logr.Discard())
+	base, autoscaled := strings.CutSuffix(path, "-autoscaled")
+	watcher := base == "watcher"
 	env := testenv.Slurm(b)
 	api := testenv.APIEnv(b, testenv.APIOptions{CRDDirectoryPaths: []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")}})
 	cfg := api.Config
@@ -136,7 +142,7 @@ func benchOperator(b *testing.B, n, samples int, steady time.Duration, path stri
 	// shared bed's slurmctld.
 	sc := newCluster(ns, benchCluster)
 	sc.Spec.Prolog = nil
-	sc.Spec.Controller.NodeWatcher = path == "watcher"
+	sc.Spec.Controller.NodeWatcher = watcher
 	must(b, c.Create(ctx, sc))
 	names := clusternames.For(sc, "")
 	// Replicas mode places pods anywhere, on Kubernetes nodes that exist.
@@ -145,7 +151,7 @@ func benchOperator(b *testing.B, n, samples int, steady time.Duration, path stri
 	must(b, c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.NodeWatch},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: clusternames.NodeWatchPort}}}}))
 	watcherIP := &atomic.Value{}
-	if path == "watcher" {
+	if watcher {
 		watcherIP.Store(bedNodeWatcher(b, env))
 	}
 	must(b, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.JWTSecret},
@@ -195,6 +201,9 @@ func benchOperator(b *testing.B, n, samples int, steady time.Duration, path stri
 	t0 := time.Now()
 	set := &sunkv1.NodeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: benchNodeSet},
 		Spec: sunkv1.NodeSetSpec{ClusterRef: benchCluster, Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(n))}}
+	if autoscaled {
+		set.Spec.Autoscaling = &sunkv1.NodeSetAutoscaling{MinReplicas: int32(n), MaxReplicas: int32(n)}
+	}
 	must(b, c.Create(ctx, set))
 	wait.For(b, "every member Ready with its Slurm record", 30*time.Minute, time.Second, func() error {
 		if r, rec := k.ready.Load(), k.records.Load(); r < int64(n) || rec < int64(n) {
@@ -378,7 +387,8 @@ func (k *benchKubelet) runRecords(ctx context.Context) {
 			break
 		}
 		create := func(names []string) error {
-			out, err := k.env.Exec("scontrol", "create", "nodename="+strings.Join(names, ","), "state=future", "cpus=1", "realmemory=100")
+			out, err := k.env.Exec("scontrol", "create", "nodename="+strings.Join(names, ","), "state=future", "cpus=1", "realmemory=100",
+				"features="+benchNodeSet)
 			if err != nil {
 				return fmt.Errorf("%v: %s", err, out)
 			}
