@@ -113,6 +113,17 @@ func (p *privateSlurm) jobNodes(t *testing.T, args ...string) string {
 	return nodes
 }
 
+// waitJob waits until slurmctld shows the job in state (its JobState= field).
+func (p *privateSlurm) waitJob(t *testing.T, id, state string) {
+	t.Helper()
+	wait.For(t, "job "+id+" "+state, 60*time.Second, 200*time.Millisecond, func() error {
+		if out, _ := p.Scontrol("show", "job", id); !strings.Contains(out, "JobState="+state+" ") {
+			return fmt.Errorf("%s", out)
+		}
+		return nil
+	})
+}
+
 func (p *privateSlurm) reconfigure(t *testing.T, plugin, topologyConf string) {
 	t.Helper()
 	p.writeConf(t, plugin, topologyConf, "")
@@ -150,7 +161,8 @@ func awsLabels(leaf string) map[string]string {
 }
 
 // TestTopologyOnRealSlurm: slurmctld (24.11 and 26.05) reads sunk's tree and block
-// topologies as rendered, `sbatch --switches=1 -N2` lands inside one leaf, `--segment=2`
+// topologies as rendered, `sbatch --switches=1 -N2` lands inside one leaf, and so does a
+// gang-shaped job without --switches beside a busy node, `--segment=2`
 // inside one block, a relabel reaches slurmctld by a reconfigure while a job runs and the
 // job finishes, the plugin changes from tree to block without a restart, slurmctld runs
 // with the configuration of a cluster without nodes (no plugin), and the first block
@@ -193,15 +205,26 @@ func TestTopologyOnRealSlurm(t *testing.T) {
 		}
 	}
 
+	// 2b. Without --switches, as sunk-scheduler asks for a gang (one job of N exclusive nodes,
+	// allocated at once through POST /job/allocate, where a --switches wait would turn into a
+	// refusal), Slurm's tree plugin still places it on the fewest switches: with gpu-0 busy,
+	// leaf B whole, not gpu-[1-2] across two leaves, the best-fit run of consecutive free nodes
+	// that Slurm picks without a topology.
+	busy, err := p.Run("sbatch", "--parsable", "-o", "/dev/null", "-w", "gpu-0", "--wrap", "sleep 300")
+	must(t, err)
+	p.waitJob(t, busy, "RUNNING")
+	if got := p.jobNodes(t, "-N2", "--exclusive"); got != "gpu-[2-3]" {
+		t.Errorf("sbatch -N2 --exclusive (a gang's shape) ran on %s beside busy gpu-0, want leaf B's gpu-[2-3]", got)
+	}
+	if out, err := p.Run("scancel", busy); err != nil {
+		t.Fatalf("scancel %s: %s", busy, out)
+	}
+	p.waitJob(t, busy, "CANCELLED")
+
 	// 3. A relabel while a job runs: gpu-1 moves to the other leaf, the job finishes.
 	id, err := p.Run("sbatch", "--parsable", "-o", "/dev/null", "-w", "gpu-1", "--wrap", "sleep 6")
 	must(t, err)
-	wait.For(t, "job running", 30*time.Second, 200*time.Millisecond, func() error {
-		if out, _ := p.Scontrol("show", "job", id); !strings.Contains(out, "JobState=RUNNING") {
-			return fmt.Errorf("%s", out)
-		}
-		return nil
-	})
+	p.waitJob(t, id, "RUNNING")
 	leaves["gpu-1"] = leafB
 	topo = renderTree()
 	p.reconfigure(t, topo.SlurmPlugin(), topo.Conf)
@@ -209,12 +232,7 @@ func TestTopologyOnRealSlurm(t *testing.T) {
 	if !strings.Contains(out, "SwitchName=nn-0c1d2e3f4a5b6c7d8-sw Level=0 LinkSpeed=1 Nodes=gpu-[1-3]") {
 		t.Errorf("after the relabel:\n%s", out)
 	}
-	wait.For(t, "the running job finishes", 60*time.Second, 300*time.Millisecond, func() error {
-		if out, _ := p.Scontrol("show", "job", id); !strings.Contains(out, "JobState=COMPLETED") {
-			return fmt.Errorf("%s", out)
-		}
-		return nil
-	})
+	p.waitJob(t, id, "COMPLETED")
 
 	// 4. Blocks, by a reconfigure: gpu-4's block of one is below the base size 2, so sunk
 	// leaves it out rather than let slurmctld stop on it.
