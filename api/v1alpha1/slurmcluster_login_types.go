@@ -28,7 +28,9 @@ type LoginSpec struct {
 	SSH SSHSpec `json:"ssh,omitempty"`
 
 	// SSSDConfigSecretRef names a Secret with the key sssd.conf: with it, login pods run
-	// SSSD so that users and groups come from LDAP.
+	// SSSD, and the controller and compute pods an sssd container (a compute pod whose
+	// NodeSet has an s6 service named sssd keeps its own), so that users and groups come from
+	// LDAP wherever Slurm looks them up.
 	// +optional
 	SSSDConfigSecretRef *corev1.LocalObjectReference `json:"sssdConfigSecretRef,omitempty"`
 

@@ -151,7 +151,7 @@ func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n clusternames.
 	vols, c.VolumeMounts = append(vols, sv...), append(c.VolumeMounts, sm...)
 	vols = containersPodSpec(ns, &c, vols)
 	vols, c.VolumeMounts = append(vols, ns.Spec.Volumes...), append(c.VolumeMounts, ns.Spec.VolumeMounts...)
-	return corev1.PodSpec{
+	spec := corev1.PodSpec{
 		ImagePullSecrets: sc.Spec.ImagePullSecrets,
 		Containers:       append([]corev1.Container{c}, ns.Spec.Sidecars...),
 		Volumes:          vols,
@@ -164,6 +164,8 @@ func computePodSpec(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, n clusternames.
 		AutomountServiceAccountToken: ptr.To(false),
 		EnableServiceLinks:           ptr.To(false),
 	}
+	computeSSSD(ns, sc, &spec, &spec.Containers[0])
+	return spec
 }
 
 // slurmdReadiness is slurmd's readiness probe. Where slurmd takes a bare connection silently

@@ -216,3 +216,38 @@ func TestSlurmdReadiness(t *testing.T) {
 		t.Errorf("template hash covers the readiness probe: %s (exec) != %s (TCP)", ho, hc)
 	}
 }
+
+// TestComputeSSSD: with the cluster's sssd.conf, a compute pod runs SSSD beside slurmd, which
+// mounts SSSD's pipes read-only; a NodeSet that runs SSSD as its own s6 service, as the user
+// guide once told admins to, keeps its pod as it was; without sssd.conf there is no SSSD.
+func TestComputeSSSD(t *testing.T) {
+	sc, ns := full(), minimalNodeSet()
+	if sc.Spec.Login.SSSDConfigSecretRef == nil {
+		t.Fatal("the full cluster has no sssd.conf: the test needs one")
+	}
+	n := clusternames.For(sc, "")
+	sssd := func(p *corev1.Pod) (container bool, slurmdMount *corev1.VolumeMount) {
+		for _, c := range p.Spec.Containers {
+			container = container || c.Name == SSSDContainer
+		}
+		for i, m := range p.Spec.Containers[0].VolumeMounts {
+			if m.MountPath == SSSPipesDir {
+				slurmdMount = &p.Spec.Containers[0].VolumeMounts[i]
+			}
+		}
+		return container, slurmdMount
+	}
+	if c, m := sssd(ComputePod(ns, sc, n, ComputeMember{Name: "cpu-0"})); !c || m == nil || !m.ReadOnly {
+		t.Errorf("with sssd.conf: sssd container %v, slurmd's pipes mount %+v; want the container and a read-only mount", c, m)
+	}
+	own := ns.DeepCopy()
+	own.Spec.Services = []sunkv1.S6Service{{Name: "sssd", Run: "#!/bin/sh\nexec sssd -i\n"}}
+	if c, m := sssd(ComputePod(own, sc, n, ComputeMember{Name: "cpu-0"})); c || m != nil {
+		t.Errorf("a NodeSet with its own sssd service: sssd container %v, pipes mount %+v; want neither", c, m)
+	}
+	without := sc.DeepCopy()
+	without.Spec.Login.SSSDConfigSecretRef = nil
+	if c, m := sssd(ComputePod(ns, without, n, ComputeMember{Name: "cpu-0"})); c || m != nil {
+		t.Errorf("without sssd.conf: sssd container %v, pipes mount %+v; want neither", c, m)
+	}
+}

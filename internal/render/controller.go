@@ -71,7 +71,7 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *C
 		Volumes:                       []corev1.Volume{configMapVolume("config", n.Config, 0o444), KeysVolume(n, true)},
 		DNSConfig:                     loginHostsSearch(n),
 	}
-	withSSSD(sc, &pod, &pod.Containers[0])
+	withSSSD(sc, sc.Spec.Controller.Image, &pod, &pod.Containers[0])
 	if sc.Spec.Controller.NodeWatcher {
 		// The watcher's reader is a Slurm client: auth/slurm gives clients their token through
 		// slurmctld's own socket, /run/slurmctld/sack.socket, which the two containers share.

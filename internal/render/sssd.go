@@ -1,4 +1,4 @@
-// SSSD beside slurmctld: users and groups from LDAP where Slurm looks them up.
+// SSSD beside slurmctld and slurmd: users and groups from LDAP where Slurm looks them up.
 
 package render
 
@@ -24,12 +24,17 @@ const (
 // sshd runs only SSSD under s6, as in a login pod), and slurmctld's libnss_sss reaches it
 // through its pipes directory, an emptyDir both mount; slurmctld's container keeps its
 // capabilities and gets no LDAP configuration.
-func withSSSD(sc *sunkv1.SlurmCluster, pod *corev1.PodSpec, slurmctld *corev1.Container) {
+//
+// Compute pods get the same container (computeSSSD), from their NodeSet's image, and slurmd's
+// container the pipes directory (read-only, as slurmctld's): slurmd, slurmstepd and the jobs,
+// which run in slurmd's container, resolve LDAP users through it, and a job cannot swap the
+// socket.
+func withSSSD(sc *sunkv1.SlurmCluster, image sunkv1.Image, pod *corev1.PodSpec, daemon *corev1.Container) {
 	ref := sc.Spec.Login.SSSDConfigSecretRef
 	if ref == nil {
 		return
 	}
-	s := slurmContainer(sc, SSSDContainer, sc.Spec.Controller.Image, corev1.ResourceRequirements{})
+	s := slurmContainer(sc, SSSDContainer, image, corev1.ResourceRequirements{})
 	// The emptyDir is not the image's pipes directory: it lacks private/, where sssd's monitor
 	// binds its bus and which sssd does not make, and fsGroup made it setgid slurm, so what
 	// sssd makes in it would be slurm's group, which sssd's check of its bus socket refuses
@@ -44,8 +49,20 @@ func withSSSD(sc *sunkv1.SlurmCluster, pod *corev1.PodSpec, slurmctld *corev1.Co
 	// sssd starts as root and switches its children to its own user.
 	s.SecurityContext = daemonSecurity("KILL")
 	// Connecting to a socket needs no write access to the file system it is on.
-	slurmctld.VolumeMounts = append(slurmctld.VolumeMounts, mount(sssPipes, SSSPipesDir))
+	daemon.VolumeMounts = append(daemon.VolumeMounts, mount(sssPipes, SSSPipesDir))
 	pod.Containers = append(pod.Containers, s)
 	pod.Volumes = append(pod.Volumes, secretVolume("sssd", ref.Name),
 		corev1.Volume{Name: sssPipes, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+}
+
+// computeSSSD gives a compute pod SSSD (withSSSD) unless its NodeSet runs SSSD itself, as an s6
+// service named sssd (what docs/user-guide.md told admins to write before compute pods had
+// it): two SSSDs would share one pipes directory, and such a NodeSet keeps its pods as they were.
+func computeSSSD(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, pod *corev1.PodSpec, slurmd *corev1.Container) {
+	for _, s := range ns.Spec.Services {
+		if s.Name == SSSDContainer {
+			return
+		}
+	}
+	withSSSD(sc, ns.Spec.Image, pod, slurmd)
 }

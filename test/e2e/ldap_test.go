@@ -33,18 +33,10 @@ const slapdImage = "sunk.dev/slapd:local"
 // ada, as testdata/ldap/directory.ldif has her and `id` must show her wherever SSSD runs.
 const adaID = "uid=20001(ada) gid=20001(ada) groups=20001(ada),20100(analysts)"
 
-// sssdRun is the s6 service that gives a NodeSet's pods SSSD, as docs/user-guide.md ("Users
-// from LDAP") tells admins to write it: sssd refuses a configuration file that others can read,
-// and Secret volume files are root's with the volume's mode.
-const sssdRun = `#!/bin/sh
-install -m 0600 /etc/sunk/sssd/sssd.conf /etc/sssd/sssd.conf
-rm -f /var/run/sssd.pid
-exec sssd -i --logger=stderr
-`
-
 // TestLDAPUserJobAndAccounting runs a real directory (slapd) and a cluster with accounting whose
 // login pods (spec.login.sssdConfigSecretRef), controller (the same SSSD, beside slurmctld) and
-// compute pods (a NodeSet's s6 service) resolve its users. ada, who exists only in LDAP, logs in
+// compute pods (an sssd container the operator adds beside slurmd, nothing in the NodeSet)
+// resolve its users. ada, who exists only in LDAP, logs in
 // to the login pod with su, submits a batch job that runs as her uid and groups on the compute
 // pod, and sacct -u ada lists it. slurmdbd is then restarted while her job runs, and held down
 // until the job has ended: slurmctld keeps the job's end for slurmdbd, and sacct shows the job
@@ -85,10 +77,7 @@ offline_timeout_random_offset = 0
 		Spec: sunkv1.NodeSetSpec{ClusterRef: name, Mode: sunkv1.NodeSetReplicas, Replicas: ptr.To(int32(1)), Image: slurmImage,
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("400Mi")}},
-			Services: []sunkv1.S6Service{{Name: "sssd", Type: sunkv1.S6Longrun, Run: sssdRun}},
-			Volumes: []corev1.Volume{{Name: "sssd", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-				SecretName: "ldap-sssd", DefaultMode: ptr.To(int32(0o400))}}}},
-			VolumeMounts: []corev1.VolumeMount{{Name: "sssd", MountPath: render.SSSDConfDir, ReadOnly: true}}},
+		},
 	}); err != nil {
 		t.Fatal(err)
 	}
