@@ -4,13 +4,17 @@ package e2e
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -36,18 +40,21 @@ const adaID = "uid=20001(ada) gid=20001(ada) groups=20001(ada),20100(analysts)"
 // TestLDAPUserJobAndAccounting runs a real directory (slapd) and a cluster with accounting whose
 // login pods (spec.login.sssdConfigSecretRef), controller (the same SSSD, beside slurmctld) and
 // compute pods (an sssd container the operator adds beside slurmd, nothing in the NodeSet)
-// resolve its users. ada, who exists only in LDAP, logs in
-// to the login pod with su, submits a batch job that runs as her uid and groups on the compute
-// pod, and sacct -u ada lists it. slurmdbd is then restarted while her job runs, and held down
+// resolve its users. ada, who exists only in LDAP, logs in to the login pod with ssh, through
+// its Service, by the key the directory holds for her (sshPublicKey, through SSSD's ssh
+// responder), submits a batch job that runs as her uid and groups on the compute pod, and
+// sacct -u ada lists it. slurmdbd is then restarted while her job runs, and held down
 // until the job has ended: slurmctld keeps the job's end for slurmdbd, and sacct shows the job
 // COMPLETED once slurmdbd is back.
 func TestLDAPUserJobAndAccounting(t *testing.T) {
 	parallel(t)
 	e := startOperator(t)
 	ctx := context.Background()
-	uri := e.startSlapd(t)
+	// ada's SSH key lives in the directory (sshPublicKey) and nowhere in the cluster.
+	adaKey, adaPub := sshKeyPair(t)
+	uri := e.startSlapd(t, adaPub)
 	sssdConf := fmt.Sprintf(`[sssd]
-services = nss, pam
+services = nss, pam, ssh
 domains = ldap
 
 [domain/ldap]
@@ -96,13 +103,14 @@ offline_timeout_random_offset = 0
 		})
 	}
 
-	// ada logs in and submits; her job waits for a file the test makes.
-	submit := `su - ada -c 'sbatch --parsable -w cpu-0 -J ldap-job -D /tmp -o /tmp/ldap-%j.out' <<'EOF'
-#!/bin/sh
+	// ada logs in with ssh, through the login Service, by the key the directory holds for her,
+	// and submits; her job waits for a file the test makes. The client is Go's
+	// (golang.org/x/crypto/ssh) from the test process, which reaches cluster IPs: the 26.05
+	// image has no ssh client.
+	job := e.sshAsAda(t, n, adaKey, "sbatch --parsable -w cpu-0 -J ldap-job -D /tmp -o /tmp/ldap-%j.out", `#!/bin/sh
 id
 while [ ! -e /tmp/ldap-release ]; do sleep 0.2; done
-EOF`
-	job := e.mustSh(t, login, render.LoginContainer, submit)
+`)
 	poll(t, 2*time.Minute, "ada's job writes its id", func() error {
 		out, err := e.sh(t, "cpu-0", "slurmd", "stat -c %u:%g /tmp/ldap-"+job+".out && cat /tmp/ldap-"+job+".out")
 		if err != nil || !strings.Contains(out, "20001:20001\n"+adaID) {
@@ -146,16 +154,21 @@ EOF`
 
 // startSlapd runs slapd with testdata/ldap/directory.ldif behind a Service and returns its URI
 // once it answers.
-func (e *operatorEnv) startSlapd(t *testing.T) string {
+func (e *operatorEnv) startSlapd(t *testing.T, adaSSHKey string) string {
 	t.Helper()
 	ctx := context.Background()
-	ldif, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "test", "e2e", "testdata", "ldap", "directory.ldif"))
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "test", "e2e", "testdata", "ldap", "directory.ldif"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	const adaLast = "loginShell: /bin/sh\n" // the last line of ada's entry
+	if !strings.Contains(string(raw), adaLast) {
+		t.Fatalf("directory.ldif has no line %q to put ada's SSH key after", adaLast)
+	}
+	ldif := strings.Replace(string(raw), adaLast, adaLast+"objectClass: ldapPublicKey\nsshPublicKey: "+adaSSHKey+"\n", 1)
 	labels := map[string]string{"app": "slapd"}
 	if err := e.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ldap-seed"},
-		Data: map[string]string{"directory.ldif": string(ldif)}}); err != nil {
+		Data: map[string]string{"directory.ldif": ldif}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "slapd", Labels: labels},
@@ -195,4 +208,60 @@ func (e *operatorEnv) startSlapd(t *testing.T) string {
 		return fmt.Errorf("slapd: %s %+v", p.Status.Phase, p.Status.ContainerStatuses)
 	})
 	return "ldap://ldap." + e.ns + ".svc.cluster.local"
+}
+
+// sshKeyPair makes an ed25519 key: its signer, and the public key as an authorized_keys line.
+func sshKeyPair(t *testing.T) (ssh.Signer, string) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+}
+
+// sshAsAda runs command as ada over ssh to the login Service's cluster IP, with stdin, and
+// returns its trimmed output. The login pods' host key must be the one the operator keeps in
+// the cluster's ssh-host-key Secret. A refusal is asked again for a minute: SSSD's ssh
+// responder may not have read the directory yet.
+func (e *operatorEnv) sshAsAda(t *testing.T, n clusternames.Names, key ssh.Signer, command, stdin string) string {
+	t.Helper()
+	ctx := context.Background()
+	svc, hostKeys := &corev1.Service{}, &corev1.Secret{}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.Login}, svc); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.SSHHostKeySecret}, hostKeys); err != nil {
+		t.Fatal(err)
+	}
+	hostKey, err := ssh.ParsePrivateKey(hostKeys.Data[render.SSHHostKeyName])
+	if err != nil {
+		t.Fatalf("the cluster's SSH host key: %v", err)
+	}
+	cfg := &ssh.ClientConfig{User: "ada", Auth: []ssh.AuthMethod{ssh.PublicKeys(key)},
+		HostKeyCallback: ssh.FixedHostKey(hostKey.PublicKey()), Timeout: 10 * time.Second}
+	addr := net.JoinHostPort(svc.Spec.ClusterIP, "22")
+	var out []byte
+	poll(t, time.Minute, "ssh ada@"+addr+" "+command, func() error {
+		c, err := ssh.Dial("tcp", addr, cfg)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		sess, err := c.NewSession()
+		if err != nil {
+			return err
+		}
+		defer sess.Close()
+		sess.Stdin = strings.NewReader(stdin)
+		if out, err = sess.CombinedOutput(command); err != nil {
+			t.Fatalf("ssh ada@%s %s: %v\n%s", addr, command, err, out)
+		}
+		return nil
+	})
+	return strings.TrimSpace(string(out))
 }
