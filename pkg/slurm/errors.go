@@ -112,6 +112,17 @@ func Unsatisfiable(err error) bool {
 	return errors.As(err, &se) && se.Kind == nil && hasCode(se.Errors, errnoNodeConfig, errnoPartConfig, errnoInvalidPartition, errnoAccessDenied)
 }
 
+// NotDelivered reports a request slurmrestd could not pass on to slurmctld: it found no
+// slurmctld to connect to, after trying for MessageTimeout (SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR,
+// which Slurm's controller client makes of SLURM_COMMUNICATIONS_CONNECTION_ERROR; an address
+// slurmrestd cannot resolve ends the same way, src/common/slurm_protocol_api.c). slurmctld never
+// saw the request, so it was not carried out. A send or receive error is not this: the request
+// may have arrived.
+func NotDelivered(err error) bool {
+	var se *SlurmError
+	return errors.As(err, &se) && hasCode(se.Errors, errnoCommConnection, errnoCtldCommFirst)
+}
+
 // keyRefused reports an error that says the credential itself was refused (not that the user
 // may not do something): HTTP 401 or 511, or SLURM_PROTOCOL_AUTHENTICATION_ERROR, which is what
 // slurmrestd 24.11 answers for a JWT signed with a key slurmctld did not load.

@@ -313,8 +313,11 @@ func (r *Reconciler) applyConfigToController(ctx context.Context, sc *sunkv1.Slu
 	}
 	if err := r.reconfigure(ctx, sc, sl, "to apply configuration "+cfg.Hash); err != nil {
 		reason := sunkv1.ReasonReconfigureFailed
-		if errors.Is(err, errRestNotReachable) {
+		switch {
+		case errors.Is(err, errRestNotReachable):
 			reason = sunkv1.ReasonWaitingForRestAPI
+		case errors.Is(err, errCtldNotReachable):
+			reason = sunkv1.ReasonWaitingForCtld
 		}
 		st.set(sunkv1.ConditionConfigApplied, false, reason, err.Error())
 		return ctrl.Result{RequeueAfter: pollWhileConverging}, nil

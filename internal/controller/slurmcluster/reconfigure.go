@@ -42,8 +42,9 @@ func (e *reconfigureHeldError) Error() string {
 // failure holds back all of them. A failure is recorded as a Warning event ReconfigureFailed
 // and returned as a sentence naming purpose. A request that never left (no connection to
 // slurmrestd: its Service's endpoints reach kube-proxy a moment after its Deployment is ready,
-// the usual first attempt of a new cluster) cannot have been carried out: it is returned
-// without an event and without holding the next one back. It returns a *reconfigureHeldError, without
+// the usual first attempt of a new cluster), or that slurmrestd could not pass on to slurmctld
+// (slurm.NotDelivered), cannot have been carried out: it is returned without an event and
+// without holding the next one back. It returns a *reconfigureHeldError, without
 // sending and without an event, when the last one failed less than reconfigureRetry ago.
 func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, sl slurm.Client, purpose string) error {
 	if v, ok := r.reconfigureFailed.Load(sc.UID); ok {
@@ -56,6 +57,11 @@ func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, s
 		if neverSent(err) {
 			return fmt.Errorf("scontrol reconfigure over REST %s: %w: %w", purpose, errRestNotReachable, err)
 		}
+		if slurm.NotDelivered(err) {
+			// slurmrestd found no slurmctld (a new cluster's: its Service's name may not
+			// resolve yet, CoreDNS caching the first miss): nothing was reconfigured.
+			return fmt.Errorf("scontrol reconfigure over REST %s: %w: %w", purpose, errCtldNotReachable, err)
+		}
 		r.reconfigureFailed.Store(sc.UID, reconfigureFailure{at: at, err: err})
 		err = fmt.Errorf("scontrol reconfigure over REST %s failed: %w", purpose, err)
 		r.event(sc, corev1.EventTypeWarning, sunkv1.ReasonReconfigureFailed, err.Error())
@@ -67,7 +73,11 @@ func (r *Reconciler) reconfigure(ctx context.Context, sc *sunkv1.SlurmCluster, s
 
 // errRestNotReachable marks a reconfigure that never reached slurmrestd: the condition says
 // the cluster waits for slurmrestd (WaitingForRestAPI), not that the reconfigure failed.
-var errRestNotReachable = errors.New("slurmrestd not reachable yet")
+// errCtldNotReachable marks one slurmrestd could not pass on to slurmctld (WaitingForController).
+var (
+	errRestNotReachable = errors.New("slurmrestd not reachable yet")
+	errCtldNotReachable = errors.New("slurmrestd cannot reach slurmctld yet")
+)
 
 // neverSent says whether err is a failure to connect, before any request was written.
 func neverSent(err error) bool {

@@ -90,3 +90,23 @@ func TestReconfigureNotHeldBackWhenNeverSent(t *testing.T) {
 		t.Fatalf("after a timed-out read: %v, want held back", err)
 	}
 }
+
+// A request slurmrestd could not pass on (it found no slurmctld: a new cluster's controller
+// Service whose name does not resolve yet) was not carried out either: it holds nothing back and
+// says the cluster waits for its controller.
+func TestReconfigureNotHeldBackWhenSlurmctldUnreached(t *testing.T) {
+	r := &Reconciler{}
+	sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{UID: "c1"}}
+	sl := &reconfigureCounter{err: &slurm.SlurmError{Endpoint: "GET /reconfigure", HTTPStatus: 502,
+		Errors: []slurm.ErrorDetail{{Code: 1800, Error: "Unable to contact slurm controller (connect failure)"}}}}
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		err := r.reconfigure(ctx, sc, sl, "to test")
+		if err == nil || errors.As(err, new(*reconfigureHeldError)) || !errors.Is(err, errCtldNotReachable) {
+			t.Fatalf("reconfigure %d that slurmrestd could not pass on: %v, want the error, not held back", i+1, err)
+		}
+	}
+	if sl.calls != 2 {
+		t.Fatalf("%d requests, want 2", sl.calls)
+	}
+}
