@@ -36,8 +36,8 @@ func TestNotDelivered(t *testing.T) {
 		code int
 		want bool
 	}{
-		{1800, true}, // SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR
-		{1001, true}, // SLURM_COMMUNICATIONS_CONNECTION_ERROR
+		{1800, true},                                // SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR
+		{1001, true},                                // SLURM_COMMUNICATIONS_CONNECTION_ERROR
 		{1801, false}, {1802, false}, {1003, false}, // send, receive: it may have arrived
 		{2016, false},
 	} {
