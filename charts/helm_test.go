@@ -90,6 +90,7 @@ func TestTemplates(t *testing.T) {
 			}},
 		{"slurm-default", []string{"template", "demo", "slurm", "-n", "slurm"}, nil},
 		{"slurm-full", []string{"template", "research", "slurm", "-n", "research", "-f", "testdata/slurm-full.values.yaml"}, nil},
+		{"slurm-directory", []string{"template", "research", "slurm", "-n", "research", "-f", "testdata/slurm-directory.values.yaml"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -117,6 +118,8 @@ func TestTemplateRefusals(t *testing.T) {
 		{[]string{"template", "s", "slurm", "--set", "accounting.mode=External"}, "accounting.external is required"},
 		{[]string{"template", "s", "slurm", "--set", "sharedVolumes[0].create=false"}, "claimName is required"},
 		{[]string{"template", "s", "slurm", "--set", "login.ssh.permitRootLogin=true"}, "root logs in by key only"},
+		{[]string{"template", "s", "slurm", "--set", "directory.enabled=true", "--set", "login.sssd.configSecretRef=site"}, "leave login.sssd.config and login.sssd.configSecretRef empty"},
+		{[]string{"template", "s", "slurm", "--set", "directory.enabled=true", "--set", "directory.users[0].name=ada"}, "directory.users[0].uid is required"},
 	} {
 		if _, err := helm(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("helm %v: want an error with %q, got %v", c.args, c.want, err)

@@ -17,7 +17,7 @@ var keyRe = regexp.MustCompile(`(?:[a-z0-9-]+\.)*sunk\.dev/[A-Za-z0-9][A-Za-z0-9
 
 // notKeys are names in sunk's domain that are no label, annotation, taint, condition or
 // finalizer: the API's group/version and the images' repositories.
-var notKeys = map[string]bool{"sunk.dev/v1alpha1": true, "sunk.dev/sunk": true, "sunk.dev/slurm": true}
+var notKeys = map[string]bool{"sunk.dev/v1alpha1": true, "sunk.dev/sunk": true, "sunk.dev/slurm": true, "sunk.dev/slapd": true}
 
 // goKeys are the string literals of production Go code (both modules, test code and test
 // helpers excepted) that are a key in sunk's domain, with where each is defined.

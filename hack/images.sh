@@ -7,7 +7,7 @@
 #                                     + sunk-nodewatch and sunk-slurm-nodes (hack/nodewatch.sh), sunk-tlsproxy
 #   sunk.dev/slurm:26.05-local        the same from Debian sid (Slurm 26.05); `slurm` packs both
 #   sunk.dev/coredns:local            the cluster DNS (hack/tools/coredns, hack/manifests/coredns.yaml)
-#   sunk.dev/slapd:local              Debian trixie's slapd (OpenLDAP) for the LDAP e2e test
+#   sunk.dev/slapd:local              Debian trixie's slapd (OpenLDAP): the slurm chart's directory
 #                                     (images/slapd: its entrypoint seeds a fresh directory)
 #   sunk.dev/sunk:local               sunk's controllers: every ./cmd/* and scheduler/cmd/sunk-scheduler (its
 #                                     own module) as static binaries in /usr/local/bin

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # push-images.sh REGISTRY [TAG]: push the images hack/images.sh built to REGISTRY, under the names
-# the charts read (docs/user-guide.md §1): $REGISTRY/sunk:$TAG, $REGISTRY/slurm:26.05-$TAG and
-# $REGISTRY/slurm:24.11-$TAG. TAG defaults to the chart's appVersion. skopeo pushes (no Docker
+# the charts read (docs/user-guide.md §1): $REGISTRY/sunk:$TAG, $REGISTRY/slurm:26.05-$TAG,
+# $REGISTRY/slurm:24.11-$TAG and $REGISTRY/slapd:$TAG (the slurm chart's directory). TAG defaults to the chart's appVersion. skopeo pushes (no Docker
 # daemon): credentials from `skopeo login REGISTRY`; REGISTRY_TLS_VERIFY=false for a registry
 # served over plain HTTP or with a certificate this machine does not trust.
 source "$(dirname "$0")/lib.sh"
@@ -17,5 +17,6 @@ push() { # TARBALL NAME
 push sunk.tar "sunk:$tag"
 push slurm-26.05.tar "slurm:26.05-$tag"
 push slurm.tar "slurm:24.11-$tag"
+push slapd.tar "slapd:$tag"
 for p in "${pids[@]}"; do wait "$p" || die "pushing to $registry failed"; done
-log "pushed $registry/sunk:$tag, $registry/slurm:26.05-$tag and $registry/slurm:24.11-$tag"
+log "pushed $registry/sunk:$tag, $registry/slurm:26.05-$tag, $registry/slurm:24.11-$tag and $registry/slapd:$tag"

@@ -9,20 +9,22 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
@@ -37,7 +39,8 @@ const slapdImage = "sunk.dev/slapd:local"
 // ada, as testdata/ldap/directory.ldif has her and `id` must show her wherever SSSD runs.
 const adaID = "uid=20001(ada) gid=20001(ada) groups=20001(ada),20100(analysts)"
 
-// TestLDAPUserJobAndAccounting runs a real directory (slapd) and a cluster with accounting whose
+// TestLDAPUserJobAndAccounting runs a real directory (slapd, as the slurm chart's companion
+// directory renders it: directory.enabled, and the chart's sssd.conf) and a cluster with accounting whose
 // login pods (spec.login.sssdConfigSecretRef), controller (the same SSSD, beside slurmctld) and
 // compute pods (an sssd container the operator adds beside slurmd, nothing in the NodeSet)
 // resolve its users. ada, who exists only in LDAP, logs in to the login pod with ssh, through
@@ -52,32 +55,13 @@ func TestLDAPUserJobAndAccounting(t *testing.T) {
 	ctx := context.Background()
 	// ada's SSH key lives in the directory (sshPublicKey) and nowhere in the cluster.
 	adaKey, adaPub := sshKeyPair(t)
-	uri := e.startSlapd(t, adaPub)
-	sssdConf := fmt.Sprintf(`[sssd]
-services = nss, pam, ssh
-domains = ldap
-
-[domain/ldap]
-id_provider = ldap
-auth_provider = none
-ldap_uri = %s
-ldap_search_base = dc=sunk,dc=test
-ldap_schema = rfc2307
-ldap_id_use_start_tls = false
-offline_timeout = 5
-offline_timeout_max = 30
-offline_timeout_random_offset = 0
-`, uri)
-	if err := e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ldap-sssd"},
-		StringData: map[string]string{"sssd.conf": sssdConf}}); err != nil {
-		t.Fatal(err)
-	}
 	const name = "ldap"
+	e.startDirectory(t, name, adaPub)
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
 		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
 			Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
-			Login:      sunkv1.LoginSpec{SSSDConfigSecretRef: &corev1.LocalObjectReference{Name: "ldap-sssd"}}},
+			Login:      sunkv1.LoginSpec{SSSDConfigSecretRef: &corev1.LocalObjectReference{Name: name + "-sssd"}}},
 	})
 	if err := e.c.Create(ctx, &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "cpu"},
@@ -152,62 +136,55 @@ while [ ! -e /tmp/ldap-release ]; do sleep 0.2; done
 		ended.Sub(stopped).Round(time.Second), time.Since(ended).Round(time.Second))
 }
 
-// startSlapd runs slapd with testdata/ldap/directory.ldif behind a Service and returns its URI
-// once it answers.
-func (e *operatorEnv) startSlapd(t *testing.T, adaSSHKey string) string {
+// startDirectory runs the slurm chart's companion directory for the cluster name (directory.enabled:
+// its templates rendered by helm and created here, since the test makes the cluster itself)
+// with ada in it, her groups and her SSH key, and the chart's sssd.conf in the Secret
+// <name>-sssd; it returns once slapd answers.
+func (e *operatorEnv) startDirectory(t *testing.T, name, adaSSHKey string) {
 	t.Helper()
 	ctx := context.Background()
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "test", "e2e", "testdata", "ldap", "directory.ldif"))
+	values := filepath.Join(t.TempDir(), "directory.yaml")
+	if err := os.WriteFile(values, []byte(fmt.Sprintf(`directory:
+  enabled: true
+  image: %s
+  pullPolicy: Never
+  suffix: dc=sunk,dc=test
+  users:
+    - {name: ada, uid: 20001, groups: [analysts], home: /tmp, shell: /bin/sh, sshKeys: [%q]}
+  groups:
+    - {name: analysts, gid: 20100}
+`, slapdImage, adaSSHKey)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(testenv.CacheDir(), "bin", "helm"), "template", name, "charts/slurm", "-n", e.ns, "-f", values,
+		"--show-only", "templates/directory.yaml", "--show-only", "templates/secrets.yaml")
+	cmd.Dir = testenv.RepoRoot()
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("helm template (the directory): %v", err)
 	}
-	const adaLast = "loginShell: /bin/sh\n" // the last line of ada's entry
-	if !strings.Contains(string(raw), adaLast) {
-		t.Fatalf("directory.ldif has no line %q to put ada's SSH key after", adaLast)
-	}
-	ldif := strings.Replace(string(raw), adaLast, adaLast+"objectClass: ldapPublicKey\nsshPublicKey: "+adaSSHKey+"\n", 1)
-	labels := map[string]string{"app": "slapd"}
-	if err := e.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ldap-seed"},
-		Data: map[string]string{"directory.ldif": ldif}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "slapd", Labels: labels},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "slapd", Image: slapdImage, ImagePullPolicy: corev1.PullNever,
-				Ports:        []corev1.ContainerPort{{Name: "ldap", ContainerPort: 389}},
-				VolumeMounts: []corev1.VolumeMount{{Name: "seed", MountPath: "/etc/ldap/seed", ReadOnly: true}},
-				ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-					Command: []string{"ldapsearch", "-x", "-H", "ldap://127.0.0.1", "-b", "dc=sunk,dc=test", "-s", "base"}}}}}},
-			Volumes: []corev1.Volume{{Name: "seed", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: "ldap-seed"}}}}},
-			TerminationGracePeriodSeconds: ptr.To(int64(5)),
-		}}); err != nil {
-		t.Fatal(err)
-	}
-	// Before the namespace goes (cleanups run last first): removeNamespace waits for every pod,
-	// and nothing else deletes this one.
-	t.Cleanup(func() {
-		if err := e.c.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "slapd"}}); client.IgnoreNotFound(err) != nil {
-			t.Errorf("deleting slapd: %v", err)
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		o := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &o.Object); err != nil {
+			t.Fatalf("helm template's output: %v\n%s", err, doc)
 		}
-	})
-	if err := e.c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ldap"},
-		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "ldap", Port: 389, TargetPort: intstr.FromInt32(389)}}}}); err != nil {
-		t.Fatal(err)
+		if len(o.Object) == 0 {
+			continue
+		}
+		if err := e.c.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
 	}
-	poll(t, time.Minute, "slapd Ready", func() error {
-		p := &corev1.Pod{}
-		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "slapd"}, p); err != nil {
+	poll(t, time.Minute, "the directory Ready", func() error {
+		d := &appsv1.Deployment{}
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name + "-directory"}, d); err != nil {
 			return err
 		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				return nil
-			}
+		if d.Status.ReadyReplicas < 1 {
+			return fmt.Errorf("deployment %s: %d ready", d.Name, d.Status.ReadyReplicas)
 		}
-		return fmt.Errorf("slapd: %s %+v", p.Status.Phase, p.Status.ContainerStatuses)
+		return nil
 	})
-	return "ldap://ldap." + e.ns + ".svc.cluster.local"
 }
 
 // sshKeyPair makes an ed25519 key: its signer, and the public key as an authorized_keys line.

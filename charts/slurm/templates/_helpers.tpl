@@ -33,3 +33,30 @@ size: {{ .size | default "1Gi" }}
 storageClassName: {{ . }}
 {{- end }}
 {{- end -}}
+
+{{/* The sssd.conf the chart writes into <name>-sssd: login.sssd.config, or with directory.enabled
+one for the chart's directory. Empty: the chart writes none. */}}
+{{- define "slurm.sssdConf" -}}
+{{- $v := .Values -}}
+{{- if $v.directory.enabled -}}
+{{- if or $v.login.sssd.config $v.login.sssd.configSecretRef -}}
+{{- fail "directory.enabled: the chart writes sssd.conf for its directory; leave login.sssd.config and login.sssd.configSecretRef empty" -}}
+{{- end -}}
+[sssd]
+services = nss, pam, ssh
+domains = directory
+
+[domain/directory]
+id_provider = ldap
+auth_provider = none
+ldap_uri = ldap://{{ include "slurm.name" . }}-directory.{{ .Release.Namespace }}.svc
+ldap_search_base = {{ $v.directory.suffix }}
+ldap_schema = rfc2307
+ldap_id_use_start_tls = false
+offline_timeout = 5
+offline_timeout_max = 30
+offline_timeout_random_offset = 0
+{{- else -}}
+{{- $v.login.sssd.config -}}
+{{- end -}}
+{{- end -}}
