@@ -218,8 +218,9 @@ func TestSlurmdReadiness(t *testing.T) {
 }
 
 // TestComputeSSSD: with the cluster's sssd.conf, a compute pod runs SSSD beside slurmd, which
-// mounts SSSD's pipes read-only; a NodeSet that runs SSSD as its own s6 service, as the user
-// guide once told admins to, keeps its pod as it was; without sssd.conf there is no SSSD.
+// mounts SSSD's pipes read-only; a NodeSet that sets SSSD up itself (an s6 service, a volume of
+// that name), as the user guide once told admins to, keeps its pod as it was; without sssd.conf
+// there is no SSSD.
 func TestComputeSSSD(t *testing.T) {
 	sc, ns := full(), minimalNodeSet()
 	if sc.Spec.Login.SSSDConfigSecretRef == nil {
@@ -244,6 +245,11 @@ func TestComputeSSSD(t *testing.T) {
 	own.Spec.Services = []sunkv1.S6Service{{Name: "sssd", Run: "#!/bin/sh\nexec sssd -i\n"}}
 	if c, m := sssd(ComputePod(own, sc, n, ComputeMember{Name: "cpu-0"})); c || m != nil {
 		t.Errorf("a NodeSet with its own sssd service: sssd container %v, pipes mount %+v; want neither", c, m)
+	}
+	vol := ns.DeepCopy()
+	vol.Spec.Volumes = []corev1.Volume{{Name: "sssd", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "site-sssd"}}}}
+	if c, m := sssd(ComputePod(vol, sc, n, ComputeMember{Name: "cpu-0"})); c || m != nil {
+		t.Errorf("a NodeSet with its own volume sssd: sssd container %v, pipes mount %+v; want neither", c, m)
 	}
 	without := sc.DeepCopy()
 	without.Spec.Login.SSSDConfigSecretRef = nil

@@ -55,12 +55,18 @@ func withSSSD(sc *sunkv1.SlurmCluster, image sunkv1.Image, pod *corev1.PodSpec, 
 		corev1.Volume{Name: sssPipes, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 }
 
-// computeSSSD gives a compute pod SSSD (withSSSD) unless its NodeSet runs SSSD itself, as an s6
-// service named sssd (what docs/user-guide.md told admins to write before compute pods had
-// it): two SSSDs would share one pipes directory, and such a NodeSet keeps its pods as they were.
+// computeSSSD gives a compute pod SSSD (withSSSD) unless its NodeSet sets SSSD up itself: an s6
+// service named sssd, or a volume of one of withSSSD's names (what docs/user-guide.md told
+// admins to write before compute pods had it). Two SSSDs would share one pipes directory, two
+// volumes of one name make no pod, and such a NodeSet keeps its pods as they were.
 func computeSSSD(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, pod *corev1.PodSpec, slurmd *corev1.Container) {
 	for _, s := range ns.Spec.Services {
 		if s.Name == SSSDContainer {
+			return
+		}
+	}
+	for _, v := range ns.Spec.Volumes {
+		if v.Name == "sssd" || v.Name == sssPipes {
 			return
 		}
 	}
