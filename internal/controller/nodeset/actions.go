@@ -277,7 +277,10 @@ func (r *Reconciler) release(ctx context.Context, ns *sunkv1.NodeSet, order memb
 	return removeFinalizer(ctx, r.Client, p)
 }
 
+// removeFinalizer patches a copy of p: p may be the operator cache's own object (candidates),
+// into which the patch's answer must not be decoded.
 func removeFinalizer(ctx context.Context, c client.Client, p *corev1.Pod) error {
+	p = p.DeepCopy()
 	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	p.Finalizers = slices.DeleteFunc(slices.Clone(p.Finalizers), func(f string) bool { return f == wellknown.FinalizerSlurmNode })
 	if err := c.Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -61,5 +62,34 @@ func TestReleaseDeletesARecordOnce(t *testing.T) {
 				t.Error("the pod keeps its finalizer")
 			}
 		})
+	}
+}
+
+// The pods a reconcile lists are the operator cache's own objects (candidates lists them
+// without copying): removeFinalizer, the one write to a listed pod, patches a copy and leaves
+// the pod it was given as it was, finalizers, resource version and labels alike.
+func TestRemoveFinalizerLeavesTheListedPod(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "compute-3", Labels: map[string]string{"a": "b"},
+		Finalizers: []string{wellknown.FinalizerSlurmNode, "other"}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pod).Build()
+	listed := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), listed); err != nil {
+		t.Fatal(err)
+	}
+	before := listed.DeepCopy()
+	if err := removeFinalizer(context.Background(), c, listed); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(listed, before) {
+		t.Errorf("removeFinalizer changed the pod it was given:\n%+v\nwas\n%+v", listed.ObjectMeta, before.ObjectMeta)
+	}
+	got := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Finalizers, []string{"other"}) {
+		t.Errorf("finalizers after removeFinalizer %v, want [other]", got.Finalizers)
 	}
 }
