@@ -143,6 +143,9 @@ func benchOperator(b *testing.B, n, samples int, steady time.Duration, path stri
 	sc := newCluster(ns, benchCluster)
 	sc.Spec.Prolog = nil
 	sc.Spec.Controller.NodeWatcher = watcher
+	// The bed's slurmrestd and the benchmark's node watcher speak plain HTTP: with spec.tls on
+	// (the default) the pool wants the cluster's CA and makes no client without it.
+	sc.Spec.TLS.Enabled = ptr.To(false)
 	must(b, c.Create(ctx, sc))
 	names := clusternames.For(sc, "")
 	// Replicas mode places pods anywhere, on Kubernetes nodes that exist.
