@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -52,14 +53,16 @@ func BenchmarkThousandPods(b *testing.B) {
 	e.setTenants(testsTenant, bench)
 	e.startScheduler(defaultProfile)
 	results := map[string]benchResult{}
+	cpu := map[string]map[string]float64{} // phase → process → CPU ms per pod
 	var writes []string
 	for _, sched := range []string{"default-scheduler", "sunk-scheduler"} {
 		before, cpuBefore := e.apiserverRequests(), cpuTicks(b)
 		stopProfile := profilePhase(b, sched)
 		r := e.bindMany(sched, n)
 		stopProfile()
+		cpu[sched] = cpuPerPod(cpuBefore, cpuTicks(b), n)
 		writes = append(writes, requestLine("apiserver_"+sched, before, e.apiserverRequests()),
-			cpuLine("cpu_ms_per_pod_"+sched, cpuBefore, cpuTicks(b), n))
+			cpuLine("cpu_ms_per_pod_"+sched, cpu[sched]))
 		results[sched] = r
 		b.ReportMetric(r.perSec, sched+"-pods/s")
 		b.ReportMetric(r.p50.Seconds()*1000, sched+"-p50-ms")
@@ -78,7 +81,9 @@ func BenchmarkThousandPods(b *testing.B) {
 	// scheduling cycles of each profile by result (cycles per bound pod).
 	asked := counterLine(b, "allocations", "sunk_scheduler_allocations_total")
 	attempts := counterLine(b, "attempts", "scheduler_schedule_attempts_total")
+	cpuBefore := cpuTicks(b)
 	alone := e.slurmOnly(n)
+	cpu["slurm-only"] = cpuPerPod(cpuBefore, cpuTicks(b), n)
 	b.Logf("slurm alone: %d jobs started and cancelled in %v: %.1f jobs/s, submission-to-seen-running p50 %v p99 %v",
 		n, alone.total.Round(time.Millisecond), alone.perSec, alone.p50.Round(time.Millisecond), alone.p99.Round(time.Millisecond))
 	fmt.Printf("bench: pods=%d sunk_pods_per_s=%.1f default_pods_per_s=%.1f ratio=%.3f p50_s=%.3f p99_s=%.3f default_p99_s=%.3f"+
@@ -95,6 +100,41 @@ func BenchmarkThousandPods(b *testing.B) {
 	}
 	fmt.Println(asked)
 	fmt.Println(attempts)
+	fmt.Println(cpuLine("cpu_ms_per_pod_slurm_only", cpu["slurm-only"]))
+	fmt.Println(ceilingLine(cpu, sunk.perSec, runtime.NumCPU()))
+}
+
+// slurmProcesses are the benchProcesses that are Slurm's; the others (and the test process:
+// the schedulers, the plugin, its informers) are the Kubernetes side.
+var slurmProcesses = []string{"slurmctld", "slurmrestd", "slurmd"}
+
+// sides splits a phase's CPU per pod into Slurm's daemons and the rest.
+func sides(perPod map[string]float64) (kube, slurm float64) {
+	for k, ms := range perPod {
+		if slices.Contains(slurmProcesses, k) {
+			slurm += ms
+		} else {
+			kube += ms
+		}
+	}
+	return kube, slurm
+}
+
+// ceilingLine is sunk-scheduler's rate against what this machine allows, from the CPU the run
+// measured (issue 42): a pod through Slurm costs at least the default scheduler's whole CPU per
+// pod (Kubernetes' floor) plus Slurm's daemons' CPU per job when jobs come straight through
+// slurmrestd (Slurm's floor, the slurm-only phase); with every core busy, the ceiling is the
+// cores' milliseconds per second over that sum. share is sunk's rate over the ceiling;
+// kube_ratio and slurm_ratio are sunk's own CPU per pod on each side over that side's floor.
+func ceilingLine(cpu map[string]map[string]float64, sunkPerSec float64, cores int) string {
+	defKube, defSlurm := sides(cpu["default-scheduler"])
+	sunkKube, sunkSlurm := sides(cpu["sunk-scheduler"])
+	_, floor := sides(cpu["slurm-only"])
+	perPod := defKube + defSlurm + floor
+	ceiling := float64(cores) * 1000 / perPod
+	return fmt.Sprintf("bench: name=ceiling cores=%d ceiling_pods_per_s=%.1f share=%.3f"+
+		" kube_cpu_ms=%.2f default_cpu_ms=%.2f kube_ratio=%.3f slurm_cpu_ms=%.2f floor_cpu_ms=%.2f slurm_ratio=%.3f",
+		cores, ceiling, sunkPerSec/ceiling, sunkKube, defKube+defSlurm, sunkKube/(defKube+defSlurm), sunkSlurm, floor, sunkSlurm/floor)
 }
 
 // counterLine reads a counter from the process's registry as one bench line: a name=value per
@@ -254,16 +294,24 @@ func cpuTicks(b *testing.B) map[string]uint64 {
 	return out
 }
 
-// cpuLine is the CPU milliseconds per pod each process used between two cpuTicks readings, as
-// one bench line, with their total: on this machine both cores are busy during a phase, so the
-// total per pod is what bounds the rate.
-func cpuLine(title string, before, after map[string]uint64, pods int) string {
+// cpuPerPod is the CPU milliseconds per pod each process used between two cpuTicks readings.
+func cpuPerPod(before, after map[string]uint64, pods int) map[string]float64 {
 	const msPerTick = 10 // USER_HZ is 100 on Linux
+	out := map[string]float64{}
+	for k := range after {
+		out[k] = float64(after[k]-before[k]) * msPerTick / float64(pods)
+	}
+	return out
+}
+
+// cpuLine is a phase's CPU milliseconds per pod by process as one bench line, with their
+// total: on this machine both cores are busy during a phase, so the total per pod is what
+// bounds the rate.
+func cpuLine(title string, perPod map[string]float64) string {
 	line, total := "bench: "+title, 0.0
-	for _, k := range slices.Sorted(maps.Keys(after)) {
-		ms := float64(after[k]-before[k]) * msPerTick / float64(pods)
-		total += ms
-		line += fmt.Sprintf(" %s=%.2f", strings.ReplaceAll(k, "-", "_"), ms)
+	for _, k := range slices.Sorted(maps.Keys(perPod)) {
+		total += perPod[k]
+		line += fmt.Sprintf(" %s=%.2f", strings.ReplaceAll(k, "-", "_"), perPod[k])
 	}
 	return line + fmt.Sprintf(" total=%.2f", total)
 }
