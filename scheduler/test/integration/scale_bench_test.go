@@ -1,0 +1,144 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sunk.dev/sunk/pkg/slurm"
+	"sunk.dev/sunk/pkg/wellknown"
+)
+
+// BenchmarkSchedulerAtScale (issue 42) measures sunk-scheduler, with kube-scheduler's default
+// profile in the same process as its peer, in a cluster of N Slurm nodes and J jobs: N more
+// node records in the test bed's real Slurm (FUTURE, as the syncer's and the exporter's
+// benchmarks make them: this machine cannot run thousands of slurmd) with a compute pod each
+// (API objects on a Kubernetes node of their own name, no kubelet), and J held jobs. Then P pods
+// of each scheduler are created one after another, each waited for until bound, and the process's
+// heap is read after a collection: before the N nodes, J jobs and their pods exist (the
+// scheduler idle on the bed's three nodes) and after. It prints one line:
+//
+//	bench: name=scheduler-scale nodes= jobs= pods= bind_p50_ms= bind_p99_ms= default_bind_p50_ms=
+//	       default_bind_p99_ms= heap_idle_mb= heap_mb=
+//
+// heap is the whole test process's: both schedulers, their informers (kube-scheduler's of the
+// N compute pods; the plugin's of N Slurm nodes and J jobs), and the test's clients. SUNK_BENCH_NODES
+// (default 5000), SUNK_BENCH_JOBS (default 9000: the bed's MaxJobCount is 10,000 and ended jobs
+// of earlier tests stay for MinJobAge) and SUNK_BENCH_PODS (default 20) set the sizes.
+//
+// Run: cd scheduler && go test -tags integration -run '^$' -bench SchedulerAtScale -benchtime 1x -timeout 30m ./test/integration/
+func BenchmarkSchedulerAtScale(b *testing.B) {
+	nodes, jobs, pods := benchSize(b, "SUNK_BENCH_NODES", 5000), benchSize(b, "SUNK_BENCH_JOBS", 9000), benchSize(b, "SUNK_BENCH_PODS", 20)
+	e := setup(b)
+	e.setTenants(testsTenant)
+	e.startScheduler(defaultProfile)
+	e.bindOneByOne("warm", 1, schedulerName) // the plugin has read Slurm once
+	idle := heapMB()
+
+	spec := fmt.Sprintf("nodename=sb[00000-%05d]", nodes-1)
+	e.slurm.exec(b, "scontrol", "create", spec, "state=future", "cpus=1", "realmemory=100", "features=sunk-bench")
+	b.Cleanup(func() { e.slurm.exec(b, "scontrol", "delete", spec) })
+	inParallel(b, nodes, func(i int) error {
+		name := fmt.Sprintf("sb%05d", i)
+		_, err := e.cs.CoreV1().Pods(computeNS).Create(e.ctx, &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: computeNS, Labels: map[string]string{
+				wellknown.LabelCluster: clusterName, wellknown.LabelComponent: wellknown.ComponentCompute, wellknown.LabelSlurmNode: name}},
+			Spec: v1.PodSpec{NodeName: "k8s-" + name, Hostname: name, Containers: []v1.Container{{Name: "slurmd", Image: "slurmd"}}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	const jobName = "sunk-bench-scheduler-scale"
+	b.Cleanup(func() { e.slurm.exec(b, "scancel", "--name="+jobName) })
+	inParallel(b, jobs, func(i int) error {
+		_, err := e.sc.SubmitJob(e.ctx, slurm.JobSubmit{Name: jobName, Script: "#!/bin/sh\ntrue\n", Partition: "all",
+			MinNodes: 1, MaxNodes: 1, Hold: true, TimeLimit: time.Minute, StdOut: "/dev/null"})
+		if err != nil {
+			return fmt.Errorf("job %d of %d (slurmctld refuses jobs past MaxJobCount; ended ones leave after MinJobAge): %w", i+1, jobs, err)
+		}
+		return nil
+	})
+
+	sunk := e.bindOneByOne("scale", pods, schedulerName)
+	def := e.bindOneByOne("scale-default", pods, "default-scheduler")
+	fmt.Printf("bench: name=scheduler-scale nodes=%d jobs=%d pods=%d bind_p50_ms=%.0f bind_p99_ms=%.0f default_bind_p50_ms=%.0f default_bind_p99_ms=%.0f heap_idle_mb=%.1f heap_mb=%.1f\n",
+		nodes, jobs, pods, ms(sunk, 50), ms(sunk, 99), ms(def, 50), ms(def, 99), idle, heapMB())
+}
+
+// bindOneByOne creates n pods for scheduler, one after another, each waited for until bound
+// and then deleted (its placeholder job is cancelled), and returns their creation-to-bound times.
+func (e *env) bindOneByOne(prefix string, n int, scheduler string) []time.Duration {
+	e.t.Helper()
+	var took []time.Duration
+	for i := range n {
+		name := prefix + "-" + strconv.Itoa(i)
+		start := time.Now()
+		e.createPod(name, func(p *v1.Pod) {
+			p.Spec.SchedulerName = scheduler
+			p.Annotations = map[string]string{wellknown.AnnotationPartition: "bench", wellknown.AnnotationExclusive: "false"}
+		})
+		e.waitBound(name, 2*time.Minute)
+		took = append(took, time.Since(start))
+		if err := e.cs.CoreV1().Pods(testNS).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	slices.Sort(took)
+	return took
+}
+
+func ms(sorted []time.Duration, p int) float64 {
+	return float64(sorted[min(len(sorted)-1, len(sorted)*p/100)].Microseconds()) / 1000
+}
+
+// heapMB is the process's heap in use after a collection.
+func heapMB() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapInuse) / (1 << 20)
+}
+
+func benchSize(b *testing.B, key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// inParallel runs f for 0..n-1 on 8 goroutines and fails the benchmark on the first error.
+func inParallel(b *testing.B, n int, f func(i int) error) {
+	work := make(chan int, n)
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		b.Fatal(first)
+	}
+}
