@@ -255,8 +255,8 @@ func LoginStatefulSet(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *Config
 		c.VolumeMounts = append(c.VolumeMounts, mount("ssh", SSHKeysDir))
 	}
 	if ref := l.SSSDConfigSecretRef; ref != nil {
-		vols = append(vols, secretVolume("sssd", ref.Name))
-		c.VolumeMounts = append(c.VolumeMounts, mount("sssd", SSSDConfDir))
+		vols = append(vols, secretVolume(sssdVolume, ref.Name))
+		c.VolumeMounts = append(c.VolumeMounts, mount(sssdVolume, SSSDConfDir))
 	}
 	if v, ok := S6ServicesVolume("services", n.LoginServices, l.Services); ok {
 		vols = append(vols, v)

@@ -14,6 +14,8 @@ const (
 	SSSPipesDir   = "/var/lib/sss/pipes"
 	SSSDContainer = "sssd"
 	sssPipes      = "sss-pipes"
+	// sssdVolume is the volume of sssd.conf's Secret, in login, controller and compute pods.
+	sssdVolume = "sssd"
 )
 
 // withSSSD gives the controller pod the login pods' SSSD when spec.login.sssdConfigSecretRef is
@@ -45,13 +47,13 @@ func withSSSD(sc *sunkv1.SlurmCluster, image sunkv1.Image, pod *corev1.PodSpec, 
 	s.Args = nil
 	s.Env = []corev1.EnvVar{{Name: "SUNK_SSHD", Value: "false"}}
 	s.ReadinessProbe.Exec.Command = []string{"test", "-S", SSSPipesDir + "/nss"}
-	s.VolumeMounts = []corev1.VolumeMount{mount("sssd", SSSDConfDir), {Name: sssPipes, MountPath: SSSPipesDir}}
+	s.VolumeMounts = []corev1.VolumeMount{mount(sssdVolume, SSSDConfDir), {Name: sssPipes, MountPath: SSSPipesDir}}
 	// sssd starts as root and switches its children to its own user.
 	s.SecurityContext = daemonSecurity("KILL")
 	// Connecting to a socket needs no write access to the file system it is on.
 	daemon.VolumeMounts = append(daemon.VolumeMounts, mount(sssPipes, SSSPipesDir))
 	pod.Containers = append(pod.Containers, s)
-	pod.Volumes = append(pod.Volumes, secretVolume("sssd", ref.Name),
+	pod.Volumes = append(pod.Volumes, secretVolume(sssdVolume, ref.Name),
 		corev1.Volume{Name: sssPipes, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 }
 
@@ -66,7 +68,7 @@ func computeSSSD(ns *sunkv1.NodeSet, sc *sunkv1.SlurmCluster, pod *corev1.PodSpe
 		}
 	}
 	for _, v := range ns.Spec.Volumes {
-		if v.Name == "sssd" || v.Name == sssPipes {
+		if v.Name == sssdVolume || v.Name == sssPipes {
 			return
 		}
 	}
