@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -59,4 +60,13 @@ func Parallel(tb testing.TB, n, workers int, f func(i int) error) {
 	if err := first.Load(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// HeapInUseMB is the process's heap in use after a collection, in MiB: what a benchmark that
+// runs its component in-process reports as its memory.
+func HeapInUseMB() float64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.HeapInuse) / (1 << 20)
 }

@@ -4,11 +4,7 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"runtime"
-	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +13,7 @@ import (
 
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // BenchmarkSchedulerAtScale (issue 42) measures sunk-scheduler, with kube-scheduler's default
@@ -38,17 +35,19 @@ import (
 //
 // Run: cd scheduler && go test -tags integration -run '^$' -bench SchedulerAtScale -benchtime 1x -timeout 30m ./test/integration/
 func BenchmarkSchedulerAtScale(b *testing.B) {
-	nodes, jobs, pods := benchSize(b, "SUNK_BENCH_NODES", 5000), benchSize(b, "SUNK_BENCH_JOBS", 9000), benchSize(b, "SUNK_BENCH_PODS", 20)
+	nodes := testenv.BenchInt(b, "SUNK_BENCH_NODES", 5000, 10, 50000)
+	jobs := testenv.BenchInt(b, "SUNK_BENCH_JOBS", 9000, 10, 9500)
+	pods := testenv.BenchInt(b, "SUNK_BENCH_PODS", 20, 1, 1000)
 	e := setup(b)
 	e.setTenants(testsTenant)
 	e.startScheduler(defaultProfile)
 	e.bindOneByOne("warm", 1, schedulerName) // the plugin has read Slurm once
-	idle := heapMB()
+	idle := testenv.HeapInUseMB()
 
 	spec := fmt.Sprintf("nodename=sb[00000-%05d]", nodes-1)
 	e.slurm.exec(b, "scontrol", "create", spec, "state=future", "cpus=1", "realmemory=100", "features=sunk-bench")
 	b.Cleanup(func() { e.slurm.exec(b, "scontrol", "delete", spec) })
-	inParallel(b, nodes, func(i int) error {
+	testenv.Parallel(b, nodes, 8, func(i int) error {
 		name := fmt.Sprintf("sb%05d", i)
 		_, err := e.cs.CoreV1().Pods(computeNS).Create(e.ctx, &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: computeNS, Labels: map[string]string{
@@ -59,7 +58,7 @@ func BenchmarkSchedulerAtScale(b *testing.B) {
 	})
 	const jobName = "sunk-bench-scheduler-scale"
 	b.Cleanup(func() { e.slurm.exec(b, "scancel", "--name="+jobName) })
-	inParallel(b, jobs, func(i int) error {
+	testenv.Parallel(b, jobs, 8, func(i int) error {
 		_, err := e.sc.SubmitJob(e.ctx, slurm.JobSubmit{Name: jobName, Script: "#!/bin/sh\ntrue\n", Partition: "all",
 			MinNodes: 1, MaxNodes: 1, Hold: true, TimeLimit: time.Minute, StdOut: "/dev/null"})
 		if err != nil {
@@ -71,7 +70,8 @@ func BenchmarkSchedulerAtScale(b *testing.B) {
 	sunk := e.bindOneByOne("scale", pods, schedulerName)
 	def := e.bindOneByOne("scale-default", pods, "default-scheduler")
 	fmt.Printf("bench: name=scheduler-scale nodes=%d jobs=%d pods=%d bind_p50_ms=%.0f bind_p99_ms=%.0f default_bind_p50_ms=%.0f default_bind_p99_ms=%.0f heap_idle_mb=%.1f heap_mb=%.1f\n",
-		nodes, jobs, pods, ms(sunk, 50), ms(sunk, 99), ms(def, 50), ms(def, 99), idle, heapMB())
+		nodes, jobs, pods, testenv.PercentileMS(sunk, 50), testenv.PercentileMS(sunk, 99), testenv.PercentileMS(def, 50),
+		testenv.PercentileMS(def, 99), idle, testenv.HeapInUseMB())
 }
 
 // bindOneByOne creates n pods for scheduler, one after another, each waited for until bound
@@ -92,53 +92,5 @@ func (e *env) bindOneByOne(prefix string, n int, scheduler string) []time.Durati
 			e.t.Fatal(err)
 		}
 	}
-	slices.Sort(took)
 	return took
-}
-
-func ms(sorted []time.Duration, p int) float64 {
-	return float64(sorted[min(len(sorted)-1, len(sorted)*p/100)].Microseconds()) / 1000
-}
-
-// heapMB is the process's heap in use after a collection.
-func heapMB() float64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return float64(m.HeapInuse) / (1 << 20)
-}
-
-func benchSize(b *testing.B, key string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
-// inParallel runs f for 0..n-1 on 8 goroutines and fails the benchmark on the first error.
-func inParallel(b *testing.B, n int, f func(i int) error) {
-	work := make(chan int, n)
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if err := f(i); err != nil {
-					once.Do(func() { first = err })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if first != nil {
-		b.Fatal(first)
-	}
 }

@@ -143,13 +143,11 @@ func BenchmarkExporter(b *testing.B) {
 	if v, ok := value(b, e, "slurm_nodes", map[string]string{"state": "future"}); !ok || v < float64(nodes) {
 		b.Fatalf("slurm_nodes{state=future} = %v (%v), want at least %d", v, ok, nodes)
 	}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	heap := testenv.HeapInUseMB()
 	runtime.KeepAlive(e) // its snapshot is the heap measured
 	b.Logf("bench: name=exporter nodes=%d jobs=%d floor_lists_ms=%.0f refresh_cold_ms=%.0f refresh_warm_ms=%.0f scrape_p50_ms=%.1f scrape_p99_ms=%.1f series=%d exposition_kb=%.0f heap_mb=%.0f",
 		nodes, jobs, testenv.PercentileMS(floor, 50), cold.Seconds()*1000, testenv.PercentileMS(warm, 50), testenv.PercentileMS(scrapes, 50), testenv.PercentileMS(scrapes, 99),
-		series, float64(size)/1024, float64(ms.HeapInuse)/(1<<20))
+		series, float64(size)/1024, heap)
 }
 
 // maxJobCount is slurmctld's MaxJobCount.

@@ -190,10 +190,7 @@ func benchSync(b *testing.B, env *testenv.SlurmEnv, n int, path string) {
 	b.ReportMetric(float64(full.Load())/wall, "full-lists/s") // node lists answered other than 304
 	syncerCPU := 100 * (cpuTime() - cpu0).Seconds() / wall
 	b.ReportMetric(syncerCPU, "cpu-%")
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
+	b.ReportMetric(testenv.HeapInUseMB(), "heap-MB")
 
 	// Kubernetes -> Slurm: cordon, until Slurm shows the drain.
 	direct := h.sl
