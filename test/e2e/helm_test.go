@@ -39,12 +39,12 @@ type helmEnv struct {
 	slurmRelease        string // the slurm chart's release in ns, which cleanup and uninstall remove
 }
 
-// helm runs the provisioned helm against the local cluster.
-func (h *helmEnv) helm(t *testing.T, args ...string) (string, error) {
+// helm runs the provisioned helm against the local cluster, in the repository's root.
+func (e *operatorEnv) helm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(testenv.CacheDir(), "bin", "helm"), args...)
 	cmd.Dir = testenv.RepoRoot()
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+h.Kubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.Kubeconfig)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,16 +20,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
-	"sunk.dev/sunk/test/testenv"
 )
 
 // slapdImage is Debian's slapd with a seeding entrypoint (images/slapd, hack/images.sh slapd).
@@ -156,24 +152,13 @@ func (e *operatorEnv) startDirectory(t *testing.T, name, adaSSHKey string) {
 `, slapdImage, adaSSHKey)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(testenv.CacheDir(), "bin", "helm"), "template", name, "charts/slurm", "-n", e.ns, "-f", values,
+	out, err := e.helm(t, "template", name, "charts/slurm", "-n", e.ns, "-f", values,
 		"--show-only", "templates/directory.yaml", "--show-only", "templates/secrets.yaml")
-	cmd.Dir = testenv.RepoRoot()
-	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("helm template (the directory): %v", err)
+		t.Fatal(err)
 	}
-	for _, doc := range strings.Split(string(out), "\n---\n") {
-		o := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &o.Object); err != nil {
-			t.Fatalf("helm template's output: %v\n%s", err, doc)
-		}
-		if len(o.Object) == 0 {
-			continue
-		}
-		if err := e.c.Create(ctx, o); err != nil {
-			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
+	for _, doc := range strings.Split(out, "\n---\n") {
+		e.createYAML(t, doc)
 	}
 	poll(t, time.Minute, "the directory Ready", func() error {
 		d := &appsv1.Deployment{}

@@ -120,18 +120,18 @@ func replicatedJobYAML(name string, replicas int, partition string) string {
 
 // createYAML creates the object of the YAML in the test's namespace and deletes it (and what
 // it owns) at the test's end.
-func (h *helmEnv) createYAML(t *testing.T, doc string) *unstructured.Unstructured {
+func (e *operatorEnv) createYAML(t *testing.T, doc string) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 		t.Fatalf("%v\n%s", err, doc)
 	}
-	u.SetNamespace(h.ns)
-	if err := h.c.Create(context.Background(), u); err != nil {
+	u.SetNamespace(e.ns)
+	if err := e.c.Create(context.Background(), u); err != nil {
 		t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
 	}
 	t.Cleanup(func() {
-		_ = h.c.Delete(context.Background(), u, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		_ = e.c.Delete(context.Background(), u, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	})
 	return u
 }
