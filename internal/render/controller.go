@@ -60,6 +60,7 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *C
 	// backup hung right after taking over, once in one run of three e2e clusters on 2 cores.
 	// Whether that was the cause was not established; see docs/slurmcluster.md.)
 	c.ReadinessProbe.TimeoutSeconds = ReadyCommandTimeout + 5
+	c.StartupProbe, c.LivenessProbe = controllerStartupProbe(c.ReadinessProbe), controllerLivenessProbe(c.ReadinessProbe)
 	pod := corev1.PodSpec{
 		ImagePullSecrets: sc.Spec.ImagePullSecrets,
 		Containers:       []corev1.Container{c},
@@ -175,4 +176,45 @@ func SharedStateClaim(sc *sunkv1.SlurmCluster, n clusternames.Names) *corev1.Per
 	pvc := claimTemplate(StateClaim(n), sc.Spec.Controller.StateStorage, corev1.ReadWriteMany)
 	pvc.ObjectMeta = meta(n, StateClaim(n), wellknown.ComponentController)
 	return &pvc
+}
+
+// A slurmctld that no longer answers its own ping is restarted by kubelet. Slurm 24.11.5
+// (Debian trixie's) can hang for good in a reconfigure: "Attempting to reconfigure", then
+// nothing, while it waits for its connection manager to go quiet (fixed upstream in 24.11.6,
+// "a race condition that can cause slurmctld to hang forever when trying to shutdown or
+// reconfigure"); a CI run saw it on a new cluster's second reconfigure, and the cluster, its
+// NodeSets and their deletion then waited on Slurm for good. A hung backup (docs/slurmcluster.md)
+// needed the same by hand. Restarting is safe: running jobs live in slurmd and slurmstepd, and
+// slurmctld recovers its state from StateSaveLocation, which it writes atomically.
+const (
+	// ControllerLivenessPeriod × ControllerLivenessFailures seconds without an answer is a hang:
+	// longer than anything slurmctld does before it answers again (a hand-back's quiesce is at
+	// most 60 s, conmgr_quiesce_timeout), and a probe every 20 s costs half of readiness's runc
+	// execs.
+	ControllerLivenessPeriod   = 20
+	ControllerLivenessFailures = 4
+	// ControllerHungKillGrace (seconds) is how long kubelet waits after SIGTERM before SIGKILL
+	// when the liveness probe fails: a hung slurmctld no longer reads its signals (conmgr
+	// handles them), so the pod's 120 s for a state save would only prolong the outage.
+	ControllerHungKillGrace = 15
+	// ControllerStartupFailures × ReadinessPeriod seconds is how long a starting slurmctld may
+	// take to answer (recovering a large state) before kubelet restarts it.
+	ControllerStartupFailures = 60
+)
+
+// controllerStartupProbe holds the liveness probe back until slurmctld first answers.
+func controllerStartupProbe(ready *corev1.Probe) *corev1.Probe {
+	p := ready.DeepCopy()
+	p.FailureThreshold = ControllerStartupFailures
+	return p
+}
+
+// controllerLivenessProbe is the readiness probe's ping, asked less often and given up on
+// only after ControllerLivenessFailures misses in a row.
+func controllerLivenessProbe(ready *corev1.Probe) *corev1.Probe {
+	p := ready.DeepCopy()
+	p.PeriodSeconds = ControllerLivenessPeriod
+	p.FailureThreshold = ControllerLivenessFailures
+	p.TerminationGracePeriodSeconds = ptr.To(int64(ControllerHungKillGrace))
+	return p
 }
