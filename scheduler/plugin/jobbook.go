@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"sunk.dev/sunk/pkg/slurm"
-	"sunk.dev/sunk/pkg/wellknown"
 )
 
 func (p *Plugin) index(j *slurm.Job, present bool) {
@@ -187,36 +186,4 @@ func neverRan(j *slurm.Job) bool { return !isLive(j) && j.Nodes == "" }
 
 func isRunning(j *slurm.Job) bool {
 	return j.BaseState() == "RUNNING" && !j.HasState("CONFIGURING") && j.Nodes != ""
-}
-
-// topology is where compute pods run: Slurm node name ↔ Kubernetes node name.
-type topology struct {
-	hostOf map[string]string   // Slurm node → Kubernetes node
-	onNode map[string][]string // Kubernetes node → Slurm nodes
-}
-
-func (p *Plugin) topology() (*topology, error) {
-	var pods []*v1.Pod
-	var err error
-	if p.args.Namespace != "" {
-		pods, err = p.pods.Pods(p.args.Namespace).List(p.computes)
-	} else {
-		pods, err = p.pods.List(p.computes)
-	}
-	if err != nil {
-		return nil, err
-	}
-	t := &topology{hostOf: map[string]string{}, onNode: map[string][]string{}}
-	for _, pod := range pods {
-		if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
-			continue
-		}
-		name := pod.Labels[wellknown.LabelSlurmNode]
-		if name == "" {
-			name = pod.Name
-		}
-		t.hostOf[name] = pod.Spec.NodeName
-		t.onNode[pod.Spec.NodeName] = append(t.onNode[pod.Spec.NodeName], name)
-	}
-	return t, nil
 }

@@ -90,6 +90,8 @@ type Plugin struct {
 	// podGroups are the scheduler-plugins PodGroups, for the size of theirs (podGroupGang).
 	podGroups *podGroupCache
 	computes  labels.Selector
+	// topo is where the compute pods run (topology.go).
+	topo topologyCache
 	// mark signs the comments of the jobs this scheduler submits; untrusted are the jobs with
 	// a placeholder comment that fail the trust check (trust.go), reported once each.
 	mark      marker
@@ -237,6 +239,11 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 	}
 	p := pluginOn(h, args, scheduler, c, slurm.NewJobInformer(c, slurm.InformerOptions{Interval: args.PollInterval.Duration}),
 		nodes, podInformer.Lister(), mark, policy)
+	if _, err := podInformer.Informer().AddEventHandler(p.topologyHandler()); err != nil {
+		klog.FromContext(ctx).WithName(Name).Error(err, "watching compute pods; the topology is listed at each cycle")
+	} else {
+		p.topo.watch()
+	}
 	if _, err := podInformer.Informer().AddEventHandler(p.podGoneHandler()); err != nil {
 		klog.FromContext(ctx).WithName(Name).Error(err, "watching pod deletions; they are seen at the lifecycle loop's ticks")
 	}
