@@ -25,19 +25,22 @@ import (
 // heap is read after a collection: before the N nodes, J jobs and their pods exist (the
 // scheduler idle on the bed's three nodes) and after. It prints one line:
 //
-//	bench: name=scheduler-scale nodes= jobs= pods= bind_p50_ms= bind_p99_ms= default_bind_p50_ms=
-//	       default_bind_p99_ms= heap_idle_mb= heap_mb=
+//	bench: name=scheduler-scale nodes= jobs= pods= first_bind_ms= bind_p50_ms= bind_p99_ms=
+//	       default_bind_p50_ms= default_bind_p99_ms= heap_idle_mb= heap_mb=
+//
+// first_bind_ms is the first pod's, created right after the J submissions (the job informer's
+// catch-up); the percentiles are the P pods after it.
 //
 // heap is the whole test process's: both schedulers, their informers (kube-scheduler's of the
 // N compute pods; the plugin's of N Slurm nodes and J jobs), and the test's clients. SUNK_BENCH_NODES
 // (default 5000), SUNK_BENCH_JOBS (default 9000: the bed's MaxJobCount is 10,000 and ended jobs
-// of earlier tests stay for MinJobAge) and SUNK_BENCH_PODS (default 20) set the sizes.
+// of earlier tests stay for MinJobAge) and SUNK_BENCH_PODS (default 40) set the sizes.
 //
 // Run: cd scheduler && go test -tags integration -run '^$' -bench SchedulerAtScale -benchtime 1x -timeout 30m ./test/integration/
 func BenchmarkSchedulerAtScale(b *testing.B) {
 	nodes := testenv.BenchInt(b, "SUNK_BENCH_NODES", 5000, 10, 50000)
 	jobs := testenv.BenchInt(b, "SUNK_BENCH_JOBS", 9000, 10, 9500)
-	pods := testenv.BenchInt(b, "SUNK_BENCH_PODS", 20, 1, 1000)
+	pods := testenv.BenchInt(b, "SUNK_BENCH_PODS", 40, 1, 1000)
 	e := setup(b)
 	e.setTenants(testsTenant)
 	e.startScheduler(defaultProfile)
@@ -67,11 +70,14 @@ func BenchmarkSchedulerAtScale(b *testing.B) {
 		return nil
 	})
 
-	sunk := e.bindOneByOne("scale", pods, schedulerName)
-	def := e.bindOneByOne("scale-default", pods, "default-scheduler")
-	fmt.Printf("bench: name=scheduler-scale nodes=%d jobs=%d pods=%d bind_p50_ms=%.0f bind_p99_ms=%.0f default_bind_p50_ms=%.0f default_bind_p99_ms=%.0f heap_idle_mb=%.1f heap_mb=%.1f\n",
-		nodes, jobs, pods, testenv.PercentileMS(sunk, 50), testenv.PercentileMS(sunk, 99), testenv.PercentileMS(def, 50),
-		testenv.PercentileMS(def, 99), idle, testenv.HeapInUseMB())
+	// The first pod comes right after the burst of J submissions, while the plugin's job
+	// informer still reads them (a full list of J jobs): its time is that catch-up, printed on
+	// its own (first_bind_ms); the percentiles are the pods after it.
+	sunk := e.bindOneByOne("scale", pods+1, schedulerName)
+	def := e.bindOneByOne("scale-default", pods+1, "default-scheduler")
+	fmt.Printf("bench: name=scheduler-scale nodes=%d jobs=%d pods=%d first_bind_ms=%d bind_p50_ms=%.0f bind_p99_ms=%.0f default_bind_p50_ms=%.0f default_bind_p99_ms=%.0f heap_idle_mb=%.1f heap_mb=%.1f\n",
+		nodes, jobs, pods, sunk[0].Milliseconds(), testenv.PercentileMS(sunk[1:], 50), testenv.PercentileMS(sunk[1:], 99),
+		testenv.PercentileMS(def[1:], 50), testenv.PercentileMS(def[1:], 99), idle, testenv.HeapInUseMB())
 }
 
 // bindOneByOne creates n pods for scheduler, one after another, each waited for until bound
