@@ -72,6 +72,8 @@ type Informer[K comparable, T any] struct {
 	// changes, when set, replaces list: a source that answers with changes only (see
 	// NewNodeChangeInformer).
 	changes func(ctx context.Context) (objs []T, deleted []K, full bool, err error)
+	// prime, when set, tells the lister behind list that Store put obj in the store.
+	prime func(obj *T)
 }
 
 // NewNodeInformer watches nodes through c.
@@ -101,6 +103,7 @@ func newJobInformer(l *jobLister, opts InformerOptions) *Informer[uint32, Job] {
 	}
 	i := newInformer(opts, l.list, func(j *Job) uint32 { return j.ID })
 	i.backlog = func() int { return l.backlog }
+	i.prime = l.prime
 	return i
 }
 
@@ -275,6 +278,25 @@ func (i *Informer[K, T]) applyLocked(res PollResult, objs []T, deleted []K, full
 		}
 	}
 	return res
+}
+
+// Store puts obj, just read from Slurm, in the store as a poll would, and tells the handlers:
+// for a reader that has just made the object (sunk-scheduler, an allocation Slurm granted) and
+// whose waiters must not wait for the next poll to see it. A job informer's lister takes the
+// record as read: the next poll fetches it again only if its state changed since. Store waits
+// for a poll under way, and does nothing before the first full list (HasSynced).
+func (i *Informer[K, T]) Store(obj T) {
+	i.pollMu.Lock()
+	defer i.pollMu.Unlock()
+	i.mu.Lock()
+	if !i.synced {
+		i.mu.Unlock()
+		return
+	}
+	if i.prime != nil {
+		i.prime(&obj)
+	}
+	i.applyLocked(PollResult{}, []T{obj}, nil, false)
 }
 
 // HasSynced reports whether one full list has been applied.

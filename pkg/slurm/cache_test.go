@@ -3,6 +3,7 @@ package slurm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -163,5 +164,56 @@ func TestInformerSyncedAfterHandlers(t *testing.T) {
 	}
 	if !inf.HasSynced() {
 		t.Fatal("not synced after the first poll")
+	}
+}
+
+// Store puts a record read by someone else in a job informer as a poll would: the handlers
+// hear of it at once, and the next poll neither fetches it again nor drops it while its state
+// is unchanged; a later change is fetched as usual.
+func TestJobInformerStore(t *testing.T) {
+	ctx := context.Background()
+	f := slurmfake.New()
+	f.AddJob(slurm.Job{ID: 1, State: []string{"RUNNING"}, Nodes: "a"})
+	inf := slurm.NewJobInformer(f, slurm.InformerOptions{JobFullListEvery: time.Hour})
+	var events []string
+	inf.AddHandler(slurm.Handler[slurm.Job]{
+		OnAdd:    func(j slurm.Job) { events = append(events, fmt.Sprintf("add %d %s", j.ID, j.BaseState())) },
+		OnUpdate: func(_, j slurm.Job) { events = append(events, fmt.Sprintf("update %d %s", j.ID, j.BaseState())) },
+		OnDelete: func(j slurm.Job) { events = append(events, fmt.Sprintf("delete %d", j.ID)) },
+	})
+	f.AddJob(slurm.Job{ID: 2, State: []string{"RUNNING"}, Nodes: "b"})
+	inf.Store(slurm.Job{ID: 2, State: []string{"RUNNING"}, Nodes: "b"})
+	if _, ok := inf.Get(2); ok {
+		t.Fatal("stored before the first full list")
+	}
+	if _, err := inf.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	events = nil
+
+	f.AddJob(slurm.Job{ID: 3, State: []string{"RUNNING"}, Nodes: "c"})
+	j, err := f.GetJob(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf.Store(*j)
+	if got, ok := inf.Get(3); !ok || got.Nodes != "c" || fmt.Sprint(events) != "[add 3 RUNNING]" {
+		t.Fatalf("after Store: %+v %v, events %v", got, ok, events)
+	}
+	gets := f.Calls("GetJob")
+	if res, err := inf.Poll(ctx); err != nil || res.Added+res.Updated+res.Deleted != 0 || f.Calls("GetJob") != gets {
+		t.Fatalf("the poll after Store: %+v %v, GetJob %d → %d", res, err, gets, f.Calls("GetJob"))
+	}
+	if _, ok := inf.Get(3); !ok || len(events) != 1 {
+		t.Fatalf("job 3 after the poll: %v, events %v", ok, events)
+	}
+	if err := f.SetJobState(3, "COMPLETED"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inf.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := inf.Get(3); got.BaseState() != "COMPLETED" || fmt.Sprint(events) != "[add 3 RUNNING update 3 COMPLETED]" {
+		t.Fatalf("after the job ended: %+v, events %v", got, events)
 	}
 }

@@ -101,6 +101,17 @@ func newJobLister(c Client, opts InformerOptions) *jobLister {
 	return l
 }
 
+// prime takes j, read from Slurm by someone else (Informer.Store), as this lister's own read of
+// it: the next poll fetches it only if its state differs from j's. Called with the Informer's
+// pollMu held, as list is.
+func (l *jobLister) prime(j *Job) {
+	if l.records == nil {
+		return // before the first full list, which reads every job
+	}
+	l.states[strconv.FormatUint(uint64(j.ID), 10)] = strings.Join(j.State, ",")
+	l.records[j.ID] = *j
+}
+
 // list is the Informer's list function: since zero asks for a full list.
 func (l *jobLister) list(ctx context.Context, since time.Time) ([]Job, time.Time, bool, error) {
 	// The states are read before the records: a job that changes in between has a record newer
