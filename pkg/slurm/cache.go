@@ -72,7 +72,7 @@ type Informer[K comparable, T any] struct {
 	// changes, when set, replaces list: a source that answers with changes only (see
 	// NewNodeChangeInformer).
 	changes func(ctx context.Context) (objs []T, deleted []K, full bool, err error)
-	// prime, when set, tells the lister behind list that Store put obj in the store.
+	// prime, when set, tells the lister behind list that Fetch put obj in the store.
 	prime func(obj *T)
 }
 
@@ -280,23 +280,37 @@ func (i *Informer[K, T]) applyLocked(res PollResult, objs []T, deleted []K, full
 	return res
 }
 
-// Store puts obj, just read from Slurm, in the store as a poll would, and tells the handlers:
-// for a reader that has just made the object (sunk-scheduler, an allocation Slurm granted) and
-// whose waiters must not wait for the next poll to see it. A job informer's lister takes the
-// record as read: the next poll fetches it again only if its state changed since. Store waits
-// for a poll under way, and does nothing before the first full list (HasSynced).
-func (i *Informer[K, T]) Store(obj T) {
-	i.pollMu.Lock()
-	defer i.pollMu.Unlock()
-	i.mu.Lock()
-	if !i.synced {
-		i.mu.Unlock()
-		return
+// Fetch reads the object of key k with read and puts it in the store as a poll would, telling
+// the handlers, unless the store holds it already: for a reader that has just made the object
+// (sunk-scheduler, an allocation Slurm granted) and whose waiters must not wait for the next
+// poll to see it. It does nothing while a poll is under way, which reads the object itself or
+// leaves it to the next poll (in a burst they follow each other closely, and read what changed
+// several at a time, where a Fetch per object would read them one after another), nor before
+// the first full list. It reads under the poll lock, so that no poll reads the object too; a
+// job informer's lister takes the record as its own read, and the next poll reads it again
+// only if its state changed since. An error of read is returned and changes nothing.
+func (i *Informer[K, T]) Fetch(k K, read func() (T, error)) error {
+	if !i.pollMu.TryLock() {
+		return nil
 	}
+	defer i.pollMu.Unlock()
+	i.mu.RLock()
+	_, known := i.items[k]
+	synced := i.synced
+	i.mu.RUnlock()
+	if known || !synced {
+		return nil
+	}
+	obj, err := read()
+	if err != nil {
+		return err
+	}
+	i.mu.Lock()
 	if i.prime != nil {
 		i.prime(&obj)
 	}
 	i.applyLocked(PollResult{}, []T{obj}, nil, false)
+	return nil
 }
 
 // HasSynced reports whether one full list has been applied.

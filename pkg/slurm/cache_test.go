@@ -167,10 +167,10 @@ func TestInformerSyncedAfterHandlers(t *testing.T) {
 	}
 }
 
-// Store puts a record read by someone else in a job informer as a poll would: the handlers
-// hear of it at once, and the next poll neither fetches it again nor drops it while its state
-// is unchanged; a later change is fetched as usual.
-func TestJobInformerStore(t *testing.T) {
+// Fetch reads a record into a job informer as a poll would: the handlers hear of it at once,
+// the next poll neither reads it again nor drops it while its state is unchanged, a job the
+// store holds is not read, and a later change is fetched as usual.
+func TestJobInformerFetch(t *testing.T) {
 	ctx := context.Background()
 	f := slurmfake.New()
 	f.AddJob(slurm.Job{ID: 1, State: []string{"RUNNING"}, Nodes: "a"})
@@ -181,28 +181,39 @@ func TestJobInformerStore(t *testing.T) {
 		OnUpdate: func(_, j slurm.Job) { events = append(events, fmt.Sprintf("update %d %s", j.ID, j.BaseState())) },
 		OnDelete: func(j slurm.Job) { events = append(events, fmt.Sprintf("delete %d", j.ID)) },
 	})
+	reads := 0
+	read := func(id uint32) func() (slurm.Job, error) {
+		return func() (slurm.Job, error) {
+			reads++
+			j, err := f.GetJob(ctx, id)
+			if err != nil {
+				return slurm.Job{}, err
+			}
+			return *j, nil
+		}
+	}
 	f.AddJob(slurm.Job{ID: 2, State: []string{"RUNNING"}, Nodes: "b"})
-	inf.Store(slurm.Job{ID: 2, State: []string{"RUNNING"}, Nodes: "b"})
-	if _, ok := inf.Get(2); ok {
-		t.Fatal("stored before the first full list")
+	if err := inf.Fetch(2, read(2)); err != nil || reads != 0 {
+		t.Fatalf("before the first full list: %v, %d reads", err, reads)
 	}
 	if _, err := inf.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := inf.Fetch(2, read(2)); err != nil || reads != 0 {
+		t.Fatalf("a job the store holds: %v, %d reads", err, reads)
+	}
 	events = nil
 
 	f.AddJob(slurm.Job{ID: 3, State: []string{"RUNNING"}, Nodes: "c"})
-	j, err := f.GetJob(ctx, 3)
-	if err != nil {
-		t.Fatal(err)
+	if err := inf.Fetch(3, read(3)); err != nil || reads != 1 {
+		t.Fatalf("Fetch(3): %v, %d reads", err, reads)
 	}
-	inf.Store(*j)
 	if got, ok := inf.Get(3); !ok || got.Nodes != "c" || fmt.Sprint(events) != "[add 3 RUNNING]" {
-		t.Fatalf("after Store: %+v %v, events %v", got, ok, events)
+		t.Fatalf("after Fetch: %+v %v, events %v", got, ok, events)
 	}
 	gets := f.Calls("GetJob")
 	if res, err := inf.Poll(ctx); err != nil || res.Added+res.Updated+res.Deleted != 0 || f.Calls("GetJob") != gets {
-		t.Fatalf("the poll after Store: %+v %v, GetJob %d → %d", res, err, gets, f.Calls("GetJob"))
+		t.Fatalf("the poll after Fetch: %+v %v, GetJob %d → %d", res, err, gets, f.Calls("GetJob"))
 	}
 	if _, ok := inf.Get(3); !ok || len(events) != 1 {
 		t.Fatalf("job 3 after the poll: %v, events %v", ok, events)
@@ -215,5 +226,9 @@ func TestJobInformerStore(t *testing.T) {
 	}
 	if got, _ := inf.Get(3); got.BaseState() != "COMPLETED" || fmt.Sprint(events) != "[add 3 RUNNING update 3 COMPLETED]" {
 		t.Fatalf("after the job ended: %+v, events %v", got, events)
+	}
+	f.SetError("*", slurm.ErrUnavailable)
+	if err := inf.Fetch(4, read(4)); !errors.Is(err, slurm.ErrUnavailable) {
+		t.Fatalf("a failed read: %v", err)
 	}
 }

@@ -101,7 +101,7 @@ func newJobLister(c Client, opts InformerOptions) *jobLister {
 	return l
 }
 
-// prime takes j, read from Slurm by someone else (Informer.Store), as this lister's own read of
+// prime takes j, read from Slurm by someone else (Informer.Fetch), as this lister's own read of
 // it: the next poll fetches it only if its state differs from j's. Called with the Informer's
 // pollMu held, as list is.
 func (l *jobLister) prime(j *Job) {

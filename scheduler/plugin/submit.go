@@ -95,20 +95,26 @@ func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod, asks 
 	p.activate(logger, members)
 }
 
-// seeAllocation reads the job of an allocation Slurm has just granted and puts it in the job
-// informer, whose handlers wake the lifecycle loop: the pods bind now, not after the
-// informer's next poll (POST /job/allocate answers with the job id only, not its nodes). The
-// informer takes the record as its own read, so Slurm is asked for it once either way. When
-// the read fails, the next poll sees the job.
+// seeAllocation reads the job of an allocation Slurm has just granted into the job informer,
+// whose handlers wake the lifecycle loop: the pods bind now, not after the informer's next poll
+// (POST /job/allocate answers with the job id only, not its nodes). The informer takes the
+// record as its own read, and skips the read when a poll has seen the job already or is under
+// way (in a burst polls run back to back and read the new jobs themselves), so Slurm is asked
+// for the job once either way. When the read is skipped or fails, a poll sees the job.
 func (p *Plugin) seeAllocation(id uint32) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var j *slurm.Job
-	if err := p.slotted(func() (err error) { j, err = p.slurm.GetJob(ctx, id); return err }); err != nil {
+	err := p.jobs.Fetch(id, func() (slurm.Job, error) {
+		var j *slurm.Job
+		err := p.slotted(func() (err error) { j, err = p.slurm.GetJob(ctx, id); return err })
+		if err != nil {
+			return slurm.Job{}, err
+		}
+		return *j, nil
+	})
+	if err != nil {
 		klog.Background().WithName(Name).V(2).Info("reading an allocation just granted; the job list shows it at its next poll", "job", id, "err", err.Error())
-		return
 	}
-	p.jobs.Store(*j)
 }
 
 // submitOnce submits unless the key (the pod or the gang) already had a job that Slurm still
