@@ -48,7 +48,7 @@ func JobRows(compute, bound []corev1.Pod) []JobRow {
 				r = &JobRow{JobID: id, Namespace: k.ns, Cluster: k.cluster}
 				rows[k] = r
 			}
-			r.SlurmNodes = append(r.SlurmNodes, cmp.Or(p.Labels[wellknown.LabelSlurmNode], p.Name))
+			r.SlurmNodes = append(r.SlurmNodes, wellknown.SlurmNodeOf(p.Labels, p.Name))
 			r.ComputePods = append(r.ComputePods, p.Name)
 			if p.Spec.NodeName != "" {
 				r.Nodes = append(r.Nodes, p.Spec.NodeName)

@@ -44,7 +44,7 @@ func NodeRows(pods []corev1.Pod) []NodeRow {
 			continue
 		}
 		r := NodeRow{
-			SlurmNode: cmp.Or(p.Labels[wellknown.LabelSlurmNode], p.Name), Namespace: p.Namespace,
+			SlurmNode: wellknown.SlurmNodeOf(p.Labels, p.Name), Namespace: p.Namespace,
 			Cluster: p.Labels[wellknown.LabelCluster], NodeSet: p.Labels[wellknown.LabelNodeSet],
 			Pod: p.Name, PodPhase: string(p.Status.Phase), Node: p.Spec.NodeName,
 			SlurmState: p.Annotations[wellknown.AnnotationSlurmState], SlurmReason: p.Annotations[wellknown.AnnotationSlurmReason],

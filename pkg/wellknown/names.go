@@ -201,3 +201,12 @@ const ParkedPrefix = "sunk-parked template="
 func Parked(baseState, comment string) bool {
 	return baseState == "FUTURE" && strings.HasPrefix(comment, ParkedPrefix)
 }
+
+// SlurmNodeOf is the Slurm node name of a compute pod with these labels and this name: its
+// LabelSlurmNode, or (a pod from before the label) the pod's own name.
+func SlurmNodeOf(labels map[string]string, podName string) string {
+	if n := labels[LabelSlurmNode]; n != "" {
+		return n
+	}
+	return podName
+}

@@ -66,11 +66,7 @@ func placement(pod *v1.Pod) (slurmNode, host string, ok bool) {
 	if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
 		return "", "", false
 	}
-	name := pod.Labels[wellknown.LabelSlurmNode]
-	if name == "" {
-		name = pod.Name
-	}
-	return name, pod.Spec.NodeName, true
+	return wellknown.SlurmNodeOf(pod.Labels, pod.Name), pod.Spec.NodeName, true
 }
 
 // topologyHandler invalidates the cache when a compute pod's placement changes. Status and
