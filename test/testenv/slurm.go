@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -219,4 +220,19 @@ func (e *SlurmEnv) NodeWatcherProcess(t testing.TB, listen, user string, interva
 		}
 	})
 	return cmd.Process.Pid
+}
+
+// SubmitHeldJobs submits n held one-node jobs named name (a minute's limit, output discarded)
+// through c, 8 at a time: the pending load of the scale benchmarks, which cancel them by name
+// at the end. It fails tb at the first refusal.
+func SubmitHeldJobs(tb testing.TB, ctx context.Context, c slurm.Client, name string, n int) {
+	tb.Helper()
+	Parallel(tb, n, 8, func(i int) error {
+		_, err := c.SubmitJob(ctx, slurm.JobSubmit{Name: name, Script: "#!/bin/sh\ntrue\n", Partition: "all",
+			MinNodes: 1, MaxNodes: 1, Hold: true, TimeLimit: time.Minute, StdOut: "/dev/null"})
+		if err != nil {
+			return fmt.Errorf("job %d of %d (slurmctld refuses jobs past MaxJobCount; ended ones leave after MinJobAge): %w", i+1, n, err)
+		}
+		return nil
+	})
 }

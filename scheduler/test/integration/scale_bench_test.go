@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/testenv"
 )
@@ -61,14 +60,7 @@ func BenchmarkSchedulerAtScale(b *testing.B) {
 	})
 	const jobName = "sunk-bench-scheduler-scale"
 	b.Cleanup(func() { e.slurm.exec(b, "scancel", "--name="+jobName) })
-	testenv.Parallel(b, jobs, 8, func(i int) error {
-		_, err := e.sc.SubmitJob(e.ctx, slurm.JobSubmit{Name: jobName, Script: "#!/bin/sh\ntrue\n", Partition: "all",
-			MinNodes: 1, MaxNodes: 1, Hold: true, TimeLimit: time.Minute, StdOut: "/dev/null"})
-		if err != nil {
-			return fmt.Errorf("job %d of %d (slurmctld refuses jobs past MaxJobCount; ended ones leave after MinJobAge): %w", i+1, jobs, err)
-		}
-		return nil
-	})
+	testenv.SubmitHeldJobs(b, e.ctx, e.sc, jobName, jobs)
 
 	// The first pod comes right after the burst of J submissions, while the plugin's job
 	// informer still reads them (a full list of J jobs): its time is that catch-up, printed on

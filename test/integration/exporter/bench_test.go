@@ -73,14 +73,7 @@ func BenchmarkExporter(b *testing.B) {
 		b.Fatalf("slurmctld holds %d jobs and refuses more than MaxJobCount=%d: %d more do not fit (ended jobs leave after MinJobAge; run again later or set SUNK_BENCH_JOBS)", len(held), limit, jobs)
 	}
 	submitted := time.Now()
-	testenv.Parallel(b, jobs, 8, func(i int) error {
-		_, err := c.SubmitJob(ctx, slurm.JobSubmit{Name: jobName, Script: "#!/bin/sh\ntrue\n", Partition: "all",
-			MinNodes: 1, MaxNodes: 1, Hold: true, TimeLimit: time.Minute, StdOut: "/dev/null"})
-		if err != nil {
-			return fmt.Errorf("job %d of %d: %w", i+1, jobs, err)
-		}
-		return nil
-	})
+	testenv.SubmitHeldJobs(b, ctx, c, jobName, jobs)
 	b.Logf("%d held jobs submitted in %s", jobs, time.Since(submitted).Round(100*time.Millisecond))
 
 	// The floor: both lists whole, the median of three.
