@@ -75,8 +75,7 @@ func (p *Plugin) submit(js slurm.JobSubmit, key string, members []*v1.Pod, asks 
 		jobsSubmitted.Inc()
 		if res.Allocated {
 			p.seeAllocation(res.JobID)
-		}
-		if !res.Allocated {
+		} else {
 			for _, m := range members {
 				p.lc.event(p, m, v1.EventTypeNormal, sunkv1.ReasonSlurmJobSubmitted, "submitted Slurm job %d (%s) to Slurm's queue", res.JobID, js.Name)
 			}
