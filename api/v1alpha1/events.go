@@ -42,6 +42,22 @@ const (
 	ReasonDeletingNodeSets = "DeletingNodeSets"
 )
 
+// Event reasons on a SlurmCluster of its PerUser login pools (spec.login.pools), by the operator.
+const (
+	// ReasonLoginUserAdded: a member of a pool's group got a login pod.
+	ReasonLoginUserAdded = "LoginUserAdded"
+	// ReasonLoginUserLeaving: a user left a pool's group; their pod goes after the grace period.
+	ReasonLoginUserLeaving = "LoginUserLeaving"
+	// ReasonLoginUserRemoved: the pod of a user who left was deleted (or their pool was).
+	ReasonLoginUserRemoved = "LoginUserRemoved"
+	// ReasonLoginUserRefused (Warning): a member of a pool's group gets no pod; the message
+	// says which directory attribute is missing or unsafe (a uid below 1000, a ':' in a name).
+	ReasonLoginUserRefused = "LoginUserRefused"
+	// ReasonDirectoryUnreadable (Warning): the directory could not be read; every pool keeps
+	// the pods it has until it can be (a misread member list must not delete anyone's pod).
+	ReasonDirectoryUnreadable = "DirectoryUnreadable"
+)
+
 // Event reasons of the finalizers of a deleted SlurmCluster or NodeSet.
 const (
 	// ReasonReleased: the finalizer let go after its work (every node drained after its jobs).

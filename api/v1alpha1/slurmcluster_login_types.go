@@ -4,9 +4,11 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // LoginSpec configures the login pods.
+// +kubebuilder:validation:XValidation:rule="!has(self.pools) || size(self.pools) == 0 || has(self.sssdConfigSecretRef)",message="pools need sssdConfigSecretRef: their members come from the directory it names"
 type LoginSpec struct {
 	// Replicas of the login Deployment; 0 runs no login pods.
 	// +kubebuilder:default=1
@@ -43,6 +45,86 @@ type LoginSpec struct {
 	// Sidecars are extra containers of the login pods.
 	// +optional
 	Sidecars []corev1.Container `json:"sidecars,omitempty"`
+
+	// Pools are login pods beside the shared ones above. A PerUser pool gives each member of a
+	// directory group a login pod of their own, in which nothing runs as root (docs/login.md).
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Pools []LoginPool `json:"pools,omitempty"`
+}
+
+// LoginPoolType says who a pool's pods are for.
+// +kubebuilder:validation:Enum=PerUser
+type LoginPoolType string
+
+// LoginPoolPerUser: one pod per member of the pool's group, running as that member.
+const LoginPoolPerUser LoginPoolType = "PerUser"
+
+// LoginPool is a set of login pods made from the directory.
+type LoginPool struct {
+	// Name of the pool, part of its pods' names (<cluster>-login-<pool>-<user>).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Type of the pool.
+	// +kubebuilder:default=PerUser
+	// +optional
+	Type LoginPoolType `json:"type,omitempty"`
+
+	// Group is the directory's POSIX group (its cn) whose members each get a pod.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Group string `json:"group"`
+
+	// GracePeriod is how long the pod of a user who left the group is kept before it is
+	// deleted: a user removed by mistake and put back keeps their sessions.
+	// +kubebuilder:default="10m"
+	// +optional
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+
+	// Image overrides spec.login.image for the pool's pods.
+	// +optional
+	Image Image `json:"image,omitempty"`
+
+	// Resources of each user's login container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// NodeSelector of the pool's pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations of the pool's pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// ServiceType of each user's SSH Service (<cluster>-login-<pool>-<user>, port 22).
+	// +kubebuilder:default=ClusterIP
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	// +optional
+	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
+
+	// Home, when set, gives each user a PersistentVolumeClaim of this size and class mounted
+	// at their directory home (homeDirectory), kept when their pod goes. Unset, homes are
+	// wherever spec.sharedVolumes put them.
+	// +optional
+	Home *StorageSpec `json:"home,omitempty"`
+}
+
+// LoginPoolStatus is what the operator last read of a pool's group.
+type LoginPoolStatus struct {
+	// Name of the pool.
+	Name string `json:"name"`
+	// Users are the members with a pod, sorted.
+	// +optional
+	Users []string `json:"users,omitempty"`
+	// Leaving are the users who left the group and whose pods wait out the grace period.
+	// +optional
+	Leaving []string `json:"leaving,omitempty"`
+	// Ready is the number of the pool's pods that are Ready.
+	Ready int32 `json:"ready"`
 }
 
 // SSHSpec configures sshd.

@@ -217,6 +217,12 @@ type SlurmClusterStatus struct {
 	// Topology is what the last rendering of topology.conf found, with spec.topology set.
 	// +optional
 	Topology *TopologyStatus `json:"topology,omitempty"`
+
+	// LoginPools are spec.login.pools as last read from the directory.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	LoginPools []LoginPoolStatus `json:"loginPools,omitempty"`
 }
 
 // ClusterEndpoints are where clients reach the cluster.

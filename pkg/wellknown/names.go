@@ -41,11 +41,28 @@ const (
 	ComponentAccounting = "accounting"
 	ComponentDatabase   = "database"
 	ComponentLogin      = "login"
+	// ComponentLoginUser: a login pod of one directory user, from a PerUser login pool
+	// (spec.login.pools), running as that user.
+	ComponentLoginUser = "login-user"
 	// ComponentCompute: a compute pod, one slurmd, one dynamic Slurm node.
 	ComponentCompute = "compute"
 	// ComponentConfigCheck: a short-lived pod in which Slurm's own parser checks a new
 	// configuration before the operator applies it (the operator's --slurm-config-check).
 	ComponentConfigCheck = "config-check"
+)
+
+// Labels and annotations of a PerUser login pool's objects (one StatefulSet, Service and
+// Secret per user).
+const (
+	// LabelLoginPool names the pool (spec.login.pools[].name).
+	LabelLoginPool = "sunk.dev/login-pool"
+	// LabelLoginUser is the user's name made a label value (clusternames.LoginUserSlug); the
+	// name as the directory spells it is in AnnotationLoginUser.
+	LabelLoginUser      = "sunk.dev/login-user"
+	AnnotationLoginUser = "sunk.dev/login-user"
+	// AnnotationLoginUserLeft is when the operator first found the user gone from the pool's
+	// group (RFC 3339): the objects go once the pool's grace period has passed since.
+	AnnotationLoginUserLeft = "sunk.dev/login-user-left"
 )
 
 // Labels and the finalizer of compute pods (and, mirrored by the syncer, of their Kubernetes
