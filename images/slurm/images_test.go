@@ -146,7 +146,7 @@ func TestScripts(t *testing.T) {
 
 // sunk-entrypoint and sunk-ready know the same roles, and the docs describe each of them.
 func TestRolesAgree(t *testing.T) {
-	usage := regexp.MustCompile(`sunk-(?:entrypoint|ready) ([a-z|]+)`)
+	usage := regexp.MustCompile(`sunk-(?:entrypoint|ready) ([a-z|-]+)`)
 	roles := func(path string) string {
 		m := usage.FindStringSubmatch(read(t, path))
 		if m == nil {

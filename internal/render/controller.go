@@ -70,7 +70,7 @@ func ControllerStatefulSet(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *C
 		// slurmctld saves its state on SIGTERM; give it time for a large queue.
 		TerminationGracePeriodSeconds: ptr.To(int64(120)),
 		Volumes:                       []corev1.Volume{configMapVolume("config", n.Config, 0o444), KeysVolume(n, true)},
-		DNSConfig:                     loginHostsSearch(n),
+		DNSConfig:                     loginHostsSearch(sc, n),
 	}
 	withSSSD(sc, sc.Spec.Controller.Image, &pod, &pod.Containers[0])
 	if sc.Spec.Controller.NodeWatcher {

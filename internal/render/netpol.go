@@ -28,7 +28,8 @@ func NetworkPoliciesEnabled(sc *sunkv1.SlurmCluster) bool {
 //   - IngressSunk: slurmrestd and the node watcher also take sunk's components, the pods of
 //     sunkNamespace (the operator's: the sunk chart runs the syncer and sunk-scheduler there);
 //     none without one (an operator outside the Kubernetes cluster);
-//   - IngressSSH: the login pods' sshd takes anyone (with SSH enabled).
+//   - IngressSSH: the login pods' sshd takes anyone (with SSH enabled);
+//   - IngressLoginUsers: so does the sshd of per-user login pods (with spec.login.pools).
 //
 // Traffic from the pod's own node (kubelet's probes) is the network plugin's to admit: the
 // NetworkPolicy API cannot name it, and every enforcing plugin lets it in.
@@ -67,6 +68,10 @@ func NetworkPolicies(sc *sunkv1.SlurmCluster, n clusternames.Names, sunkNamespac
 	if SSHEnabled(sc) {
 		out = append(out, ingressPolicy(n, n.IngressSSH, metav1.LabelSelector{MatchLabels: SelectorLabels(n, wellknown.ComponentLogin)},
 			networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(clusternames.SSHPort)}))
+	}
+	if len(sc.Spec.Login.Pools) > 0 {
+		out = append(out, ingressPolicy(n, n.IngressLoginUsers, metav1.LabelSelector{MatchLabels: SelectorLabels(n, wellknown.ComponentLoginUser)},
+			networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(clusternames.LoginUserSSHPort)}))
 	}
 	return out
 }

@@ -214,9 +214,14 @@ func LoginHostsService(n clusternames.Names) *corev1.Service {
 }
 
 // loginHostsSearch adds the login pods' domain to a pod's DNS search list, so that a login
-// pod's short hostname, as srun reports it, resolves there.
-func loginHostsSearch(n clusternames.Names) *corev1.PodDNSConfig {
-	return &corev1.PodDNSConfig{Searches: []string{n.ServiceHost(n.LoginHosts)}}
+// pod's short hostname, as srun reports it, resolves there; with login pools, their pods'
+// domain too (only then: a new search entry restarts slurmctld).
+func loginHostsSearch(sc *sunkv1.SlurmCluster, n clusternames.Names) *corev1.PodDNSConfig {
+	searches := []string{n.ServiceHost(n.LoginHosts)}
+	if len(sc.Spec.Login.Pools) > 0 {
+		searches = append(searches, n.ServiceHost(n.LoginUserHosts))
+	}
+	return &corev1.PodDNSConfig{Searches: searches}
 }
 
 // Containers of a login pod: users log in to LoginContainer; SackdContainer holds slurm.key.
