@@ -4,6 +4,7 @@ package main
 import (
 	"flag"
 	"os"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -28,6 +29,7 @@ func main() {
 	var probeAddr, clusterDomain, certDir, allowedUnsafe, watchNamespaces, slurmImages string
 	var authorUsers, authorGroups, authorImages string
 	var sunkNamespace string
+	var loginPoolPoll time.Duration
 	var leaderElect, webhooks, slurmConfigCheck bool
 	metricsOptions := cmdutil.MetricsFlags()
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -38,6 +40,7 @@ func main() {
 	flag.StringVar(&allowedUnsafe, "allowed-unsafe-conf-keys", "", "comma-separated slurm.conf keys sunk keeps (AuthType, SlurmctldPort...) that SlurmClusters may take over with spec.controller.unsafeConfKeys; * allows all; empty: none")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose SlurmClusters and NodeSets this operator manages; empty: all")
 	flag.StringVar(&sunkNamespace, "sunk-namespace", cmdutil.OwnNamespace(), "the namespace of sunk's components (the syncer, sunk-scheduler), whose pods the SlurmClusters' NetworkPolicies admit to slurmrestd and the node watcher; default: the operator's own")
+	flag.DurationVar(&loginPoolPoll, "login-pool-poll", slurmcluster.DefaultLoginPoolPoll, "how often the directory is read for the members of PerUser login pools (spec.login.pools)")
 	flag.BoolVar(&slurmConfigCheck, "slurm-config-check", false, "have Slurm's own parser check each new configuration in a pod of the cluster's image before applying it")
 	flag.StringVar(&slurmImages, "slurm-images", slurmversion.DefaultImagesFlag, "the Slurm image of each release, RELEASE=IMAGE[,...]: what SlurmClusters and NodeSets without an image of their own run")
 	flag.StringVar(&authorUsers, "privileged-author-users", "", "comma-separated Kubernetes users who may set the SlurmCluster and NodeSet fields that give root on compute hosts (images, prolog, epilog, jobSubmitLua, services, sidecars, hostPath volumes)")
@@ -87,11 +90,13 @@ func main() {
 	pool := slurmconn.New(slurmconn.Options{Reader: reader, Metrics: restMetrics})
 	clusterMetrics, err := slurmcluster.NewMetrics(crmetrics.Registry)
 	cmdutil.Must(err)
-	cmdutil.Must((&slurmcluster.Reconciler{
+	clusters := &slurmcluster.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), ClusterDomain: clusterDomain, Exec: execer, Logs: execer, Slurm: pool,
 		Validation: rules, SlurmConfigCheck: slurmConfigCheck, Namespaces: namespaces, Images: images,
 		Metrics: clusterMetrics, SunkNamespace: sunkNamespace,
-	}).SetupWithManager(mgr))
+	}
+	cmdutil.Must(clusters.SetupWithManager(mgr))
+	cmdutil.Must((&slurmcluster.LoginPools{Reconciler: clusters, Poll: loginPoolPoll}).SetupWithManager(mgr))
 	nodeSetMetrics, err := nodeset.NewMetrics(crmetrics.Registry)
 	cmdutil.Must(err)
 	cmdutil.Must((&nodeset.Reconciler{

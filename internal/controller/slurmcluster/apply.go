@@ -21,11 +21,17 @@ import (
 // the API server owns (a Service's cluster IP, a StatefulSet's claim templates, which are
 // immutable) are kept from the existing object.
 func (r *Reconciler) apply(ctx context.Context, sc *sunkv1.SlurmCluster, desired client.Object) error {
+	return r.applyOwned(ctx, sc, desired)
+}
+
+// applyOwned is apply with another owner than the cluster (a per-user login pod's StatefulSet
+// owns its Secret and Service, so that deleting it takes them along).
+func (r *Reconciler) applyOwned(ctx context.Context, owner, desired client.Object) error {
 	existing := desired.DeepCopyObject().(client.Object)
 	existing.SetResourceVersion("")
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, existing, func() error {
-		if existing.GetUID() != "" && !metav1.IsControlledBy(existing, sc) {
-			return fmt.Errorf("%T %s exists and is not owned by SlurmCluster %s: refusing to take it over", existing, existing.GetName(), sc.Name)
+		if existing.GetUID() != "" && !metav1.IsControlledBy(existing, owner) {
+			return fmt.Errorf("%T %s exists and is not owned by %T %s: refusing to take it over", existing, existing.GetName(), owner, owner.GetName())
 		}
 		existing.SetLabels(mergeMaps(existing.GetLabels(), desired.GetLabels()))
 		switch e := existing.(type) {
@@ -60,7 +66,7 @@ func (r *Reconciler) apply(ctx context.Context, sc *sunkv1.SlurmCluster, desired
 		default:
 			return fmt.Errorf("apply: unsupported %T", desired)
 		}
-		return controllerutil.SetControllerReference(sc, existing, r.Scheme)
+		return controllerutil.SetControllerReference(owner, existing, r.Scheme)
 	})
 	if err != nil {
 		return fmt.Errorf("applying %T %s: %w", desired, desired.GetName(), err)

@@ -28,6 +28,7 @@ var keyHolders = map[string]string{
 	wellknown.ComponentController: render.ControllerContainer,
 	wellknown.ComponentAccounting: "slurmdbd",
 	wellknown.ComponentLogin:      render.SackdContainer,
+	wellknown.ComponentLoginUser:  render.SackdContainer,
 	wellknown.ComponentCompute:    clusternames.SlurmdContainer,
 }
 

@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 )
 
 // Metrics exports every SlurmCluster's status conditions the way kube-state-metrics exports a
@@ -25,9 +27,13 @@ import (
 // A nil *Metrics records nothing.
 type Metrics struct {
 	desc *prometheus.Desc
+	// The PerUser login pools (loginpools.go): per cluster and pool, the members with a pod,
+	// the users leaving, and the Ready pods, from status.loginPools.
+	poolUsers, poolLeaving, poolReady *prometheus.Desc
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName][]conditionLabels
+	pools    map[types.NamespacedName][]sunkv1.LoginPoolStatus
 }
 
 // conditionLabels are the labels of one condition's series: the message, which changes with
@@ -40,7 +46,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		desc: prometheus.NewDesc("sunk_slurmcluster_condition",
 			"1 for each status condition of each SlurmCluster, with its type, status and reason, as the operator last wrote them.",
 			[]string{"cluster", "type", "status", "reason"}, nil),
+		poolUsers: prometheus.NewDesc("sunk_login_pool_users",
+			"Members of a PerUser login pool's directory group who have a login pod.", []string{"cluster", "pool"}, nil),
+		poolLeaving: prometheus.NewDesc("sunk_login_pool_leaving",
+			"Users who left a PerUser login pool's group and whose pods wait out the grace period.", []string{"cluster", "pool"}, nil),
+		poolReady: prometheus.NewDesc("sunk_login_pool_ready_pods",
+			"Ready login pods of a PerUser login pool.", []string{"cluster", "pool"}, nil),
 		clusters: map[types.NamespacedName][]conditionLabels{},
+		pools:    map[types.NamespacedName][]sunkv1.LoginPoolStatus{},
 	}
 	if reg != nil {
 		if err := reg.Register(m); err != nil {
@@ -51,7 +64,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 // Describe implements prometheus.Collector.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) { ch <- m.desc }
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.desc
+	ch <- m.poolUsers
+	ch <- m.poolLeaving
+	ch <- m.poolReady
+}
 
 // Collect implements prometheus.Collector.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
@@ -62,6 +80,27 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, 1, key.String(), c.typ, c.status, c.reason)
 		}
 	}
+	for key, pools := range m.pools {
+		for _, p := range pools {
+			ch <- prometheus.MustNewConstMetric(m.poolUsers, prometheus.GaugeValue, float64(len(p.Users)), key.String(), p.Name)
+			ch <- prometheus.MustNewConstMetric(m.poolLeaving, prometheus.GaugeValue, float64(len(p.Leaving)), key.String(), p.Name)
+			ch <- prometheus.MustNewConstMetric(m.poolReady, prometheus.GaugeValue, float64(p.Ready), key.String(), p.Name)
+		}
+	}
+}
+
+// observePools replaces a cluster's login pool series with its pools now.
+func (m *Metrics) observePools(key types.NamespacedName, pools []sunkv1.LoginPoolStatus) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(pools) == 0 {
+		delete(m.pools, key)
+		return
+	}
+	m.pools[key] = pools
 }
 
 // observe replaces a cluster's series with its conditions now.
@@ -93,4 +132,5 @@ func (m *Metrics) forget(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.clusters, key)
+	delete(m.pools, key)
 }
