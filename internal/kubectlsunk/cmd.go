@@ -32,6 +32,7 @@ func NewCommand(out io.Writer) *cobra.Command {
 		Short: "Slurm nodes and jobs as Kubernetes and Slurm see them, drain and resume, cluster health",
 		Long: "kubectl sunk shows each Slurm node of a sunk cluster beside its compute pod and Kubernetes node,\n" +
 			"the running Slurm jobs with their nodes and the pods sunk-scheduler bound to them,\n" +
+			"lists the login pods with their users,\n" +
 			"drains and resumes the Slurm nodes of a Kubernetes node through sunk's syncer, and reports\n" +
 			"the health of every SlurmCluster. It reads Kubernetes objects only.",
 		SilenceUsage: true,
@@ -43,7 +44,7 @@ func NewCommand(out io.Writer) *cobra.Command {
 	pf.StringVarP(&f.namespace, "namespace", "n", "", "namespace (default: the context's)")
 	pf.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "every namespace")
 	pf.StringVarP(&f.output, "output", "o", "", "output format: wide or json")
-	root.AddCommand(nodesCommand(f), jobsCommand(f), healthCommand(f), drainCommand(f), resumeCommand(f))
+	root.AddCommand(nodesCommand(f), jobsCommand(f), loginsCommand(f), healthCommand(f), drainCommand(f), resumeCommand(f))
 	return root
 }
 
@@ -102,6 +103,34 @@ func jobsCommand(f *flags) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&f.cluster, "cluster", "", "only this SlurmCluster's jobs")
+	return c
+}
+
+func loginsCommand(f *flags) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "logins",
+		Short: "Login pods: the shared ones and each user's of the PerUser login pools",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := CheckFormat(f.output); err != nil {
+				return err
+			}
+			cs, _, ns, err := f.clients()
+			if err != nil {
+				return err
+			}
+			sel := fmt.Sprintf("%s in (%s,%s)", wellknown.LabelComponent, wellknown.ComponentLogin, wellknown.ComponentLoginUser)
+			if f.cluster != "" {
+				sel += "," + wellknown.LabelCluster + "=" + f.cluster
+			}
+			pods, err := cs.CoreV1().Pods(ns).List(cmd.Context(), metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				return err
+			}
+			return PrintLogins(cmd.OutOrStdout(), LoginRows(pods.Items), f.output)
+		},
+	}
+	c.Flags().StringVar(&f.cluster, "cluster", "", "only this SlurmCluster's login pods")
 	return c
 }
 
