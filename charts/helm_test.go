@@ -120,6 +120,7 @@ func TestTemplateRefusals(t *testing.T) {
 		{[]string{"template", "s", "slurm", "--set", "login.ssh.permitRootLogin=true"}, "root logs in by key only"},
 		{[]string{"template", "s", "slurm", "--set", "directory.enabled=true", "--set", "login.sssd.configSecretRef=site"}, "leave login.sssd.config and login.sssd.configSecretRef empty"},
 		{[]string{"template", "s", "slurm", "--set", "directory.enabled=true", "--set", "directory.users[0].name=ada"}, "directory.users[0].uid is required"},
+		{[]string{"template", "s", "slurm", "--set", "login.pools[0].name=users", "--set", "login.pools[0].group=analysts"}, "login.pools need a directory"},
 	} {
 		if _, err := helm(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("helm %v: want an error with %q, got %v", c.args, c.want, err)
