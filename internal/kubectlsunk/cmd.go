@@ -54,10 +54,7 @@ func nodesCommand(f *flags) *cobra.Command {
 		Short: "Slurm nodes with their compute pod, Kubernetes node and Slurm state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := CheckFormat(f.output); err != nil {
-				return err
-			}
-			cs, _, ns, err := f.clients()
+			cs, ns, err := f.viewClients()
 			if err != nil {
 				return err
 			}
@@ -78,10 +75,7 @@ func jobsCommand(f *flags) *cobra.Command {
 		Short: "Running Slurm jobs with their Slurm nodes, Kubernetes nodes and the pods bound to them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := CheckFormat(f.output); err != nil {
-				return err
-			}
-			cs, _, ns, err := f.clients()
+			cs, ns, err := f.viewClients()
 			if err != nil {
 				return err
 			}
@@ -112,10 +106,7 @@ func loginsCommand(f *flags) *cobra.Command {
 		Short: "Login pods: the shared ones and each user's of the PerUser login pools",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := CheckFormat(f.output); err != nil {
-				return err
-			}
-			cs, _, ns, err := f.clients()
+			cs, ns, err := f.viewClients()
 			if err != nil {
 				return err
 			}
@@ -209,6 +200,15 @@ func (f *flags) computePods(cmd *cobra.Command, cs kubernetes.Interface, ns stri
 		sel[wellknown.LabelCluster] = f.cluster
 	}
 	return cs.CoreV1().Pods(ns).List(cmd.Context(), metav1.ListOptions{LabelSelector: sel.String()})
+}
+
+// viewClients checks the output format and connects, for the views that list pods.
+func (f *flags) viewClients() (kubernetes.Interface, string, error) {
+	if err := CheckFormat(f.output); err != nil {
+		return nil, "", err
+	}
+	cs, _, ns, err := f.clients()
+	return cs, ns, err
 }
 
 func (f *flags) clients() (kubernetes.Interface, client.Client, string, error) {
