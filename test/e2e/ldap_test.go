@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,9 +23,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
+	"sunk.dev/sunk/internal/controller/slurmcluster"
+	"sunk.dev/sunk/internal/directory"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
 )
@@ -51,13 +55,15 @@ func TestLDAPUserJobAndAccounting(t *testing.T) {
 	ctx := context.Background()
 	// ada's SSH key lives in the directory (sshPublicKey) and nowhere in the cluster.
 	adaKey, adaPub := sshKeyPair(t)
+	graceKey, gracePub := sshKeyPair(t)
 	const name = "ldap"
-	e.startDirectory(t, name, adaPub)
+	e.startDirectory(t, name, adaPub, gracePub)
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
 		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
 			Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
-			Login:      sunkv1.LoginSpec{SSSDConfigSecretRef: &corev1.LocalObjectReference{Name: name + "-sssd"}}},
+			Login: sunkv1.LoginSpec{SSSDConfigSecretRef: &corev1.LocalObjectReference{Name: name + "-sssd"},
+				Pools: []sunkv1.LoginPool{{Name: "users", Group: "analysts", GracePeriod: &metav1.Duration{Duration: 3 * time.Second}}}}},
 	})
 	if err := e.c.Create(ctx, &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "cpu"},
@@ -71,6 +77,7 @@ func TestLDAPUserJobAndAccounting(t *testing.T) {
 	n := clusternames.For(e.cluster(t, name), "")
 	login := e.podOf(t, name, wellknown.ComponentLogin).Name
 	e.waitIdle(t, login, 3*time.Minute, "cpu-0 idle", "cpu-0")
+	e.checkLoginPool(t, name, n, adaKey, graceKey)
 
 	// ada resolves, with both groups, in the three places Slurm looks her up.
 	for _, at := range [][2]string{{login, render.LoginContainer}, {n.ControllerPod(0), render.ControllerContainer}, {"cpu-0", "slurmd"}} {
@@ -134,9 +141,9 @@ while [ ! -e /tmp/ldap-release ]; do sleep 0.2; done
 
 // startDirectory runs the slurm chart's companion directory for the cluster name (directory.enabled:
 // its templates rendered by helm and created here, since the test makes the cluster itself)
-// with ada in it, her groups and her SSH key, and the chart's sssd.conf in the Secret
+// with ada and grace in it, their groups and their SSH keys, and the chart's sssd.conf in the Secret
 // <name>-sssd; it returns once slapd answers.
-func (e *operatorEnv) startDirectory(t *testing.T, name, adaSSHKey string) {
+func (e *operatorEnv) startDirectory(t *testing.T, name, adaSSHKey, graceSSHKey string) {
 	t.Helper()
 	ctx := context.Background()
 	values := filepath.Join(t.TempDir(), "directory.yaml")
@@ -147,9 +154,10 @@ func (e *operatorEnv) startDirectory(t *testing.T, name, adaSSHKey string) {
   suffix: dc=sunk,dc=test
   users:
     - {name: ada, uid: 20001, groups: [analysts], home: /tmp, shell: /bin/sh, sshKeys: [%q]}
+    - {name: grace, uid: 20002, groups: [analysts], home: /tmp, shell: /bin/sh, sshKeys: [%q]}
   groups:
     - {name: analysts, gid: 20100}
-`, slapdImage, adaSSHKey)), 0o600); err != nil {
+`, slapdImage, adaSSHKey, graceSSHKey)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, err := e.helm(t, "template", name, "charts/slurm", "-n", e.ns, "-f", values,
@@ -192,23 +200,23 @@ func sshKeyPair(t *testing.T) (ssh.Signer, string) {
 // responder may not have read the directory yet.
 func (e *operatorEnv) sshAsAda(t *testing.T, n clusternames.Names, key ssh.Signer, command, stdin string) string {
 	t.Helper()
-	ctx := context.Background()
-	svc, hostKeys := &corev1.Service{}, &corev1.Secret{}
-	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.Login}, svc); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: n.SSHHostKeySecret}, hostKeys); err != nil {
-		t.Fatal(err)
-	}
-	hostKey, err := ssh.ParsePrivateKey(hostKeys.Data[render.SSHHostKeyName])
+	out, err := e.sshTo(t, n.Login, n.SSHHostKeySecret, "ada", key, command, stdin)
 	if err != nil {
-		t.Fatalf("the cluster's SSH host key: %v", err)
+		t.Fatal(err)
 	}
-	cfg := &ssh.ClientConfig{User: "ada", Auth: []ssh.AuthMethod{ssh.PublicKeys(key)},
-		HostKeyCallback: ssh.FixedHostKey(hostKey.PublicKey()), Timeout: 10 * time.Second}
-	addr := net.JoinHostPort(svc.Spec.ClusterIP, "22")
+	return out
+}
+
+// sshTo runs command as user over ssh to port 22 of the Service svc's cluster IP, with stdin,
+// checking the host key against the one in the Secret hostKeySecret, and returns its trimmed
+// output. A connection or login refused is asked again for a minute (sshd or the directory
+// may not be ready yet); a command that fails is the returned error.
+func (e *operatorEnv) sshTo(t *testing.T, svcName, hostKeySecret, user string, key ssh.Signer, command, stdin string) (string, error) {
+	t.Helper()
+	addr, cfg := e.sshConfig(t, svcName, hostKeySecret, user, key)
 	var out []byte
-	poll(t, time.Minute, "ssh ada@"+addr+" "+command, func() error {
+	var cmdErr error
+	poll(t, time.Minute, "ssh "+user+"@"+addr+" "+command, func() error {
 		c, err := ssh.Dial("tcp", addr, cfg)
 		if err != nil {
 			return err
@@ -221,9 +229,58 @@ func (e *operatorEnv) sshAsAda(t *testing.T, n clusternames.Names, key ssh.Signe
 		defer sess.Close()
 		sess.Stdin = strings.NewReader(stdin)
 		if out, err = sess.CombinedOutput(command); err != nil {
-			t.Fatalf("ssh ada@%s %s: %v\n%s", addr, command, err, out)
+			cmdErr = fmt.Errorf("ssh %s@%s %s: %v\n%s", user, addr, command, err, out)
 		}
 		return nil
 	})
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(string(out)), cmdErr
+}
+
+// sshConfig is the address of port 22 of the Service svc and a client configuration that logs
+// in as user with key and trusts only the host key in the Secret hostKeySecret.
+func (e *operatorEnv) sshConfig(t *testing.T, svcName, hostKeySecret, user string, key ssh.Signer) (string, *ssh.ClientConfig) {
+	t.Helper()
+	ctx := context.Background()
+	svc, hostKeys := &corev1.Service{}, &corev1.Secret{}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: svcName}, svc); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: hostKeySecret}, hostKeys); err != nil {
+		t.Fatal(err)
+	}
+	hostKey, err := ssh.ParsePrivateKey(hostKeys.Data[render.SSHHostKeyName])
+	if err != nil {
+		t.Fatalf("the SSH host key of %s: %v", hostKeySecret, err)
+	}
+	return net.JoinHostPort(svc.Spec.ClusterIP, "22"), &ssh.ClientConfig{User: user, Auth: []ssh.AuthMethod{ssh.PublicKeys(key)},
+		HostKeyCallback: ssh.FixedHostKey(hostKey.PublicKey()), Timeout: 10 * time.Second}
+}
+
+// dialThroughServiceIP opens a cluster's directory from this test process, which has no
+// cluster DNS: an ldap URI's host <svc>.<namespace>.svc[...] becomes the Service's cluster IP,
+// read from the API. The operator in its pod dials the name itself.
+func dialThroughServiceIP(api client.Reader) func(ctx context.Context, cfg directory.Config) (slurmcluster.MemberLister, error) {
+	return func(ctx context.Context, cfg directory.Config) (slurmcluster.MemberLister, error) {
+		for i, uri := range cfg.URIs {
+			u, err := url.Parse(uri)
+			if err != nil {
+				return nil, err
+			}
+			parts := strings.Split(u.Hostname(), ".")
+			if len(parts) < 3 || parts[2] != "svc" {
+				continue
+			}
+			svc := &corev1.Service{}
+			if err := api.Get(ctx, types.NamespacedName{Namespace: parts[1], Name: parts[0]}, svc); err != nil {
+				return nil, err
+			}
+			port := u.Port()
+			if port == "" {
+				port = "389"
+			}
+			u.Host = net.JoinHostPort(svc.Spec.ClusterIP, port)
+			cfg.URIs[i] = u.String()
+		}
+		return directory.Dial(ctx, cfg)
+	}
 }

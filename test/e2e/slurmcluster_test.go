@@ -128,7 +128,11 @@ func startOperator(t testing.TB) *operatorEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&slurmcluster.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Exec: execer, Logs: execer, Namespaces: namespaces, Images: localImages}).SetupWithManager(mgr); err != nil {
+	clusters := &slurmcluster.Reconciler{Client: mgr.GetClient(), Scheme: scheme, Exec: execer, Logs: execer, Namespaces: namespaces, Images: localImages}
+	if err := clusters.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&slurmcluster.LoginPools{Reconciler: clusters, Poll: 2 * time.Second, Directory: dialThroughServiceIP(mgr.GetAPIReader())}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
