@@ -63,7 +63,8 @@ func TestLDAPUserJobAndAccounting(t *testing.T) {
 		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
 			Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
 			Login: sunkv1.LoginSpec{SSSDConfigSecretRef: &corev1.LocalObjectReference{Name: name + "-sssd"},
-				Pools: []sunkv1.LoginPool{{Name: "users", Group: "analysts", GracePeriod: &metav1.Duration{Duration: 3 * time.Second}}}}},
+				Pools: []sunkv1.LoginPool{{Name: "users", Group: "analysts", GracePeriod: &metav1.Duration{Duration: 3 * time.Second},
+					Home: &sunkv1.StorageSpec{}}}}},
 	})
 	if err := e.c.Create(ctx, &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "cpu"},
@@ -154,7 +155,7 @@ func (e *operatorEnv) startDirectory(t *testing.T, name, adaSSHKey, graceSSHKey 
   suffix: dc=sunk,dc=test
   users:
     - {name: ada, uid: 20001, groups: [analysts], home: /tmp, shell: /bin/sh, sshKeys: [%q]}
-    - {name: grace, uid: 20002, groups: [analysts], home: /tmp, shell: /bin/sh, sshKeys: [%q]}
+    - {name: grace, uid: 20002, groups: [analysts], home: /home/grace, shell: /bin/sh, sshKeys: [%q]}
   groups:
     - {name: analysts, gid: 20100}
 `, slapdImage, adaSSHKey, graceSSHKey)), 0o600); err != nil {

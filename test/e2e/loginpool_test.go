@@ -27,7 +27,8 @@ import (
 // over ssh with the key the directory holds, as herself, with no way to root and no one
 // else's process in sight; grace cannot cancel or change ada's job, and ada's key does not
 // open grace's pod. grace then leaves the group (the directory restarts with its new seed,
-// unreadable meanwhile): her pod goes after the grace period, ada's stays.
+// unreadable meanwhile): her pod goes after the grace period, ada's stays; back in the group,
+// she gets a new pod and finds her home (a claim of the pool's) as she left it.
 func (e *operatorEnv) checkLoginPool(t *testing.T, name string, n clusternames.Names, adaKey, graceKey ssh.Signer) {
 	t.Helper()
 	ctx := context.Background()
@@ -48,7 +49,7 @@ func (e *operatorEnv) checkLoginPool(t *testing.T, name string, n clusternames.N
 	if err != nil || out != want {
 		t.Fatalf("in ada's pod: %v\n%s\nwant\n%s", err, out, want)
 	}
-	job, err := e.sshTo(t, ada, ada, "ada", adaKey, "sbatch --parsable --hold -J pool-ada -D /tmp -o /dev/null --wrap 'sleep 600'", "")
+	job, err := e.sshTo(t, ada, ada, "ada", adaKey, "sbatch --parsable --hold -J pool-ada -w cpu-0 -D /tmp -o /tmp/pool-%j.out --wrap id", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +76,31 @@ func (e *operatorEnv) checkLoginPool(t *testing.T, name string, n clusternames.N
 	} else if !strings.Contains(err.Error(), "unable to authenticate") {
 		t.Fatalf("ada into grace's pod: %v, want unable to authenticate", err)
 	}
-	if _, err := e.sshTo(t, ada, ada, "ada", adaKey, "scancel "+job, ""); err != nil {
+	// grace's home is a claim of her own, hers alone, and not in ada's pod at all.
+	if out, err := e.sshTo(t, grace, grace, "grace", graceKey, "echo notes > ~/notes && stat -c '%U %a' ~", ""); err != nil || out != "grace 700" {
+		t.Fatalf("grace's home: %v %q, want grace 700", err, out)
+	}
+	if out, err := e.sshTo(t, ada, ada, "ada", adaKey, "cat /home/grace/notes", ""); err == nil {
+		t.Fatalf("ada read grace's notes: %q", out)
+	}
+
+	// Each one's job runs on the compute pod as her, with her groups: ada releases hers, grace
+	// submits one.
+	if _, err := e.sshTo(t, ada, ada, "ada", adaKey, "scontrol release "+job, ""); err != nil {
 		t.Fatal(err)
+	}
+	graceJob, err := e.sshTo(t, grace, grace, "grace", graceKey, "sbatch --parsable -J pool-grace -w cpu-0 -D /tmp -o /tmp/pool-%j.out --wrap id", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{job: adaID, graceJob: "uid=20002(grace) gid=20002(grace) groups=20002(grace),20100(analysts)"} {
+		poll(t, 2*time.Minute, "job "+id+" writes its id", func() error {
+			out, err := e.sh(t, "cpu-0", "slurmd", "cat /tmp/pool-"+id+".out")
+			if err != nil || strings.TrimSpace(out) != want {
+				return fmt.Errorf("job %s's output: %v %q, want %q", id, err, out, want)
+			}
+			return nil
+		})
 	}
 
 	// grace leaves analysts: the directory restarts from its new seed.
@@ -88,13 +112,7 @@ func (e *operatorEnv) checkLoginPool(t *testing.T, name string, n clusternames.N
 	if !strings.Contains(ldif, "\nmemberUid: grace") {
 		t.Fatalf("the seed has no memberUid: grace:\n%s", ldif)
 	}
-	seed.Data["directory.ldif"] = strings.Replace(ldif, "\nmemberUid: grace", "", 1)
-	if err := e.c.Update(ctx, seed); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(e.ns), client.MatchingLabels{"app.kubernetes.io/component": "directory"}); err != nil {
-		t.Fatal(err)
-	}
+	e.reseedDirectory(t, name, strings.Replace(ldif, "\nmemberUid: grace", "", 1))
 	left := time.Now()
 	poll(t, 3*time.Minute, "grace's login pod gone with its Secret and Service", func() error {
 		for _, o := range []client.Object{&appsv1.StatefulSet{}, &corev1.Secret{}, &corev1.Service{}} {
@@ -111,5 +129,40 @@ func (e *operatorEnv) checkLoginPool(t *testing.T, name string, n clusternames.N
 	}
 	if at, ok := sts.Annotations[wellknown.AnnotationLoginUserLeft]; ok {
 		t.Fatalf("ada is marked as leaving (%s) though she never left", at)
+	}
+
+	// grace joins again: a new pod, her home as she left it.
+	e.reseedDirectory(t, name, ldif)
+	joined := time.Now()
+	poll(t, 3*time.Minute, "grace's login pod back and Ready", func() error {
+		s := &appsv1.StatefulSet{}
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: grace}, s); err != nil {
+			return err
+		}
+		if s.Status.ReadyReplicas != 1 {
+			return fmt.Errorf("statefulset %s: %d ready", grace, s.Status.ReadyReplicas)
+		}
+		return nil
+	})
+	if out, err := e.sshTo(t, grace, grace, "grace", graceKey, "cat ~/notes", ""); err != nil || out != "notes" {
+		t.Fatalf("grace's notes after she came back: %v %q", err, out)
+	}
+	t.Logf("grace logged in to her new pod %s after the directory was restarted with her in analysts again", time.Since(joined).Round(time.Second))
+}
+
+// reseedDirectory restarts the chart's directory (slapd) of cluster name with ldif as its seed.
+func (e *operatorEnv) reseedDirectory(t *testing.T, name, ldif string) {
+	t.Helper()
+	ctx := context.Background()
+	seed := &corev1.ConfigMap{}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name + "-directory-seed"}, seed); err != nil {
+		t.Fatal(err)
+	}
+	seed.Data["directory.ldif"] = ldif
+	if err := e.c.Update(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(e.ns), client.MatchingLabels{"app.kubernetes.io/component": "directory"}); err != nil {
+		t.Fatal(err)
 	}
 }
