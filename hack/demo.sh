@@ -95,8 +95,16 @@ BURST="nodeSets[1].name=burst,nodeSets[1].mode=Replicas,nodeSets[1].autoscaling.
 # over machines, so the first job's `srun hostname` runs on three. Stated again with nodeSets[0].
 SPREAD="nodeSets[0].tolerations[0].key=testbed.sunk.dev/extra-node,nodeSets[0].tolerations[0].operator=Exists,nodeSets[0].tolerations[0].effect=NoSchedule"
 
+# The chart's companion directory (directory.enabled) with two users of group analysts, each of
+# whom gets a login pod of their own (login.pools, docs/login.md): `kubectl sunk logins` lists
+# them, and `kubectl -n slurm exec -it demo-login-users-ada-0 -- bash` is a shell as ada.
+DIRECTORY=(--set directory.enabled=true
+  --set-json 'directory.users=[{"name":"ada","uid":20001,"groups":["analysts"]},{"name":"grace","uid":20002,"groups":["analysts"]}]'
+  --set-json 'directory.groups=[{"name":"analysts","gid":20100}]'
+  --set-json 'login.pools=[{"name":"users","group":"analysts","home":{"size":"1Gi"}}]')
+
 install_slurm() {
-  helm upgrade --install "$NAME" charts/slurm -n "$NS" --create-namespace \
+  helm upgrade --install "$NAME" charts/slurm -n "$NS" --create-namespace "${DIRECTORY[@]}" \
     --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=$NODES,$SPREAD,$BURST"
 }
 
@@ -207,6 +215,8 @@ phase "starting Kubernetes (env-kube.sh)" hack/env-kube.sh up cluster
 phase "installing charts sunk and slurm" install_charts
 phase "waiting for Slurm" wait_ready
 phase "running a first job" run_job
+phase "a login pod each for ada and grace" wait_for "the login pods of pool users Ready" 300 sh -c \
+  "[ \"\$(kubectl -n $NS get statefulsets -l sunk.dev/login-pool=users -o jsonpath='{range .items[*]}{.status.readyReplicas}{end}')\" = 11 ]"
 echo "--- Slurm release (sinfo --version in the login pod; the slurm chart's slurmVersion):"
 login sinfo --version
 echo "--- Slurm nodes (sinfo):"
@@ -221,6 +231,8 @@ cat <<MSG
 Your Slurm cluster "$NAME" runs in namespace $NS. Next:
   export KUBECONFIG=$KUBECONFIG PATH=$SUNK_BIN:\$PATH
   kubectl -n $NS exec -it $NAME-login-0 -c login -- bash     # a shell: sinfo, sbatch, srun, squeue
+  kubectl -n $NS exec -it $NAME-login-users-ada-0 -- bash     # a shell as ada, in her own login pod
+  kubectl sunk -n $NS logins              # every login pod with its user (the directory's ada and grace)
   helm -n $NS upgrade $NAME charts/slurm --reuse-values --set "nodeSets[0].name=compute,nodeSets[0].mode=Replicas,nodeSets[0].replicas=5,$SPREAD,$BURST"   # scale it (Helm replaces the whole list)
   kubectl -n $NS get nodesets -o wide     # NodeSet burst grows when jobs wait for nodes, and shrinks when idle
   make demo-seeds-day                     # training grows burst, inference through sunk-scheduler preempts it, it runs again

@@ -91,9 +91,15 @@ func (r *LoginPools) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// The release's image unless the spec names one; without one the SlurmCluster controller
+	// reports NoImage, and the pods wait.
+	withImage, err := r.Images.Resolve(sc)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: r.poll()}, nil
+	}
 	for _, p := range sc.Spec.Login.Pools {
 		for _, u := range members[p.Name] {
-			if err := r.ensureLoginUser(ctx, sc, n, p, u, sets, hold); err != nil {
+			if err := r.ensureLoginUser(ctx, sc, withImage, n, p, u, sets, hold); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -227,10 +233,11 @@ func (r *LoginPools) clientsTierHeld(ctx context.Context, sc *sunkv1.SlurmCluste
 	return s.Spec.Template.Labels[wellknown.LabelSlurmVersion] != n.SlurmVersion, nil
 }
 
-// ensureLoginUser makes or updates a member's StatefulSet, and the Secret and Service it owns;
-// a user who had left and is back is no longer leaving.
-func (r *LoginPools) ensureLoginUser(ctx context.Context, sc *sunkv1.SlurmCluster, n clusternames.Names, p sunkv1.LoginPool, u directory.User, sets []appsv1.StatefulSet, hold bool) error {
-	desired := render.LoginUserStatefulSet(sc, n, p, u)
+// ensureLoginUser makes or updates a member's StatefulSet (rendered from withImage, the cluster
+// with its release's image), and the Secret and Service it owns; a user who had left and is
+// back is no longer leaving.
+func (r *LoginPools) ensureLoginUser(ctx context.Context, sc, withImage *sunkv1.SlurmCluster, n clusternames.Names, p sunkv1.LoginPool, u directory.User, sets []appsv1.StatefulSet, hold bool) error {
+	desired := render.LoginUserStatefulSet(withImage, n, p, u)
 	i := slices.IndexFunc(sets, func(s appsv1.StatefulSet) bool { return s.Name == desired.Name })
 	if i < 0 {
 		if err := r.apply(ctx, sc, desired); err != nil {

@@ -23,6 +23,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/directory"
+	"sunk.dev/sunk/internal/slurmversion"
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
@@ -69,7 +70,9 @@ func TestLoginPoolsFollowTheDirectory(t *testing.T) {
 	rec := events.NewFakeRecorder(100)
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	dir := &fakeDirectory{groups: map[string][]directory.User{"analysts": {dirUser("ada", 20001), dirUser("grace", 20002), dirUser("mallory", 0)}}}
-	r := &LoginPools{Reconciler: &Reconciler{Client: c, Scheme: scheme, Recorder: rec, Metrics: m}, Poll: 30 * time.Second,
+	// No spec.image: the pods run the operator's image of the cluster's release.
+	images := slurmversion.Images{sc.Spec.Version(): "sunk.dev/slurm:release"}
+	r := &LoginPools{Reconciler: &Reconciler{Client: c, Scheme: scheme, Recorder: rec, Metrics: m, Images: images}, Poll: 30 * time.Second,
 		Directory: func(context.Context, directory.Config) (MemberLister, error) { return dir, nil },
 		Now:       func() time.Time { return now }}
 	ctx := context.Background()
@@ -135,6 +138,15 @@ func TestLoginPoolsFollowTheDirectory(t *testing.T) {
 		t.Errorf("ada's Secret is controlled by %+v, want her StatefulSet", o)
 	}
 	hostKey := string(sec.Data["ssh_host_ed25519_key"])
+	sts := &appsv1.StatefulSet{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "slurm", Name: ada}, sts); err != nil {
+		t.Fatal(err)
+	}
+	for _, ctr := range append(sts.Spec.Template.Spec.InitContainers, sts.Spec.Template.Spec.Containers...) {
+		if ctr.Image != "sunk.dev/slurm:release" {
+			t.Errorf("container %s runs image %q, want the release's", ctr.Name, ctr.Image)
+		}
+	}
 	if ev := drainEvents(); !strings.Contains(ev, "LoginUserRefused") || !strings.Contains(ev, "mallory: uidNumber 0") ||
 		strings.Count(ev, "LoginUserAdded") != 2 {
 		t.Errorf("events:\n%s", ev)
