@@ -69,13 +69,24 @@ const (
 func clusterRootPowers(old, spec *sunkv1.SlurmClusterSpec, a Authors) []rootPower {
 	p := field.NewPath("spec")
 	var out []rootPower
-	out = append(out, imagePowers(a, []imageField{
+	images := []imageField{
 		{p.Child("image"), old.Image, spec.Image},
 		{p.Child("controller", "image"), old.Controller.Image, spec.Controller.Image},
 		{p.Child("restApi", "image"), old.RestAPI.Image, spec.RestAPI.Image},
 		{p.Child("accounting", "image"), old.Accounting.Image, spec.Accounting.Image},
 		{p.Child("login", "image"), old.Login.Image, spec.Login.Image},
-	})...)
+	}
+	// A login pool's image runs its sackd, which holds the key, and its setup as root.
+	for i, pool := range spec.Login.Pools {
+		var was sunkv1.Image
+		for _, o := range old.Login.Pools {
+			if o.Name == pool.Name {
+				was = o.Image
+			}
+		}
+		images = append(images, imageField{p.Child("login", "pools").Index(i).Child("image"), was, pool.Image})
+	}
+	out = append(out, imagePowers(a, images)...)
 	out = appendChanged(out, p.Child("prolog"), old.Prolog, spec.Prolog, whyScript)
 	out = appendChanged(out, p.Child("epilog"), old.Epilog, spec.Epilog, whyScript)
 	out = appendChanged(out, p.Child("jobSubmitLua"), old.JobSubmitLua, spec.JobSubmitLua, whyLua)

@@ -35,6 +35,14 @@ func TestRootPowers(t *testing.T) {
 	if got := paths(clusterRootPowers(withLua, more, a)); got != "spec.login.image" {
 		t.Errorf("update: %q", got)
 	}
+	pools := more.DeepCopy()
+	pools.Login.Pools = []sunkv1.LoginPool{{Name: "users", Image: "sunk.dev/slurm:26.05"}, {Name: "team", Image: "example.com/y"}}
+	if got := paths(clusterRootPowers(more, pools, a)); got != "spec.login.pools[1].image" {
+		t.Errorf("pools, one image of no allowed pattern: %q", got)
+	}
+	if got := paths(clusterRootPowers(pools, pools, a)); got != "" {
+		t.Errorf("pools unchanged: %q", got)
+	}
 	pvc := []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "d"}}}}
 	host := append(pvc, corev1.Volume{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var"}}})
 	if got := paths(nodeSetRootPowers(&sunkv1.NodeSetSpec{}, &sunkv1.NodeSetSpec{Volumes: pvc}, a)); got != "" {
