@@ -50,6 +50,8 @@ const (
 	ReasonLoginUserLeaving = "LoginUserLeaving"
 	// ReasonLoginUserRemoved: the pod of a user who left was deleted (or their pool was).
 	ReasonLoginUserRemoved = "LoginUserRemoved"
+	// ReasonLoginPoolRemoved: a Group pool's pods were deleted with the pool.
+	ReasonLoginPoolRemoved = "LoginPoolRemoved"
 	// ReasonLoginUserRefused (Warning): a member of a pool's group gets no pod; the message
 	// says which directory attribute is missing or unsafe (a uid below 1000, a ':' in a name).
 	ReasonLoginUserRefused = "LoginUserRefused"

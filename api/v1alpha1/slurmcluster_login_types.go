@@ -47,25 +47,36 @@ type LoginSpec struct {
 	Sidecars []corev1.Container `json:"sidecars,omitempty"`
 
 	// Pools are login pods beside the shared ones above. A PerUser pool gives each member of a
-	// directory group a login pod of their own, in which nothing runs as root (docs/login.md).
+	// directory group a login pod of their own, in which nothing runs as root; a Group pool
+	// gives a group login pods that only its members may log in to (docs/login.md).
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(a, self.all(b, a.name == b.name || !b.name.startsWith(a.name + '-')))",message="a pool's name may not begin with another pool's name and '-': their objects' names (<cluster>-login-<pool>[-<user>]) could meet"
 	// +optional
 	Pools []LoginPool `json:"pools,omitempty"`
 }
 
 // LoginPoolType says who a pool's pods are for.
-// +kubebuilder:validation:Enum=PerUser
+// +kubebuilder:validation:Enum=PerUser;Group
 type LoginPoolType string
 
-// LoginPoolPerUser: one pod per member of the pool's group, running as that member.
-const LoginPoolPerUser LoginPoolType = "PerUser"
+const (
+	// LoginPoolPerUser: one pod per member of the pool's group, running as that member.
+	LoginPoolPerUser LoginPoolType = "PerUser"
+	// LoginPoolGroup: login pods like the shared ones (spec.login), which only the members of
+	// the pool's group may log in to (sshd's AllowGroups), with resources of their own.
+	LoginPoolGroup LoginPoolType = "Group"
+)
 
-// LoginPool is a set of login pods made from the directory.
+// LoginPool is a set of login pods for the members of a directory group.
+// +kubebuilder:validation:XValidation:rule="!has(self.home) || self.type != 'Group'",message="home is per user: a Group pool's users keep their homes where spec.sharedVolumes put them"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.type == 'Group'",message="replicas is a Group pool's: a PerUser pool has one pod per member"
 type LoginPool struct {
-	// Name of the pool, part of its pods' names (<cluster>-login-<pool>-<user>).
+	// Name of the pool, part of its pods' names (<cluster>-login-<pool>-<user>; a Group
+	// pool's <cluster>-login-<pool>-<index>).
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=12
 	Name string `json:"name"`
 
 	// Type of the pool.
@@ -73,13 +84,20 @@ type LoginPool struct {
 	// +optional
 	Type LoginPoolType `json:"type,omitempty"`
 
-	// Group is the directory's POSIX group (its cn) whose members each get a pod.
+	// Group is the directory's POSIX group (its cn) whose members each get a pod (PerUser) or
+	// may log in to the pool's pods (Group).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	Group string `json:"group"`
 
-	// GracePeriod is how long the pod of a user who left the group is kept before it is
-	// deleted: a user removed by mistake and put back keeps their sessions.
+	// Replicas of a Group pool's StatefulSet (default 1).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// GracePeriod (PerUser) is how long the pod of a user who left the group is kept before
+	// it is deleted: a user removed by mistake and put back keeps their sessions.
 	// +kubebuilder:default="10m"
 	// +optional
 	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
@@ -88,7 +106,7 @@ type LoginPool struct {
 	// +optional
 	Image Image `json:"image,omitempty"`
 
-	// Resources of each user's login container.
+	// Resources of each login container (a user's, or each of a Group pool's pods').
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
@@ -100,13 +118,14 @@ type LoginPool struct {
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
-	// ServiceType of each user's SSH Service (<cluster>-login-<pool>-<user>, port 22).
+	// ServiceType of each user's SSH Service (<cluster>-login-<pool>-<user>, port 22), or of a
+	// Group pool's (<cluster>-login-<pool>).
 	// +kubebuilder:default=ClusterIP
 	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
 	// +optional
 	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
 
-	// Home, when set, gives each user a PersistentVolumeClaim of this size and class mounted
+	// Home (PerUser), when set, gives each user a PersistentVolumeClaim of this size and class mounted
 	// at their directory home (homeDirectory), kept when their pod goes. Unset, homes are
 	// wherever spec.sharedVolumes put them.
 	// +optional
@@ -117,7 +136,10 @@ type LoginPool struct {
 type LoginPoolStatus struct {
 	// Name of the pool.
 	Name string `json:"name"`
-	// Users are the members with a pod, sorted.
+	// Type of the pool.
+	// +optional
+	Type LoginPoolType `json:"type,omitempty"`
+	// Users are the members with a pod, sorted (PerUser).
 	// +optional
 	Users []string `json:"users,omitempty"`
 	// Leaving are the users who left the group and whose pods wait out the grace period.

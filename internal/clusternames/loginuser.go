@@ -43,5 +43,8 @@ func (n Names) LoginUser(pool, user string) string {
 	return prefix + LoginUserSlug(user, max(maxLoginUserName-len(prefix), 9))
 }
 
+// LoginGroup is the name of a Group login pool's StatefulSet and Service: <cluster>-login-<pool>.
+func (n Names) LoginGroup(pool string) string { return n.Login + "-" + pool }
+
 // LoginUserPod is the pod (and host) name of a user's login pod.
 func (n Names) LoginUserPod(pool, user string) string { return n.LoginUser(pool, user) + "-0" }

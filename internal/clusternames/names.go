@@ -46,16 +46,17 @@ type Names struct {
 	NodeWatch string
 	// LoginHosts is the login pods' headless Service: it makes each login pod's hostname a DNS name.
 	LoginHosts string
-	// LoginUserHosts is the same for the pods of PerUser login pools (spec.login.pools).
-	LoginUserHosts string
+	// LoginUserHosts and LoginGroupHosts are the same for the pods of PerUser and Group login
+	// pools (spec.login.pools).
+	LoginUserHosts, LoginGroupHosts string
 	// ConfigCheck is the ConfigMap of the candidate configuration Slurm checks, and the prefix
 	// of the check pods (ConfigCheckName).
 	ConfigCheck string
 	// The NetworkPolicies (render.NetworkPolicies): IngressPods admits the cluster's pods to
 	// each other, IngressDatabase slurmdbd to MariaDB, IngressSunk sunk's components to
 	// slurmrestd and the node watcher, IngressSSH anyone to the login pods' sshd.
-	// IngressLoginUsers anyone to the sshd of per-user login pods (spec.login.pools).
-	IngressPods, IngressDatabase, IngressSunk, IngressSSH, IngressLoginUsers string
+	// IngressLoginPools anyone to the sshd of login pools' pods (spec.login.pools).
+	IngressPods, IngressDatabase, IngressSunk, IngressSSH, IngressLoginPools string
 	// SlurmVersion is spec.slurmVersion, the pods' LabelSlurmVersion: empty for a cluster
 	// stored without the field, whose pods then carry no such label (a new label in their
 	// templates would roll every pod of every such cluster at an operator upgrade).
@@ -78,10 +79,10 @@ func For(sc *sunkv1.SlurmCluster, clusterDomain string) Names {
 		SlurmdbdSecret: n + "-slurmdbd", DatabaseSecret: n + "-database",
 		Config: n + "-config", Scripts: n + "-scripts", LoginServices: n + "-login-services",
 		Controller: n + "-controller", RestAPI: n + "-restapi", Accounting: n + "-accounting",
-		Database: n + "-database", Login: n + "-login", LoginHosts: n + "-login-hosts", LoginUserHosts: n + "-login-user-hosts", NodeWatch: n + "-nodewatch",
+		Database: n + "-database", Login: n + "-login", LoginHosts: n + "-login-hosts", LoginUserHosts: n + "-login-user-hosts", LoginGroupHosts: n + "-login-group-hosts", NodeWatch: n + "-nodewatch",
 		ConfigCheck: n + "-config-check", SlurmVersion: sc.Spec.SlurmVersion,
 		IngressPods: n + "-ingress-pods", IngressDatabase: n + "-ingress-database",
-		IngressSunk: n + "-ingress-sunk", IngressSSH: n + "-ingress-ssh", IngressLoginUsers: n + "-ingress-login-users",
+		IngressSunk: n + "-ingress-sunk", IngressSSH: n + "-ingress-ssh", IngressLoginPools: n + "-ingress-login-pools",
 	}
 }
 

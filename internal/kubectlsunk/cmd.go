@@ -103,14 +103,14 @@ func jobsCommand(f *flags) *cobra.Command {
 func loginsCommand(f *flags) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "logins",
-		Short: "Login pods: the shared ones and each user's of the PerUser login pools",
+		Short: "Login pods: the shared ones, the Group login pools' and each user's of the PerUser pools",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cs, ns, err := f.viewClients()
 			if err != nil {
 				return err
 			}
-			sel := fmt.Sprintf("%s in (%s,%s)", wellknown.LabelComponent, wellknown.ComponentLogin, wellknown.ComponentLoginUser)
+			sel := fmt.Sprintf("%s in (%s,%s,%s)", wellknown.LabelComponent, wellknown.ComponentLogin, wellknown.ComponentLoginUser, wellknown.ComponentLoginGroup)
 			if f.cluster != "" {
 				sel += "," + wellknown.LabelCluster + "=" + f.cluster
 			}

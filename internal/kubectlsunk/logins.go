@@ -16,7 +16,8 @@ import (
 // of the cluster may log in to.
 const SharedLoginPool = "<shared>"
 
-// LoginRow is one login pod: its pool, and its user for a PerUser pool's.
+// LoginRow is one login pod: its pool (a Group pool's takes its group's members), and its user
+// for a PerUser pool's.
 type LoginRow struct {
 	Namespace string `json:"namespace"`
 	Cluster   string `json:"cluster"`
@@ -42,6 +43,8 @@ func LoginRows(pods []corev1.Pod) []LoginRow {
 			r.Pool = SharedLoginPool
 		case wellknown.ComponentLoginUser:
 			r.Pool, r.User = p.Labels[wellknown.LabelLoginPool], p.Annotations[wellknown.AnnotationLoginUser]
+		case wellknown.ComponentLoginGroup:
+			r.Pool = p.Labels[wellknown.LabelLoginPool]
 		default:
 			continue
 		}

@@ -20,6 +20,8 @@ func loginPod(name, component, pool, user string, ready corev1.ConditionStatus) 
 	}
 	if pool != "" {
 		p.Labels[wellknown.LabelLoginPool] = pool
+	}
+	if user != "" {
 		p.Annotations = map[string]string{wellknown.AnnotationLoginUser: user}
 	}
 	return p
@@ -31,6 +33,7 @@ func TestLoginsTable(t *testing.T) {
 		computePod("demo-cpu-0", "", "k1", "IDLE", "", corev1.ConditionTrue),
 		loginPod("demo-login-0", wellknown.ComponentLogin, "", "", corev1.ConditionTrue),
 		loginPod("demo-login-users-john-smith-1a2b3c4d-0", wellknown.ComponentLoginUser, "users", "John.Smith", corev1.ConditionTrue),
+		loginPod("demo-login-team-0", wellknown.ComponentLoginGroup, "team", "", corev1.ConditionTrue),
 	})
 	var out bytes.Buffer
 	if err := PrintLogins(&out, rows, FormatTable); err != nil {
@@ -38,6 +41,7 @@ func TestLoginsTable(t *testing.T) {
 	}
 	want := `CLUSTER   POOL       USER         POD                                      READY   NODE
 demo      <shared>   *            demo-login-0                             true    k1
+demo      team       *            demo-login-team-0                        true    k1
 demo      users      grace        demo-login-users-grace-0                 false   k1
 demo      users      John.Smith   demo-login-users-john-smith-1a2b3c4d-0   true    k1
 `

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,5 +116,55 @@ func TestCheckLoginUser(t *testing.T) {
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestLoginServicesSelectTheirOwnPods: the shared login Service takes no pool's pods (a user
+// outside a pool's group would be refused there, and a per-user pod's sshd listens on another
+// port), and each pool's Service takes its own pods alone.
+func TestLoginServicesSelectTheirOwnPods(t *testing.T) {
+	sc := full()
+	sc.Spec.Login.Pools = []sunkv1.LoginPool{{Name: "users", Group: "researchers"},
+		{Name: "team", Type: sunkv1.LoginPoolGroup, Group: "researchers"}}
+	n := clusternames.For(sc, "")
+	c, err := RenderConfig(sc, ConfigInputs{Names: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := map[string]map[string]string{
+		"shared": LoginStatefulSet(sc, n, c).Spec.Template.Labels,
+		"ada":    LoginUserStatefulSet(sc, n, sc.Spec.Login.Pools[0], ada).Spec.Template.Labels,
+		"team":   LoginGroupStatefulSet(sc, n, sc.Spec.Login.Pools[1]).Spec.Template.Labels,
+	}
+	services := map[string]*corev1.Service{
+		"shared": LoginService(sc, n), "ada": LoginUserService(n, sc.Spec.Login.Pools[0], "ada"),
+		"team": LoginGroupService(n, sc.Spec.Login.Pools[1]),
+	}
+	hosts := map[string]*corev1.Service{"shared": LoginHostsService(n), "ada": LoginUserHostsService(n), "team": LoginGroupHostsService(n)}
+	selects := func(sel, labels map[string]string) bool {
+		for k, v := range sel {
+			if labels[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+	for svc := range services {
+		for pod, labels := range pods {
+			if got := selects(services[svc].Spec.Selector, labels); got != (svc == pod) {
+				t.Errorf("Service %s selects %s's pod: %v", services[svc].Name, pod, got)
+			}
+			if got := selects(hosts[svc].Spec.Selector, labels); got != (svc == pod) {
+				t.Errorf("headless Service %s selects %s's pod: %v", hosts[svc].Name, pod, got)
+			}
+		}
+	}
+	team := LoginGroupStatefulSet(sc, n, sc.Spec.Login.Pools[1])
+	if !slices.Contains(team.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "SUNK_SSH_ALLOW_GROUPS", Value: "researchers"}) ||
+		team.Spec.ServiceName != n.LoginGroupHosts {
+		t.Errorf("team: env %v, serviceName %s", team.Spec.Template.Spec.Containers[0].Env, team.Spec.ServiceName)
+	}
+	if got := ControllerStatefulSet(sc, n, c).Spec.Template.Spec.DNSConfig.Searches; len(got) != 3 {
+		t.Errorf("slurmctld's DNS search list %v: want the shared, per-user and group login hosts", got)
 	}
 }

@@ -29,7 +29,8 @@ func NetworkPoliciesEnabled(sc *sunkv1.SlurmCluster) bool {
 //     sunkNamespace (the operator's: the sunk chart runs the syncer and sunk-scheduler there);
 //     none without one (an operator outside the Kubernetes cluster);
 //   - IngressSSH: the login pods' sshd takes anyone (with SSH enabled);
-//   - IngressLoginUsers: so does the sshd of per-user login pods (with spec.login.pools).
+//   - IngressLoginPools: so does the sshd of login pools' pods (with spec.login.pools): a
+//     PerUser pod's on 2222, a Group pool's on 22.
 //
 // Traffic from the pod's own node (kubelet's probes) is the network plugin's to admit: the
 // NetworkPolicy API cannot name it, and every enforcing plugin lets it in.
@@ -70,8 +71,13 @@ func NetworkPolicies(sc *sunkv1.SlurmCluster, n clusternames.Names, sunkNamespac
 			networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(clusternames.SSHPort)}))
 	}
 	if len(sc.Spec.Login.Pools) > 0 {
-		out = append(out, ingressPolicy(n, n.IngressLoginUsers, metav1.LabelSelector{MatchLabels: SelectorLabels(n, wellknown.ComponentLoginUser)},
-			networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(clusternames.LoginUserSSHPort)}))
+		out = append(out, ingressPolicy(n, n.IngressLoginPools, metav1.LabelSelector{
+			MatchLabels: map[string]string{wellknown.LabelCluster: n.Cluster},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: wellknown.LabelComponent, Operator: metav1.LabelSelectorOpIn,
+				Values: []string{wellknown.ComponentLoginUser, wellknown.ComponentLoginGroup},
+			}},
+		}, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(clusternames.SSHPort, clusternames.LoginUserSSHPort)}))
 	}
 	return out
 }

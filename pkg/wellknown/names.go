@@ -44,6 +44,9 @@ const (
 	// ComponentLoginUser: a login pod of one directory user, from a PerUser login pool
 	// (spec.login.pools), running as that user.
 	ComponentLoginUser = "login-user"
+	// ComponentLoginGroup: a login pod of a Group login pool, which only the members of the
+	// pool's directory group may log in to.
+	ComponentLoginGroup = "login-group"
 	// ComponentCompute: a compute pod, one slurmd, one dynamic Slurm node.
 	ComponentCompute = "compute"
 	// ComponentConfigCheck: a short-lived pod in which Slurm's own parser checks a new
@@ -54,7 +57,7 @@ const (
 // Labels and annotations of a PerUser login pool's objects (one StatefulSet, Service and
 // Secret per user).
 const (
-	// LabelLoginPool names the pool (spec.login.pools[].name).
+	// LabelLoginPool names the pool (spec.login.pools[].name), on a Group pool's objects too.
 	LabelLoginPool = "sunk.dev/login-pool"
 	// LabelLoginUser is the user's name made a label value (clusternames.LoginUserSlug); the
 	// name as the directory spells it is in AnnotationLoginUser.

@@ -56,15 +56,17 @@ func TestLDAPUserJobAndAccounting(t *testing.T) {
 	// ada's SSH key lives in the directory (sshPublicKey) and nowhere in the cluster.
 	adaKey, adaPub := sshKeyPair(t)
 	graceKey, gracePub := sshKeyPair(t)
+	bobKey, bobPub := sshKeyPair(t)
 	const name = "ldap"
-	e.startDirectory(t, name, adaPub, gracePub)
+	e.startDirectory(t, name, adaPub, gracePub, bobPub)
 	e.createReady(t, &sunkv1.SlurmCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
 		Spec: sunkv1.SlurmClusterSpec{SlurmVersion: testSlurmVersion, Image: slurmImage, ImagePullPolicy: corev1.PullNever,
 			Accounting: sunkv1.AccountingSpec{Mode: sunkv1.AccountingManaged},
 			Login: sunkv1.LoginSpec{SSSDConfigSecretRef: &corev1.LocalObjectReference{Name: name + "-sssd"},
 				Pools: []sunkv1.LoginPool{{Name: "users", Group: "analysts", GracePeriod: &metav1.Duration{Duration: 3 * time.Second},
-					Home: &sunkv1.StorageSpec{}}}}},
+					Home: &sunkv1.StorageSpec{}},
+					{Name: "team", Type: sunkv1.LoginPoolGroup, Group: "analysts"}}}},
 	})
 	if err := e.c.Create(ctx, &sunkv1.NodeSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "cpu"},
@@ -78,7 +80,7 @@ func TestLDAPUserJobAndAccounting(t *testing.T) {
 	n := clusternames.For(e.cluster(t, name), "")
 	login := e.podOf(t, name, wellknown.ComponentLogin).Name
 	e.waitIdle(t, login, 3*time.Minute, "cpu-0 idle", "cpu-0")
-	e.checkLoginPool(t, name, n, adaKey, graceKey)
+	e.checkLoginPool(t, name, n, adaKey, graceKey, bobKey)
 
 	// ada resolves, with both groups, in the three places Slurm looks her up.
 	for _, at := range [][2]string{{login, render.LoginContainer}, {n.ControllerPod(0), render.ControllerContainer}, {"cpu-0", "slurmd"}} {
@@ -142,9 +144,9 @@ while [ ! -e /tmp/ldap-release ]; do sleep 0.2; done
 
 // startDirectory runs the slurm chart's companion directory for the cluster name (directory.enabled:
 // its templates rendered by helm and created here, since the test makes the cluster itself)
-// with ada and grace in it, their groups and their SSH keys, and the chart's sssd.conf in the Secret
+// with ada and grace (analysts) and bob in it, their groups and their SSH keys, and the chart's sssd.conf in the Secret
 // <name>-sssd; it returns once slapd answers.
-func (e *operatorEnv) startDirectory(t *testing.T, name, adaSSHKey, graceSSHKey string) {
+func (e *operatorEnv) startDirectory(t *testing.T, name, adaSSHKey, graceSSHKey, bobSSHKey string) {
 	t.Helper()
 	ctx := context.Background()
 	values := filepath.Join(t.TempDir(), "directory.yaml")
@@ -156,9 +158,10 @@ func (e *operatorEnv) startDirectory(t *testing.T, name, adaSSHKey, graceSSHKey 
   users:
     - {name: ada, uid: 20001, groups: [analysts], home: /tmp, shell: /bin/sh, sshKeys: [%q]}
     - {name: grace, uid: 20002, groups: [analysts], home: /home/grace, shell: /bin/sh, sshKeys: [%q]}
+    - {name: bob, uid: 20003, home: /tmp, shell: /bin/sh, sshKeys: [%q]}
   groups:
     - {name: analysts, gid: 20100}
-`, slapdImage, adaSSHKey, graceSSHKey)), 0o600); err != nil {
+`, slapdImage, adaSSHKey, graceSSHKey, bobSSHKey)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, err := e.helm(t, "template", name, "charts/slurm", "-n", e.ns, "-f", values,

@@ -21,27 +21,45 @@ import (
 	"sunk.dev/sunk/pkg/wellknown"
 )
 
-// checkLoginPool shows a PerUser login pool (spec.login.pools: users, group analysts, grace
-// period 3 s) on the cluster TestLDAPUserJobAndAccounting runs: ada and grace, members of
+// checkLoginPool shows a Group login pool (team: analysts may log in, bob may not) and a
+// PerUser login pool (users, group analysts, grace period 3 s) on the cluster
+// TestLDAPUserJobAndAccounting runs: ada and grace, members of
 // analysts in the real directory, each get a login pod of their own; each logs in to hers
 // over ssh with the key the directory holds, as herself, with no way to root and no one
 // else's process in sight; grace cannot cancel or change ada's job, and ada's key does not
 // open grace's pod. grace then leaves the group (the directory restarts with its new seed,
 // unreadable meanwhile): her pod goes after the grace period, ada's stays; back in the group,
 // she gets a new pod and finds her home (a claim of the pool's) as she left it.
-func (e *operatorEnv) checkLoginPool(t *testing.T, name string, n clusternames.Names, adaKey, graceKey ssh.Signer) {
+func (e *operatorEnv) checkLoginPool(t *testing.T, name string, n clusternames.Names, adaKey, graceKey, bobKey ssh.Signer) {
 	t.Helper()
 	ctx := context.Background()
 	ada, grace := n.LoginUser("users", "ada"), n.LoginUser("users", "grace")
 	started := time.Now()
-	poll(t, 3*time.Minute, "ada's and grace's login pods Ready", func() error {
+	poll(t, 3*time.Minute, "ada's and grace's login pods and the team pool's Ready", func() error {
 		st := e.cluster(t, name).Status.LoginPools
-		if len(st) != 1 || st[0].Ready != 2 || !slices.Equal(st[0].Users, []string{"ada", "grace"}) {
+		if len(st) != 2 || st[0].Ready != 2 || !slices.Equal(st[0].Users, []string{"ada", "grace"}) || st[1].Ready != 1 {
 			return fmt.Errorf("status.loginPools %+v", st)
 		}
 		return nil
 	})
 	t.Logf("ada's and grace's login pods Ready %s after the cluster's compute node", time.Since(started).Round(time.Second))
+
+	// The Group pool team lets in analysts (its SSSD reads the directory) and refuses bob, who
+	// is not one and may log in to the shared pods.
+	team := n.LoginGroup("team")
+	if out, err := e.sshTo(t, team, n.SSHHostKeySecret, "ada", adaKey, "id -un; hostname", ""); err != nil || out != "ada\n"+team+"-0" {
+		t.Fatalf("ada in the team pool: %v %q", err, out)
+	}
+	if out, err := e.sshTo(t, n.Login, n.SSHHostKeySecret, "bob", bobKey, "id -un", ""); err != nil || out != "bob" {
+		t.Fatalf("bob in the shared login pod: %v %q", err, out)
+	}
+	addr, cfg := e.sshConfig(t, team, n.SSHHostKeySecret, "bob", bobKey)
+	if c, err := ssh.Dial("tcp", addr, cfg); err == nil {
+		c.Close()
+		t.Fatalf("bob, not in analysts, logged in to the team pool")
+	} else if !strings.Contains(err.Error(), "unable to authenticate") {
+		t.Fatalf("bob into the team pool: %v, want unable to authenticate", err)
+	}
 
 	// In her pod ada is herself, every process is hers, and nothing can gain a privilege.
 	out, err := e.sshTo(t, ada, ada, "ada", adaKey, `id -un; id -u; ps -eo user= | sort -u; grep -E '^(NoNewPrivs|CapEff|CapPrm|CapBnd):' /proc/self/status | tr -s '\t' ' '`, "")
@@ -69,7 +87,7 @@ func (e *operatorEnv) checkLoginPool(t *testing.T, name string, n clusternames.N
 	if out, err := e.sshTo(t, ada, ada, "ada", adaKey, "squeue -h -j "+job+" -o '%T %r %l'", ""); err != nil || out != "PENDING JobHeldUser UNLIMITED" {
 		t.Fatalf("ada's job after grace's attempts: %v %q, want PENDING JobHeldUser UNLIMITED", err, out)
 	}
-	addr, cfg := e.sshConfig(t, grace, grace, "ada", adaKey)
+	addr, cfg = e.sshConfig(t, grace, grace, "ada", adaKey)
 	if c, err := ssh.Dial("tcp", addr, cfg); err == nil {
 		c.Close()
 		t.Fatalf("ada's key opened grace's pod")

@@ -29,6 +29,7 @@ var keyHolders = map[string]string{
 	wellknown.ComponentAccounting: "slurmdbd",
 	wellknown.ComponentLogin:      render.SackdContainer,
 	wellknown.ComponentLoginUser:  render.SackdContainer,
+	wellknown.ComponentLoginGroup: render.SackdContainer,
 	wellknown.ComponentCompute:    clusternames.SlurmdContainer,
 }
 

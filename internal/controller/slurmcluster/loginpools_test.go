@@ -11,11 +11,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -60,7 +62,8 @@ func TestLoginPoolsFollowTheDirectory(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "slurm", UID: "uid-c1"},
 		Spec: sunkv1.SlurmClusterSpec{Login: sunkv1.LoginSpec{
 			SSSDConfigSecretRef: &corev1.LocalObjectReference{Name: "sssd"},
-			Pools:               []sunkv1.LoginPool{{Name: "users", Group: "analysts", GracePeriod: &metav1.Duration{Duration: time.Minute}}},
+			Pools: []sunkv1.LoginPool{{Name: "users", Group: "analysts", GracePeriod: &metav1.Duration{Duration: time.Minute}},
+				{Name: "team", Type: sunkv1.LoginPoolGroup, Group: "analysts", Replicas: ptr.To(int32(2))}},
 		}},
 	}
 	sssd := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sssd", Namespace: "slurm"}, Data: map[string][]byte{"sssd.conf": []byte(
@@ -88,7 +91,7 @@ func TestLoginPoolsFollowTheDirectory(t *testing.T) {
 	sets := func() map[string]string { // name -> the left annotation
 		t.Helper()
 		var list appsv1.StatefulSetList
-		if err := c.List(ctx, &list, client.InNamespace("slurm")); err != nil {
+		if err := c.List(ctx, &list, client.InNamespace("slurm"), client.MatchingLabels{wellknown.LabelComponent: wellknown.ComponentLoginUser}); err != nil {
 			t.Fatal(err)
 		}
 		out := map[string]string{}
@@ -103,7 +106,7 @@ func TestLoginPoolsFollowTheDirectory(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(sc), got); err != nil {
 			t.Fatal(err)
 		}
-		if len(got.Status.LoginPools) != 1 {
+		if len(got.Status.LoginPools) != 2 || got.Status.LoginPools[1].Name != "team" {
 			t.Fatalf("status.loginPools %+v", got.Status.LoginPools)
 		}
 		return got.Status.LoginPools[0]
@@ -138,6 +141,18 @@ func TestLoginPoolsFollowTheDirectory(t *testing.T) {
 		t.Errorf("ada's Secret is controlled by %+v, want her StatefulSet", o)
 	}
 	hostKey := string(sec.Data["ssh_host_ed25519_key"])
+	// The Group pool: its StatefulSet of 2 lets in analysts alone, behind its Service.
+	team := &appsv1.StatefulSet{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "slurm", Name: n.LoginGroup("team")}, team); err != nil {
+		t.Fatal(err)
+	}
+	if ptr.Deref(team.Spec.Replicas, 0) != 2 || team.Spec.Template.Spec.Containers[0].Image != "sunk.dev/slurm:release" ||
+		!slices.Contains(team.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "SUNK_SSH_ALLOW_GROUPS", Value: "analysts"}) {
+		t.Errorf("team's StatefulSet: %d replicas, container %+v", ptr.Deref(team.Spec.Replicas, 0), team.Spec.Template.Spec.Containers[0])
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "slurm", Name: n.LoginGroup("team")}, &corev1.Service{}); err != nil {
+		t.Errorf("team's Service: %v", err)
+	}
 	sts := &appsv1.StatefulSet{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "slurm", Name: ada}, sts); err != nil {
 		t.Fatal(err)
@@ -220,6 +235,9 @@ sunk_login_pool_users{cluster="slurm/c1",pool="users"} 1
 	reconcile()
 	if got := sets(); len(got) != 0 {
 		t.Fatalf("no pools: %v", got)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "slurm", Name: n.LoginGroup("team")}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("team's StatefulSet without pools: %v", err)
 	}
 	if n, err := testutil.GatherAndCount(reg, "sunk_login_pool_users"); err != nil || n != 0 {
 		t.Errorf("series left: %d (%v)", n, err)

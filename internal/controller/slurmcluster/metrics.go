@@ -27,8 +27,8 @@ import (
 // A nil *Metrics records nothing.
 type Metrics struct {
 	desc *prometheus.Desc
-	// The PerUser login pools (loginpools.go): per cluster and pool, the members with a pod,
-	// the users leaving, and the Ready pods, from status.loginPools.
+	// The login pools (loginpools.go): per cluster and pool, the Ready pods, and for a PerUser
+	// pool the members with a pod and the users leaving, from status.loginPools.
 	poolUsers, poolLeaving, poolReady *prometheus.Desc
 
 	mu       sync.Mutex
@@ -51,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		poolLeaving: prometheus.NewDesc("sunk_login_pool_leaving",
 			"Users who left a PerUser login pool's group and whose pods wait out the grace period.", []string{"cluster", "pool"}, nil),
 		poolReady: prometheus.NewDesc("sunk_login_pool_ready_pods",
-			"Ready login pods of a PerUser login pool.", []string{"cluster", "pool"}, nil),
+			"Ready login pods of a login pool.", []string{"cluster", "pool"}, nil),
 		clusters: map[types.NamespacedName][]conditionLabels{},
 		pools:    map[types.NamespacedName][]sunkv1.LoginPoolStatus{},
 	}
@@ -82,9 +82,12 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for key, pools := range m.pools {
 		for _, p := range pools {
+			ch <- prometheus.MustNewConstMetric(m.poolReady, prometheus.GaugeValue, float64(p.Ready), key.String(), p.Name)
+			if p.Type == sunkv1.LoginPoolGroup {
+				continue // its members are the directory's to count
+			}
 			ch <- prometheus.MustNewConstMetric(m.poolUsers, prometheus.GaugeValue, float64(len(p.Users)), key.String(), p.Name)
 			ch <- prometheus.MustNewConstMetric(m.poolLeaving, prometheus.GaugeValue, float64(len(p.Leaving)), key.String(), p.Name)
-			ch <- prometheus.MustNewConstMetric(m.poolReady, prometheus.GaugeValue, float64(p.Ready), key.String(), p.Name)
 		}
 	}
 }

@@ -26,7 +26,7 @@ func (r *Reconciler) applyNetworkPolicies(ctx context.Context, sc *sunkv1.SlurmC
 			want[p.Name] = true
 		}
 	}
-	for _, name := range []string{n.IngressPods, n.IngressDatabase, n.IngressSunk, n.IngressSSH, n.IngressLoginUsers} {
+	for _, name := range []string{n.IngressPods, n.IngressDatabase, n.IngressSunk, n.IngressSSH, n.IngressLoginPools} {
 		if want[name] {
 			continue
 		}

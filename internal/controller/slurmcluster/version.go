@@ -85,8 +85,8 @@ func (r *Reconciler) tiers(ctx context.Context, sc *sunkv1.SlurmCluster, n clust
 		wellknown.ComponentAccounting: TierAccounting, wellknown.ComponentDatabase: TierAccounting,
 		wellknown.ComponentController: TierController,
 		wellknown.ComponentRestAPI:    TierClients, wellknown.ComponentLogin: TierClients,
-		wellknown.ComponentLoginUser: TierClients,
-		wellknown.ComponentCompute:   TierCompute,
+		wellknown.ComponentLoginUser: TierClients, wellknown.ComponentLoginGroup: TierClients,
+		wellknown.ComponentCompute: TierCompute,
 	}
 	states := map[string]*tierState{}
 	order := []string{TierAccounting, TierController, TierClients, TierCompute}
