@@ -56,13 +56,7 @@ func crdRulesForLoginPools(t *testing.T, c client.Client) {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pools"},
 				Spec: sunkv1.SlurmClusterSpec{Image: "sunk.dev/slurm:26.05", Login: sunkv1.LoginSpec{SSSDConfigSecretRef: tc.sssd, Pools: tc.pools}}}
-			err := c.Create(context.Background(), sc, client.DryRunAll)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("got %v, want an error containing %q", err, tc.want)
-			}
+			expectAdmission(t, c, sc, tc.want)
 		})
 	}
 }
@@ -98,13 +92,20 @@ func crdRulesForTopologyPerPartition(t *testing.T, c client.Client) {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "topo"},
 				Spec: sunkv1.SlurmClusterSpec{Image: "sunk.dev/slurm:26.05", SlurmVersion: tc.version, Topology: tc.topo, Partitions: tc.parts}}
-			err := c.Create(context.Background(), sc, client.DryRunAll)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("got %v, want an error containing %q", err, tc.want)
-			}
+			expectAdmission(t, c, sc, tc.want)
 		})
+	}
+}
+
+// expectAdmission creates sc as a dry run: want "" must be admitted, else refused with an error
+// containing want.
+func expectAdmission(t *testing.T, c client.Client, sc *sunkv1.SlurmCluster, want string) {
+	t.Helper()
+	err := c.Create(context.Background(), sc, client.DryRunAll)
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("refused: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("got %v, want an error containing %q", err, want)
 	}
 }
