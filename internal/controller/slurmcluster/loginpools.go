@@ -52,7 +52,9 @@ const DefaultLoginPoolPoll = 30 * time.Second
 func (r *LoginPools) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("loginpools").
-		For(&sunkv1.SlurmCluster{}).
+		// Spec changes only: a status write (the syncer's, the other controller's, this one's)
+		// is no reason to read the directory again.
+		For(&sunkv1.SlurmCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			c := o.GetLabels()[wellknown.LabelComponent]
 			return c == wellknown.ComponentLoginUser || c == wellknown.ComponentLoginGroup
