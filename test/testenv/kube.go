@@ -46,6 +46,9 @@ func APIEnv(t testing.TB, opts APIOptions) *envtest.Environment {
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: opts.WebhookPaths},
 	}
 	if _, err := env.Start(); err != nil {
+		// Start may fail after etcd and kube-apiserver run (a CRD the API server refuses):
+		// stop them, or they outlive the test (seen: a CRD rule over its cost budget).
+		_ = env.Stop()
 		t.Fatalf("testenv: starting etcd + kube-apiserver (assets in %s): %v", assets, err)
 	}
 	t.Cleanup(func() {
