@@ -70,6 +70,7 @@ const (
 )
 
 // LoginPool is a set of login pods for the members of a directory group.
+// +kubebuilder:validation:XValidation:rule="!(self.name in ['hosts', 'user', 'group'])",message="hosts, user and group may not name a pool: <cluster>-login-hosts, -login-user-hosts and -login-group-hosts are the login pods' own Services"
 // +kubebuilder:validation:XValidation:rule="!has(self.home) || self.type != 'Group'",message="home is per user: a Group pool's users keep their homes where spec.sharedVolumes put them"
 // +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.type == 'Group'",message="replicas is a Group pool's: a PerUser pool has one pod per member"
 type LoginPool struct {

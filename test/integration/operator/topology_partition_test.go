@@ -33,7 +33,8 @@ func TestCRDRules(t *testing.T) {
 }
 
 // crdRulesForLoginPools: pools need the directory (sssdConfigSecretRef), a Group pool takes no
-// home and a PerUser pool no replicas, and no pool's name begins with another's and '-'.
+// home and a PerUser pool no replicas, no pool's name begins with another's and '-', and none
+// is named so that its objects could take a login Service's name (pool user, user hosts).
 func crdRulesForLoginPools(t *testing.T, c client.Client) {
 	sssd := &corev1.LocalObjectReference{Name: "sssd"}
 	for _, tc := range []struct {
@@ -52,6 +53,7 @@ func crdRulesForLoginPools(t *testing.T, c client.Client) {
 		{name: "names that meet", sssd: sssd, pools: []sunkv1.LoginPool{{Name: "users", Group: "a"},
 			{Name: "users-x", Type: sunkv1.LoginPoolGroup, Group: "a"}}, want: "may not begin with another pool's name"},
 		{name: "no group", sssd: sssd, pools: []sunkv1.LoginPool{{Name: "users"}}, want: "spec.login.pools[0].group"},
+		{name: "a Service's name", sssd: sssd, pools: []sunkv1.LoginPool{{Name: "user", Group: "a"}}, want: "hosts, user and group may not name a pool"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := &sunkv1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pools"},
