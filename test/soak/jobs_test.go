@@ -58,6 +58,30 @@ func (s *soak) jobStream(ctx context.Context) {
 	}
 }
 
+// resumeDuplicateJobidDrains resumes the nodes Slurm drained for a duplicate job id, as an
+// admin would. slurmctld drains them when it restarts from state saved before its last job ids
+// (the soak's SIGSTOP, then the liveness probe's SIGKILL) and hands out an id a node still runs:
+// not sunk's drain to lift, but the soak's jobs pinned to those nodes (--constraint=burst)
+// could not end otherwise. The report lists each.
+func (s *soak) resumeDuplicateJobidDrains() {
+	out, err := s.login("sinfo -h -N -t drain -o '%N|%E'")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		node, reason, ok := strings.Cut(strings.TrimSpace(line), "|")
+		if !ok || !strings.Contains(reason, "Duplicate jobid") {
+			continue
+		}
+		if _, err := s.login("scontrol update nodename=" + node + " state=resume"); err != nil {
+			continue
+		}
+		s.mu.Lock()
+		s.resumed = append(s.resumed, fmt.Sprintf("%s at %.0fs", node, time.Since(s.start).Seconds()))
+		s.mu.Unlock()
+	}
+}
+
 var leadingID = regexp.MustCompile(`^(\d+)`)
 
 func (s *soak) submit(ctx context.Context, kind, script string) {
@@ -85,6 +109,7 @@ func oneLine(v string) string {
 // which the report counts as a bad end.
 func (s *soak) waitJobsEnded(timeout time.Duration) {
 	s.poll(timeout, 2*time.Second, "every soak job ended", func() error {
+		s.resumeDuplicateJobidDrains()
 		out, err := s.login("scontrol -o show job")
 		if err != nil {
 			return err

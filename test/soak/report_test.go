@@ -394,6 +394,9 @@ func (s *soak) report() {
 			break
 		}
 	}
+	if len(s.resumed) > 0 {
+		r.Notes = append(r.Notes, "nodes Slurm drained for a duplicate job id after slurmctld's restart, resumed by the soak as an admin would: "+strings.Join(s.resumed, "; "))
+	}
 	if len(s.submitErrs) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d submissions failed at the login pod: %s", len(s.submitErrs), strings.Join(s.submitErrs, "; ")))
 	}

@@ -141,6 +141,7 @@ type soak struct {
 	submitted   map[string]string // job id → kind, from sbatch/srun
 	cancelled   map[string]string // job id → why the soak cancelled it
 	submitErrs  []string
+	resumed     []string // nodes Slurm drained for a duplicate job id, resumed by the soak (resumeDuplicateJobidDrains)
 	timeline    []string
 	figures     map[string]float64
 	scaleUpAt   time.Time // scale-up finished
