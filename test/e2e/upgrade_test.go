@@ -153,9 +153,14 @@ func TestUpgrade2411To2605(t *testing.T) {
 	if v, err := login("sinfo --version"); err != nil || !sinfoSays2605(v) {
 		t.Errorf("sinfo --version in the login pod: %v %q", err, v)
 	}
-	if out, err := login("scontrol show node compute-0"); err != nil || !strings.Contains(out, "Version=26.05") {
-		t.Errorf("scontrol show node compute-0: %v\n%s", err, out)
-	}
+	// sinfo shows the version the dynamic node was created with; scontrol's Version= line comes
+	// with slurmd's full registration a moment later (seen: BootTime=None and no Version line).
+	poll(t, time.Minute, "scontrol show node compute-0 on 26.05", func() error {
+		if out, err := login("scontrol show node compute-0"); err != nil || !strings.Contains(out, "Version=26.05") {
+			return fmt.Errorf("scontrol show node compute-0: %v\n%s", err, out)
+		}
+		return nil
+	})
 	poll(t, 2*time.Minute, "both jobs in sacct, COMPLETED", func() error {
 		out, err := login("sacct -n -X -P -j " + before + "," + running + " -o JobID,JobName,State")
 		if err != nil || !strings.Contains(out, before+"|before-upgrade|COMPLETED") || !strings.Contains(out, running+"|across-upgrade|COMPLETED") {
