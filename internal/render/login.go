@@ -94,10 +94,7 @@ func LoginStatefulSet(sc *sunkv1.SlurmCluster, n clusternames.Names, cfg *Config
 // pool's replicas, resources and placement, and an sshd that lets in only the members of the
 // pool's group (AllowGroups, through the pod's SSSD).
 func LoginGroupStatefulSet(sc *sunkv1.SlurmCluster, n clusternames.Names, pool sunkv1.LoginPool) *appsv1.StatefulSet {
-	image := pool.Image
-	if image == "" {
-		image = sc.Spec.Login.Image
-	}
+	image := poolImage(sc, pool)
 	return loginStatefulSet(sc, n, loginShape{
 		meta: loginGroupMeta(n, pool.Name), selector: LoginGroupSelector(n, pool.Name),
 		replicas: ptr.Deref(pool.Replicas, 1), image: image, resources: pool.Resources, serviceName: n.LoginGroupHosts,
@@ -121,18 +118,31 @@ func loginGroupMeta(n clusternames.Names, pool string) metav1.ObjectMeta {
 // LoginGroupService is how a Group login pool's members reach its pods: port 22 of
 // <cluster>-login-<pool>, of the pool's serviceType.
 func LoginGroupService(n clusternames.Names, pool sunkv1.LoginPool) *corev1.Service {
+	return poolSSHService(loginGroupMeta(n, pool.Name), LoginGroupSelector(n, pool.Name), pool, clusternames.SSHPort)
+}
+
+// poolSSHService is a login pool's SSH Service: port 22 to sshd's port, of the pool's type.
+func poolSSHService(m metav1.ObjectMeta, selector map[string]string, pool sunkv1.LoginPool, sshdPort int32) *corev1.Service {
 	typ := pool.ServiceType
 	if typ == "" {
 		typ = corev1.ServiceTypeClusterIP
 	}
 	return &corev1.Service{
-		ObjectMeta: loginGroupMeta(n, pool.Name),
+		ObjectMeta: m,
 		Spec: corev1.ServiceSpec{
 			Type:     typ,
-			Selector: LoginGroupSelector(n, pool.Name),
-			Ports:    []corev1.ServicePort{{Name: "ssh", Port: clusternames.SSHPort, TargetPort: intstr.FromInt32(clusternames.SSHPort)}},
+			Selector: selector,
+			Ports:    []corev1.ServicePort{{Name: "ssh", Port: clusternames.SSHPort, TargetPort: intstr.FromInt32(sshdPort)}},
 		},
 	}
+}
+
+// poolImage is a pool's image: its own, else spec.login.image (else spec.image, imageOf).
+func poolImage(sc *sunkv1.SlurmCluster, pool sunkv1.LoginPool) sunkv1.Image {
+	if pool.Image != "" {
+		return pool.Image
+	}
+	return sc.Spec.Login.Image
 }
 
 // LoginGroupHostsService is the Group login pools' pods' headless Service (LoginHostsService

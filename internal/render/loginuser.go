@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
@@ -89,19 +88,7 @@ func LoginUserHostsService(n clusternames.Names) *corev1.Service {
 
 // LoginUserService is how a user reaches their pod: port 22 of <cluster>-login-<pool>-<user>.
 func LoginUserService(n clusternames.Names, pool sunkv1.LoginPool, user string) *corev1.Service {
-	typ := pool.ServiceType
-	if typ == "" {
-		typ = corev1.ServiceTypeClusterIP
-	}
-	return &corev1.Service{
-		ObjectMeta: loginUserMeta(n, pool.Name, user),
-		Spec: corev1.ServiceSpec{
-			Type:     typ,
-			Selector: LoginUserSelector(n, pool.Name, user),
-			Ports: []corev1.ServicePort{{Name: "ssh", Port: clusternames.SSHPort,
-				TargetPort: intstr.FromInt32(clusternames.LoginUserSSHPort)}},
-		},
-	}
+	return poolSSHService(loginUserMeta(n, pool.Name, user), LoginUserSelector(n, pool.Name, user), pool, clusternames.LoginUserSSHPort)
 }
 
 // LoginUserSecret holds a user's pod's host key, made once by the operator, and their keys
@@ -125,10 +112,7 @@ func LoginUserSecret(n clusternames.Names, pool string, u directory.User, hostKe
 // files owned by the user, their home's owner (sunk-entrypoint login-user setup). A
 // StatefulSet of one, for the stable hostname srun needs.
 func LoginUserStatefulSet(sc *sunkv1.SlurmCluster, n clusternames.Names, pool sunkv1.LoginPool, u directory.User) *appsv1.StatefulSet {
-	image := pool.Image
-	if image == "" {
-		image = sc.Spec.Login.Image
-	}
+	image := poolImage(sc, pool)
 	var groups []string
 	supplemental := []int64{}
 	for _, g := range u.Groups {
