@@ -43,6 +43,9 @@ phase() {
 }
 
 login() { kubectl -n "$NS" exec "$NAME-login-0" -c login -- "$@"; }
+# as_user runs a Slurm command in the login pod as nobody, from /tmp: the cluster refuses root's
+# jobs (DisableRootJobs=YES), and root there is Slurm's admin.
+as_user() { login runuser -u nobody -- sh -c 'cd /tmp && exec "$@"' sh "$@"; }
 
 # status: one line on how far the cluster got; true once every part is ready.
 status() {
@@ -112,7 +115,8 @@ install_slurm() {
 
 run_job() {
   local id state out
-  id=$(login sbatch --parsable -N$NODES -J demo -D /shared -o "/shared/demo-%j.out" --wrap 'srun hostname | sort')
+  login mkdir -p -m 1777 /shared/scratch   # the shared volume is root's: a directory users may write
+  id=$(as_user sbatch --parsable -N$NODES -J demo -D /shared/scratch -o "/shared/scratch/demo-%j.out" --wrap 'srun hostname | sort')
   log "job $id submitted: sbatch -N$NODES --wrap 'srun hostname | sort'"
   local deadline=$(( $(date +%s) + 120 ))
   while :; do
@@ -122,8 +126,8 @@ run_job() {
     [ "$(date +%s)" -lt "$deadline" ] || die "job $id did not finish in 120s (state $state)"
     sleep 0.5
   done
-  out=$(login cat "/shared/demo-$id.out")
-  printf -- '--- output of job %s (/shared/demo-%s.out):\n%s\n' "$id" "$id" "$out"
+  out=$(login cat "/shared/scratch/demo-$id.out")
+  printf -- '--- output of job %s (/shared/scratch/demo-%s.out):\n%s\n' "$id" "$id" "$out"
 }
 
 # seeds_day: the seeds' day on the running demo. It enables sunk-scheduler for the cluster,
@@ -146,7 +150,7 @@ seeds_day() {
   phase "slurmctld with the new partitions" wait_for "partition serve in slurmctld" 300 sh -c "kubectl -n $NS exec $NAME-login-0 -c login -- scontrol -o show partition serve 2>/dev/null | grep -q 'PriorityTier=10'"
   phase "burst parked (at zero)" wait_for "NodeSet burst at zero" 300 burst_parked
   local job
-  job=$(login sbatch --parsable -p train -N2 --exclusive -J training --wrap 'trap "exit 0" USR1; sleep 3600 & wait')
+  job=$(as_user sbatch --parsable -p train -N2 --exclusive -J training --wrap 'trap "exit 0" USR1; sleep 3600 & wait')
   log "training job $job submitted: sbatch -p train -N2 --exclusive"
   phase "burst grows, the training job runs" wait_for "job $job running" 300 job_is "$job" RUNNING
   show

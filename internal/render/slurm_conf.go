@@ -152,6 +152,11 @@ func slurmConf(sc *sunkv1.SlurmCluster, in ConfigInputs) string {
 		"MaxNodeCount=1024",
 		fmt.Sprintf("SlurmctldTimeout=%d", SlurmctldTimeout),
 		"MpiDefault=none",
+		// Root's jobs are refused ("Invalid user id"): root in a login pod is Slurm's admin, not a
+		// user, and a root job is root on every compute pod's host. Jobs run as the users who
+		// submit them; an admin runs one with runuser or su. A partition's DisableRootJobs=NO, or
+		// this key in extraConf, allows them again.
+		"DisableRootJobs=YES",
 	)
 	lines = append(lines, productionDefaults...)
 	if len(in.Prolog) > 0 {

@@ -28,7 +28,7 @@ import (
 // reconfigure, without a restart.
 func (h *helmEnv) badSpecsChangeNothing(t *testing.T, login string) {
 	t.Helper()
-	job := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable -J keeps-running --wrap 'sleep 600'"))
+	job := strings.TrimSpace(h.mustSh(t, login, asUser("sbatch --parsable -J keeps-running --wrap 'sleep 600'")))
 	// Uninstalling waits for running jobs: the job ends here, whatever happens.
 	defer func() { _, _ = h.sh(t, login, "login", "scancel "+job) }()
 	poll(t, 2*time.Minute, "job "+job+" running", func() error {

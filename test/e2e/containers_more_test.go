@@ -24,7 +24,7 @@ import (
 func (e *operatorEnv) moreContainers(t *testing.T, login, ctr string, r ctrRegistries) {
 	node0, node1 := ctr+"-0", ctr+"-1"
 	asUser := func(cmd string) (string, error) {
-		return e.sh(t, login, "login", "cd /tmp && runuser -u nobody -- "+cmd+" 2>&1")
+		return e.sh(t, login, "login", asUser(cmd+" 2>&1"))
 	}
 	// oneLine: the step failed, and the helper's (or the plugin's) error is one line.
 	oneLine := func(what, out string, err error, want string) {
@@ -155,7 +155,7 @@ func (e *operatorEnv) batch(t *testing.T, login, node, script string) string {
 	t.Helper()
 	name := fmt.Sprintf("/tmp/ctr-batch-%d", time.Now().UnixNano())
 	e.mustSh(t, login, "login", fmt.Sprintf("cat > %s.sh <<'EOF'\n%sEOF\nchmod 755 %s.sh", name, script, name))
-	if out, err := e.sh(t, login, "login", fmt.Sprintf("cd /tmp && runuser -u nobody -- sbatch --wait -p ctr -w %s -D /tmp -o %s.out %s.sh 2>&1", node, name, name)); err != nil {
+	if out, err := e.sh(t, login, "login", fmt.Sprintf(asUser("sbatch --wait -p ctr -w %s -D /tmp -o %s.out %s.sh 2>&1"), node, name, name)); err != nil {
 		t.Errorf("sbatch %s: %v %q", script, err, out)
 	}
 	out, err := e.sh(t, node, "slurmd", "cat "+name+".out")
@@ -179,7 +179,7 @@ func sum(m map[string]int) int {
 func (e *operatorEnv) pmi2Across(t *testing.T, login, image, node0, node1 string) {
 	t.Helper()
 	e.copyPMI2Probe(t, login, "login", "/shared/pmi2probe")
-	out, err := e.sh(t, login, "login", "cd /tmp && runuser -u nobody -- srun -p ctr -N2 -n2 --mpi=pmi2 -D /tmp --container-image="+image+
+	out, err := e.sh(t, login, "login", asUser("srun -p ctr -N2 -n2 --mpi=pmi2 -D /tmp --container-image=")+image+
 		" --container-mounts=/shared/pmi2probe:/usr/bin/pmi2probe:ro sh -c 'test -d /var/spool/slurmd && echo spool-$PMI_RANK; pmi2probe' 2>&1")
 	t.Logf("srun -N2 -n2 --mpi=pmi2 in containers printed:\n%s", out)
 	// Each rank prints every rank's host, in rank order, from the PMI2 key-value space: both the

@@ -190,7 +190,7 @@ func TestDeletingASlurmClusterWaitsForItsJobs(t *testing.T) {
 		t.Errorf("the auth key was replaced across the delete (uid %s -> %s)", key.UID, again.UID)
 	}
 	login = e.podOf(t, "gone", wellknown.ComponentLogin).Name
-	out, err := e.sh(t, login, "login", "sbatch --parsable --hold --wrap true")
+	out, err := e.sh(t, login, "login", asUser("sbatch --parsable --hold --wrap true"))
 	if err != nil {
 		t.Fatalf("sbatch after re-creation: %v\n%s", err, out)
 	}

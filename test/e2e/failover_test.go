@@ -152,7 +152,7 @@ func TestControllerFailover(t *testing.T) {
 	if state, exit, _ := e.jobEnd(t, login, next, 2*time.Minute); state != "COMPLETED" || exit != "0:0" {
 		t.Fatalf("the job running across the primary's return ended %s (exit %s)", state, exit)
 	}
-	if out, err := e.sh(t, login, "login", "sbatch --parsable -w cpu-0 -J after --wrap true"); err != nil {
+	if out, err := e.sh(t, login, "login", asUser("sbatch --parsable -w cpu-0 -J after --wrap true")); err != nil {
 		t.Fatalf("sbatch under the returned primary: %v\n%s", err, out)
 	} else if state, exit, _ := e.jobEnd(t, login, strings.TrimSpace(out), time.Minute); state != "COMPLETED" || exit != "0:0" {
 		t.Fatalf("a job under the returned primary ended %s (exit %s)", state, exit)

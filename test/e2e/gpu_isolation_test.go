@@ -157,7 +157,7 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 
 	run := func(gres string) (string, map[string]string) {
 		t.Helper()
-		id := e.mustSh(t, login, "login", `cd /tmp && runuser -u nobody -- sbatch --parsable --chdir=/tmp --output=/tmp/gpu-%j.out `+gres+` --wrap '`+strings.ReplaceAll(openAll, "'", `'\''`)+`'`)
+		id := e.mustSh(t, login, "login", asUser(`sbatch --parsable --chdir=/tmp --output=/tmp/gpu-%j.out `)+gres+` --wrap '`+strings.ReplaceAll(openAll, "'", `'\''`)+`'`)
 		if state, exit, _ := e.jobEnd(t, login, id, 3*time.Minute); state != "COMPLETED" {
 			t.Fatalf("job %s (%s): %s (exit %s)", id, gres, state, exit)
 		}

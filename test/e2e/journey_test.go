@@ -91,7 +91,7 @@ func TestHelmJourney(t *testing.T) {
 		}
 		return out
 	}
-	if out := readShared("hello-*.out"); !strings.Contains(out, "compute-0") || !strings.Contains(out, "compute-2") {
+	if out := readShared("scratch/hello-*.out"); !strings.Contains(out, "compute-0") || !strings.Contains(out, "compute-2") {
 		t.Errorf("the first job's output, read by a plain pod from the shared volume: %q, want compute-0..2", out)
 	}
 
@@ -178,8 +178,8 @@ func (h *helmEnv) upgrades(t *testing.T, run docRun, login string) (held string)
 		return s
 	}
 	certBefore := secret()
-	running := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable -J across-upgrades --wrap 'sleep 45'"))
-	held = strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable --hold -J held --wrap true"))
+	running := strings.TrimSpace(h.mustSh(t, login, asUser("sbatch --parsable -J across-upgrades --wrap 'sleep 45'")))
+	held = strings.TrimSpace(h.mustSh(t, login, asUser("sbatch --parsable --hold -J held --wrap true")))
 	poll(t, 2*time.Minute, "job "+running+" running", func() error { return h.jobIs(t, login, running, "RUNNING") })
 	ctld := h.podOf(t, h.slurmRelease, wellknown.ComponentController)
 
@@ -326,7 +326,7 @@ func (h *helmEnv) restores(t *testing.T, run docRun, keys map[string]corev1.Secr
 // namespaces' removal leaves nothing behind.
 func (h *helmEnv) uninstallWaitsForAJob(t *testing.T, run docRun, login string, readShared func(string) string) {
 	t.Helper()
-	job := strings.TrimSpace(h.mustSh(t, login, "sbatch --parsable -J uninstall-waits -o /shared/uninstall-waits.out --wrap 'sleep 25; date +%s'"))
+	job := strings.TrimSpace(h.mustSh(t, login, "mkdir -p -m 1777 /shared/scratch && "+asUser("sbatch --parsable -J uninstall-waits -o /shared/scratch/uninstall-waits.out --wrap 'sleep 25; date +%s'")))
 	poll(t, 2*time.Minute, "job "+job+" running", func() error { return h.jobIs(t, login, job, "RUNNING") })
 	volumes := h.claimedVolumes(t)
 	blocks := docSection(t, userGuide, "## 8. Uninstalling")
@@ -336,7 +336,7 @@ func (h *helmEnv) uninstallWaitsForAJob(t *testing.T, run docRun, login string, 
 	start := time.Now()
 	run.run(t, blocks[0])
 	returned := time.Now()
-	end, err := strconv.ParseInt(strings.TrimSpace(readShared("uninstall-waits.out")), 10, 64)
+	end, err := strconv.ParseInt(strings.TrimSpace(readShared("scratch/uninstall-waits.out")), 10, 64)
 	if err != nil {
 		t.Fatalf("job %s's end time on the shared volume: %v", job, err)
 	}

@@ -121,7 +121,7 @@ func (e *operatorEnv) rotationBed(t *testing.T, name string, spec sunkv1.SlurmCl
 func (b *rotationBed) afterRotation(t *testing.T) {
 	t.Helper()
 	e := b.e
-	id := strings.TrimSpace(e.mustSh(t, b.login, "login", "sbatch --parsable --chdir=/tmp --output=/dev/null --wrap true"))
+	id := strings.TrimSpace(e.mustSh(t, b.login, "login", asUser("sbatch --parsable --chdir=/tmp --output=/dev/null --wrap true")))
 	if state, exit, _ := e.jobEnd(t, b.login, id, 3*time.Minute); state != "COMPLETED" {
 		t.Fatalf("a job after the rotation: %s (exit %s)", state, exit)
 	}

@@ -16,8 +16,8 @@ const keyFiles = `find / \( -path /proc -o -path /sys \) -prune -o \( -name slur
 
 // loginHoldsNoKey: the container users log into holds no slurm.key, no JWT key and no
 // ServiceAccount token, not even for its root; sackd, in a container of its own, still signs a
-// normal user's job; and sshd refuses root by default (issue 21, docs/security.md). Any
-// cluster shows it: TestJWTKeyRotation checks it on its cluster, with node cpu-0, after its
+// normal user's job, and slurmctld refuses root's; and sshd refuses root by default (issue 21,
+// docs/security.md). Any cluster shows it: TestJWTKeyRotation checks it on its cluster, with node cpu-0, after its
 // rotation (a cluster of its own cost a whole cluster's start for these checks alone).
 func (e *operatorEnv) loginHoldsNoKey(t *testing.T, cluster string) {
 	t.Helper()
@@ -56,9 +56,15 @@ func (e *operatorEnv) loginHoldsNoKey(t *testing.T, cluster string) {
 		}
 	}
 
+	// Root is Slurm's admin here, not a user: sackd signs its job like any other, and
+	// slurmctld refuses it (DisableRootJobs=YES).
+	if out, err := e.sh(t, login, "login", "cd /tmp && sbatch --wrap true 2>&1"); err == nil || !strings.Contains(out, "Invalid user id") {
+		t.Errorf("root's sbatch: %v %q, want it refused with %q", err, out, "Invalid user id")
+	}
+
 	// A normal user's job still runs: sackd signs for the uid the kernel reports.
 	e.waitIdle(t, login, 4*time.Minute, "cpu-0 idle", "cpu-0")
-	id := must("login", `cd /tmp && runuser -u nobody -- sbatch --parsable --chdir=/tmp --output=/dev/null --wrap 'test "$(id -un)" = nobody'`)
+	id := must("login", asUser(`sbatch --parsable --chdir=/tmp --output=/dev/null --wrap 'test "$(id -un)" = nobody'`))
 	if state, exit, _ := e.jobEnd(t, login, id, 3*time.Minute); state != "COMPLETED" {
 		t.Fatalf("nobody's job %s: %s (exit %s), want COMPLETED", id, state, exit)
 	}

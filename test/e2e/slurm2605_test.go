@@ -77,7 +77,7 @@ func TestSlurm2605Cluster(t *testing.T) {
 		t.Fatalf("scontrol show node compute-0: %v\n%s", err, out)
 	}
 
-	out, err = e.sh(t, login, "login", `srun -N1 -J e2e-2605 sh -c 'echo job=$SLURM_JOB_ID'`)
+	out, err = e.sh(t, login, "login", asUser(`srun -N1 -J e2e-2605 sh -c 'echo job=$SLURM_JOB_ID'`))
 	m := regexp.MustCompile(`job=(\d+)`).FindStringSubmatch(out)
 	if err != nil || m == nil {
 		t.Fatalf("srun: %v\n%s", err, out)

@@ -84,8 +84,10 @@ func (s *soak) resumeDuplicateJobidDrains() {
 
 var leadingID = regexp.MustCompile(`^(\d+)`)
 
+// submit runs a job's sbatch or srun line as nobody, from /tmp: the cluster refuses root's
+// jobs (DisableRootJobs=YES), as sunk's clusters do by default.
 func (s *soak) submit(ctx context.Context, kind, script string) {
-	out, err := s.loginCtx(ctx, 6*time.Minute, script)
+	out, err := s.loginCtx(ctx, 6*time.Minute, "cd /tmp && runuser -u nobody -- "+script)
 	m := leadingID.FindStringSubmatch(strings.TrimSpace(out))
 	s.mu.Lock()
 	defer s.mu.Unlock()
