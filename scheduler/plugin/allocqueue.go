@@ -32,7 +32,10 @@ type allocationQueue struct {
 	// freedJobs counts the jobs ever freed: a wait that saw it grow saw resources freed, if
 	// for others.
 	freedJobs uint64
-	now       func() time.Time
+	// deferred counts the admissions that found no room in the node view (held): the view
+	// lags the job list, and the room they were let in for shows when it opens (opened).
+	deferred int
+	now      func() time.Time
 }
 
 // allocationWaiter is an allocation waiting its turn since its first request.
@@ -82,6 +85,25 @@ func (q *allocationQueue) turn(ctx context.Context, since time.Time, refused boo
 	}
 	q.waiting = slices.Delete(q.waiting, i, i+1)
 	return false, q.freedJobs != freedBefore
+}
+
+// held records that an allocation admitted by freed found no room in the node view and waits
+// again: its admission is passed on when the view opens.
+func (q *allocationQueue) held() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.deferred++
+}
+
+// opened lets the allocations whose admissions were held ask again, at least one: a node of the
+// view shows room it did not before. No more than that: one admission per job freed, as
+// before, so that a node freed for one exclusive job does not let every waiting one ask.
+func (q *allocationQueue) opened() {
+	q.mu.Lock()
+	n := max(q.deferred, 1)
+	q.deferred = 0
+	q.mu.Unlock()
+	q.freed(n)
 }
 
 // freed lets up to n waiting allocations ask again, the longest waiting first: n jobs ended or

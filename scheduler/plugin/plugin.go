@@ -256,6 +256,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 	if _, err := jobInformer.AddEventHandler(p.activateJobPods(klog.FromContext(ctx).WithName(Name))); err != nil {
 		klog.FromContext(ctx).WithName(Name).Error(err, "watching Jobs; pods seen before their JobSet Job wait for the queue's retry")
 	}
+	p.watchNodeRoom()
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
 		OnAdd: func(j slurm.Job) {
 			p.index(&j, true)

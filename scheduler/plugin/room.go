@@ -1,0 +1,113 @@
+// The scheduler's own view of Slurm's nodes, asked before an immediate allocation is.
+
+package plugin
+
+import (
+	"fmt"
+	"slices"
+
+	"sunk.dev/sunk/pkg/slurm"
+)
+
+// viewRoom says whether the node view (the node informer's table) shows room for an immediate
+// allocation of js: at least as many nodes as it asks for that Slurm could give it now. "" when
+// it does, else why not. It looks only at what makes slurmctld refuse an immediate allocation as
+// busy (error 2016) whatever else holds: a job completing on the node (slurmctld places no job
+// on a node where one completes, cg_node_bitmap in node_scheduler.c: in a burst of short pods
+// most refusals), a node down, drained or not responding, its memory taken, and for an exclusive
+// job any allocation on it. Not its CPUs: a partition with OverSubscribe hands allocated CPUs out
+// again, and a node record does not say whether its partitions do. The view lags Slurm by a
+// poll, so it decides only whether to ask now; Slurm stays the judge of every request sent.
+func viewRoom(nodes []slurm.Node, js *slurm.JobSubmit) string {
+	want := max(js.MinNodes, 1)
+	mem := js.MemoryPerNodeMB
+	if mem == 0 {
+		mem = js.MemoryPerCPUMB * int64(max(js.CPUsPerTask, 1))
+	}
+	partitions := splitList(js.Partition)
+	have, considered := 0, 0
+	why := map[string]int{}
+	for i := range nodes {
+		n := &nodes[i]
+		if slices.Contains(js.ExcludedNodes, n.Name) || !inPartitions(n, partitions) {
+			continue
+		}
+		considered++
+		if r := nodeRefuses(n, js.Exclusive, mem); r != "" {
+			why[r]++
+			continue
+		}
+		if have++; have >= want {
+			return ""
+		}
+	}
+	if considered == 0 {
+		// Nothing in the view to judge by (no node of the partition in it, or a view not
+		// listed yet): Slurm answers.
+		return ""
+	}
+	msg := fmt.Sprintf("%d of %d nodes free, %d wanted", have, considered, want)
+	for _, r := range []string{"completing", "unavailable", "memory", "allocated"} {
+		if why[r] > 0 {
+			msg += fmt.Sprintf(", %d %s", why[r], r)
+		}
+	}
+	return msg
+}
+
+// nodeRefuses is why Slurm would not place a job (exclusive, needing memMB on the node) on n now:
+// "completing", "unavailable", "memory" or "allocated" (an exclusive job on a node with jobs);
+// "" if nothing in the view rules it out.
+func nodeRefuses(n *slurm.Node, exclusive bool, memMB int64) string {
+	switch {
+	case n.HasState("COMPLETING"):
+		return "completing"
+	case n.BaseState() == "DOWN", n.BaseState() == "FUTURE", n.Drained(), n.HasState("NOT_RESPONDING"):
+		return "unavailable"
+	case memMB > 0 && n.RealMemoryMB > 0 && n.RealMemoryMB-n.AllocMemoryMB < memMB:
+		return "memory"
+	case exclusive && (n.AllocCPUs > 0 || n.AllocMemoryMB > 0 || n.BaseState() == "ALLOCATED" || n.BaseState() == "MIXED"):
+		return "allocated"
+	}
+	return ""
+}
+
+// inPartitions: the node is in one of the job's partitions, or the job names none (the
+// cluster's default, which a node record does not mark).
+func inPartitions(n *slurm.Node, partitions []string) bool {
+	if len(partitions) == 0 {
+		return true
+	}
+	for _, p := range partitions {
+		if slices.Contains(n.Partitions, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeOpened says whether a node update (old nil: a node first seen) may let a held allocation
+// through: the node can take jobs now, and before it could not (completing, unavailable) or it
+// held more memory or CPUs.
+func nodeOpened(old, cur *slurm.Node) bool {
+	if nodeRefuses(cur, false, 0) != "" {
+		return false
+	}
+	return old == nil || nodeRefuses(old, false, 0) != "" || cur.AllocMemoryMB < old.AllocMemoryMB || cur.AllocCPUs < old.AllocCPUs
+}
+
+// watchNodeRoom lets the allocations held by the node view ask when it opens.
+func (p *Plugin) watchNodeRoom() {
+	p.nodes.AddHandler(slurm.Handler[slurm.Node]{
+		OnAdd: func(n slurm.Node) {
+			if nodeOpened(nil, &n) {
+				p.allocationQueue.opened()
+			}
+		},
+		OnUpdate: func(old, n slurm.Node) {
+			if nodeOpened(&old, &n) {
+				p.allocationQueue.opened()
+			}
+		},
+	})
+}
