@@ -115,7 +115,9 @@ install_slurm() {
 
 run_job() {
   local id state out
-  login mkdir -p -m 1777 /shared/scratch   # the shared volume is root's: a directory users may write
+  # The shared claim's root is root's alone (0750 from the hostpath provisioner): users get in,
+  # and a directory they may write.
+  login sh -c 'chmod 755 /shared && mkdir -p -m 1777 /shared/scratch'
   id=$(as_user sbatch --parsable -N$NODES -J demo -D /shared/scratch -o "/shared/scratch/demo-%j.out" --wrap 'srun hostname | sort')
   log "job $id submitted: sbatch -N$NODES --wrap 'srun hostname | sort'"
   local deadline=$(( $(date +%s) + 120 ))
