@@ -9,7 +9,7 @@ export SUNK_CACHE
 export CGO_ENABLED := 0
 export GOFLAGS := -buildvcs=false -trimpath -ldflags=-w
 
-.PHONY: help build install generate slurm-conf-keys slurm-openapi lint test test-slurm-26.05 unit provision images testbed-up testbed-down demo demo-seeds-day demo-down soak bench-operator bench-exporter
+.PHONY: help build install generate slurm-conf-keys slurm-openapi lint test test-slurm-26.05 unit provision images testbed-up testbed-down demo demo-seeds-day demo-down soak bench bench-operator bench-exporter bench-scheduler
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -86,6 +86,14 @@ demo-down: ## tear the demo down
 bench-operator: ## the operator's NodeSet controller at 5,000 nodes on real Slurm and envtest (bench: lines; SUNK_BENCH_NODES, SUNK_BENCH_PATHS=rest,watcher)
 	hack/env-slurm.sh up
 	go test -tags integration -count=1 -run '^$$' -bench Operator -benchtime 1x -timeout 90m ./test/integration/operator/
+
+bench: bench-operator bench-exporter bench-scheduler ## bench-operator, bench-exporter and bench-scheduler, one after the other (bench: lines)
+
+bench-scheduler: ## sunk-scheduler beside kube-scheduler and Slurm's floor (1,000 pods), then at 5,000 nodes and 9,000 jobs, each on a fresh Slurm test bed (bench: lines)
+	hack/env-slurm.sh down; hack/env-slurm.sh up
+	cd scheduler && go test -tags integration -count=1 -run '^$$' -bench ThousandPods -benchtime 1x -timeout 30m ./test/integration/
+	hack/env-slurm.sh down; hack/env-slurm.sh up
+	cd scheduler && go test -tags integration -count=1 -run '^$$' -bench SchedulerAtScale -benchtime 1x -timeout 30m ./test/integration/
 
 bench-exporter: ## the Slurm exporter at 5,000 nodes and 9,000 jobs on real Slurm, and kubectl sunk's views at 5,000 nodes and 10,000 jobs (bench: lines; SUNK_BENCH_NODES, SUNK_BENCH_JOBS)
 	hack/env-slurm.sh up
