@@ -18,6 +18,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // badSpecsChangeNothing sends bad SlurmCluster and NodeSet specs to the live cluster while a job
@@ -28,7 +29,7 @@ import (
 // reconfigure, without a restart.
 func (h *helmEnv) badSpecsChangeNothing(t *testing.T, login string) {
 	t.Helper()
-	job := strings.TrimSpace(h.mustSh(t, login, asUser("sbatch --parsable -J keeps-running --wrap 'sleep 600'")))
+	job := strings.TrimSpace(h.mustSh(t, login, testenv.AsUser("sbatch --parsable -J keeps-running --wrap 'sleep 600'")))
 	// Uninstalling waits for running jobs: the job ends here, whatever happens.
 	defer func() { _, _ = h.sh(t, login, "login", "scancel "+job) }()
 	poll(t, 2*time.Minute, "job "+job+" running", func() error {

@@ -96,7 +96,7 @@ func BenchmarkAutoscale(b *testing.B) {
 	jobs := 0
 	for time.Since(start) < steady {
 		nodes, secs := 1+rand.IntN(4), 10+rand.IntN(31)
-		e.mustSh(b, login, "login", fmt.Sprintf(asUser("sbatch --parsable -N%d --exclusive -J steady --wrap 'sleep %d'"), nodes, secs))
+		e.mustSh(b, login, "login", fmt.Sprintf(testenv.AsUser("sbatch --parsable -N%d --exclusive -J steady --wrap 'sleep %d'"), nodes, secs))
 		jobs++
 		time.Sleep(15 * time.Second) // the load's own pace, not a wait for anything
 	}
@@ -109,7 +109,7 @@ func BenchmarkAutoscale(b *testing.B) {
 // inside the login pod.
 func (e *operatorEnv) timedStart(t testing.TB, login, args string) (string, float64) {
 	t.Helper()
-	script := fmt.Sprintf(`t0=$(date +%%s.%%N); id=$(`+asUser(`sbatch --parsable %s --wrap '%s'`)+`) || exit 1
+	script := fmt.Sprintf(`t0=$(date +%%s.%%N); id=$(`+testenv.AsUser(`sbatch --parsable %s --wrap '%s'`)+`) || exit 1
 until [ "$(squeue -h -j $id -o %%T)" = RUNNING ]; do sleep 0.2; done; echo $id $t0 $(date +%%s.%%N)`, args, heldScript)
 	out := e.mustSh(t, login, "login", script)
 	f := strings.Fields(out)

@@ -14,6 +14,7 @@ import (
 
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/test/registry"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // moreContainers is the rest of TestContainersForJobs on one cluster, on the NodeSet ctr (two
@@ -23,8 +24,8 @@ import (
 // leave the nodes idle (not drained).
 func (e *operatorEnv) moreContainers(t *testing.T, login, ctr string, r ctrRegistries) {
 	node0, node1 := ctr+"-0", ctr+"-1"
-	asUser := func(cmd string) (string, error) {
-		return e.sh(t, login, "login", asUser(cmd+" 2>&1"))
+	runAsUser := func(cmd string) (string, error) {
+		return e.sh(t, login, "login", testenv.AsUser(cmd+" 2>&1"))
 	}
 	// oneLine: the step failed, and the helper's (or the plugin's) error is one line.
 	oneLine := func(what, out string, err error, want string) {
@@ -45,11 +46,11 @@ func (e *operatorEnv) moreContainers(t *testing.T, login, ctr string, r ctrRegis
 	if out, err := e.sh(t, node0, "slurmd", "stat -L -c '%a %U' "+auth); err != nil || strings.TrimSpace(out) != "400 root" {
 		t.Errorf("%s in %s: %v %q, want mode 400 and owner root", auth, node0, err, out)
 	}
-	if out, err := asUser("srun -p ctr -w " + node0 + " -D /tmp cat " + auth); err == nil || !strings.Contains(out, "Permission denied") {
+	if out, err := runAsUser("srun -p ctr -w " + node0 + " -D /tmp cat " + auth); err == nil || !strings.Contains(out, "Permission denied") {
 		t.Errorf("a job reading the node's registry credentials: err = %v, output %q; want Permission denied", err, out)
 	}
 	// A registry the credentials do not name: refused in one line, no credentials sent there.
-	out, err := asUser("srun -p ctr -w " + node0 + " -D /tmp --container-image=" + r.other + "/test/os:1 true")
+	out, err := runAsUser("srun -p ctr -w " + node0 + " -D /tmp --container-image=" + r.other + "/test/os:1 true")
 	oneLine("a registry without the node's credentials", out, err, "sunk-container: --container-image: "+r.other+"/test/os:1: reading manifest 1 in "+r.other+"/test/os: authentication required")
 
 	// sbatch: #SBATCH --container-image runs the batch script in the image, as the user.
@@ -72,7 +73,7 @@ func (e *operatorEnv) moreContainers(t *testing.T, login, ctr string, r ctrRegis
 	stamp := fmt.Sprintf("shared-%d", time.Now().UnixNano())
 	// The provisioner's directory is root's alone: the users of a real cluster's volume may enter it.
 	e.mustSh(t, login, "login", "chmod 755 /shared && echo "+stamp+" > /shared/ctr-file && chmod 644 /shared/ctr-file")
-	out, err = asUser("srun -p ctr -w " + node1 + " -D /tmp --container-image=" + r.image + " --container-mounts=/shared:/data:ro sh -c 'cat /data/ctr-file; touch /data/x || echo refused'")
+	out, err = runAsUser("srun -p ctr -w " + node1 + " -D /tmp --container-image=" + r.image + " --container-mounts=/shared:/data:ro sh -c 'cat /data/ctr-file; touch /data/x || echo refused'")
 	if err != nil || !strings.Contains(out, stamp+"\n") || !strings.Contains(out, "refused") {
 		t.Errorf("--container-mounts of the shared volume: %v %q, want %s and a refused write", err, out, stamp)
 	}
@@ -83,14 +84,14 @@ func (e *operatorEnv) moreContainers(t *testing.T, login, ctr string, r ctrRegis
 
 	// Bad input: a missing image, a malformed mount (srun refuses it itself), a mount source
 	// that does not exist.
-	out, err = asUser("srun -p ctr -w " + node0 + " -D /tmp --container-image=" + r.addr + "/test/nothing:1 true")
+	out, err = runAsUser("srun -p ctr -w " + node0 + " -D /tmp --container-image=" + r.addr + "/test/nothing:1 true")
 	oneLine("a missing image", out, err, "sunk-container: --container-image: "+r.addr+"/test/nothing:1: ")
-	out, err = asUser("srun -p ctr -w " + node0 + " -D /tmp --container-image=" + r.image + " --container-mounts=data:/x true")
+	out, err = runAsUser("srun -p ctr -w " + node0 + " -D /tmp --container-image=" + r.image + " --container-mounts=data:/x true")
 	oneLine("a malformed mount", out, err, "--container-mounts: ")
 	if strings.Contains(out, "job ") {
 		t.Errorf("a malformed mount made a job (%q): srun must refuse it before", out)
 	}
-	out, err = asUser("srun -p ctr -w " + node0 + " -D /tmp --container-image=" + r.image + " --container-mounts=/nonexistent:/x true")
+	out, err = runAsUser("srun -p ctr -w " + node0 + " -D /tmp --container-image=" + r.image + " --container-mounts=/nonexistent:/x true")
 	oneLine("a missing mount source", out, err, "sunk-container: --container-mounts: /nonexistent: no such file or directory")
 	e.waitIdle(t, login, time.Minute, "the nodes idle after bad input (none drained)", node0, node1)
 
@@ -119,7 +120,7 @@ func (e *operatorEnv) moreContainers(t *testing.T, login, ctr string, r ctrRegis
 	jobs := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		out, err := asUser(fmt.Sprintf("sh -c 'for i in 1 2; do srun -p ctr -w %s -n1 --mem=32M -D /tmp --container-image=%s/test/twice:1 cat /twice & done; wait'", node0, r.addr))
+		out, err := runAsUser(fmt.Sprintf("sh -c 'for i in 1 2; do srun -p ctr -w %s -n1 --mem=32M -D /tmp --container-image=%s/test/twice:1 cat /twice & done; wait'", node0, r.addr))
 		jobs <- result{out, err}
 	}()
 	poll(t, time.Minute, "both jobs asked the registry for test/twice:1", func() error {
@@ -155,7 +156,7 @@ func (e *operatorEnv) batch(t *testing.T, login, node, script string) string {
 	t.Helper()
 	name := fmt.Sprintf("/tmp/ctr-batch-%d", time.Now().UnixNano())
 	e.mustSh(t, login, "login", fmt.Sprintf("cat > %s.sh <<'EOF'\n%sEOF\nchmod 755 %s.sh", name, script, name))
-	if out, err := e.sh(t, login, "login", fmt.Sprintf(asUser("sbatch --wait -p ctr -w %s -D /tmp -o %s.out %s.sh 2>&1"), node, name, name)); err != nil {
+	if out, err := e.sh(t, login, "login", fmt.Sprintf(testenv.AsUser("sbatch --wait -p ctr -w %s -D /tmp -o %s.out %s.sh 2>&1"), node, name, name)); err != nil {
 		t.Errorf("sbatch %s: %v %q", script, err, out)
 	}
 	out, err := e.sh(t, node, "slurmd", "cat "+name+".out")
@@ -179,7 +180,7 @@ func sum(m map[string]int) int {
 func (e *operatorEnv) pmi2Across(t *testing.T, login, image, node0, node1 string) {
 	t.Helper()
 	e.copyPMI2Probe(t, login, "login", "/shared/pmi2probe")
-	out, err := e.sh(t, login, "login", asUser("srun -p ctr -N2 -n2 --mpi=pmi2 -D /tmp --container-image=")+image+
+	out, err := e.sh(t, login, "login", testenv.AsUser("srun -p ctr -N2 -n2 --mpi=pmi2 -D /tmp --container-image=")+image+
 		" --container-mounts=/shared/pmi2probe:/usr/bin/pmi2probe:ro sh -c 'test -d /var/spool/slurmd && echo spool-$PMI_RANK; pmi2probe' 2>&1")
 	t.Logf("srun -N2 -n2 --mpi=pmi2 in containers printed:\n%s", out)
 	// Each rank prints every rank's host, in rank order, from the PMI2 key-value space: both the

@@ -25,6 +25,7 @@ import (
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
 	"sunk.dev/sunk/test/registry"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // TestContainersForJobs runs Pyxis's --container-image on a Slurm 26.05 SlurmCluster whose
@@ -161,7 +162,7 @@ func (e *operatorEnv) containersForJobs(t *testing.T, v string, r ctrRegistries)
 
 	// A user's step on both nodes of the enabled NodeSet: the image's file, the user's uid.
 	uid := strings.TrimSpace(e.mustSh(t, login, "login", "id -u nobody"))
-	srun := asUser("srun -p ctr -N2 -l -D /tmp --container-image=") + image +
+	srun := testenv.AsUser("srun -p ctr -N2 -l -D /tmp --container-image=") + image +
 		` sh -c 'echo "node $SLURMD_NODENAME uid $(id -u)"; cat /etc/os-release'`
 	start = time.Now()
 	out, err := e.sh(t, login, "login", srun)
@@ -186,25 +187,25 @@ func (e *operatorEnv) containersForJobs(t *testing.T, v string, r ctrRegistries)
 	}
 	warm := time.Since(start)
 	start = time.Now()
-	if out, err := e.sh(t, login, "login", asUser("srun -p ctr -N2 -l -D /tmp cat /etc/os-release")); err != nil || strings.Count(out, `PRETTY_NAME="Debian`) != 2 {
+	if out, err := e.sh(t, login, "login", testenv.AsUser("srun -p ctr -N2 -l -D /tmp cat /etc/os-release")); err != nil || strings.Count(out, `PRETTY_NAME="Debian`) != 2 {
 		t.Errorf("srun -N2 without a container: %v %q", err, out)
 	}
 	t.Logf("bench: name=srun-N2-container-%s cold=%.2fs warm=%.2fs plain=%.2fs", v, cold.Seconds(), warm.Seconds(), time.Since(start).Seconds())
 
 	// A NodeSet without containers refuses with one clear line; its node stays idle.
-	out, err = e.sh(t, login, "login", asUser("srun -p plain -N1 -D /tmp --container-image=")+image+" true 2>&1")
+	out, err = e.sh(t, login, "login", testenv.AsUser("srun -p plain -N1 -D /tmp --container-image=")+image+" true 2>&1")
 	if err == nil || !strings.Contains(out, "sunk-container: containers are not enabled on this node") {
 		t.Errorf("srun --container-image on plain: err = %v, output %q; want the step refused with %q", err, out, "containers are not enabled on this node")
 	}
 	// Without a container the same node runs the step.
-	if out, err := e.sh(t, login, "login", asUser("srun -p plain -N1 -D /tmp cat /etc/os-release")); err != nil || !strings.Contains(out, "Debian") {
+	if out, err := e.sh(t, login, "login", testenv.AsUser("srun -p plain -N1 -D /tmp cat /etc/os-release")); err != nil || !strings.Contains(out, "Debian") {
 		t.Errorf("srun on plain without a container: %v %q", err, out)
 	}
 	// The helper's volume is root's, 0755 (the entrypoint; kubelet made it 0777): a plain user's
 	// job can neither create nor rename there, so it cannot plant a link for the helper, root,
 	// to follow (docs/containers.md; TestSlurmSteps plays the whole attack).
 	vol := render.ContainersDir
-	out, err = e.sh(t, login, "login", asUser("srun -p ctr -N1 -w ")+ctr+"-0 -D /tmp sh -c '"+
+	out, err = e.sh(t, login, "login", testenv.AsUser("srun -p ctr -N1 -w ")+ctr+"-0 -D /tmp sh -c '"+
 		"stat -c %a:%U "+vol+"; mkdir "+vol+"/x 2>/dev/null && echo made; mv "+vol+"/images "+vol+"/aside 2>/dev/null && echo moved; true'")
 	if err != nil || out != "755:root\n" {
 		t.Errorf("a plain user's job on %s's %s: %v %q, want 755:root and every change refused", ctr, vol, err, out)

@@ -20,6 +20,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // TestDeletingANodeSetWaitsForItsJobs deletes a NodeSet whose node runs a job: the idle pod
@@ -190,7 +191,7 @@ func TestDeletingASlurmClusterWaitsForItsJobs(t *testing.T) {
 		t.Errorf("the auth key was replaced across the delete (uid %s -> %s)", key.UID, again.UID)
 	}
 	login = e.podOf(t, "gone", wellknown.ComponentLogin).Name
-	out, err := e.sh(t, login, "login", asUser("sbatch --parsable --hold --wrap true"))
+	out, err := e.sh(t, login, "login", testenv.AsUser("sbatch --parsable --hold --wrap true"))
 	if err != nil {
 		t.Fatalf("sbatch after re-creation: %v\n%s", err, out)
 	}

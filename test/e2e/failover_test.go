@@ -23,6 +23,7 @@ import (
 	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/internal/render"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // Lines logged when control changes hands: the backup's slurmctld taking over, the same in 24.11
@@ -152,7 +153,7 @@ func TestControllerFailover(t *testing.T) {
 	if state, exit, _ := e.jobEnd(t, login, next, 2*time.Minute); state != "COMPLETED" || exit != "0:0" {
 		t.Fatalf("the job running across the primary's return ended %s (exit %s)", state, exit)
 	}
-	if out, err := e.sh(t, login, "login", asUser("sbatch --parsable -w cpu-0 -J after --wrap true")); err != nil {
+	if out, err := e.sh(t, login, "login", testenv.AsUser("sbatch --parsable -w cpu-0 -J after --wrap true")); err != nil {
 		t.Fatalf("sbatch under the returned primary: %v\n%s", err, out)
 	} else if state, exit, _ := e.jobEnd(t, login, strings.TrimSpace(out), time.Minute); state != "COMPLETED" || exit != "0:0" {
 		t.Fatalf("a job under the returned primary ended %s (exit %s)", state, exit)

@@ -23,6 +23,7 @@ import (
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/internal/clusternames"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // fakeGPUs is how many fake GPUs the test's node advertises and its compute pod holds.
@@ -157,7 +158,7 @@ func TestJobSeesOnlyItsGPUs(t *testing.T) {
 
 	run := func(gres string) (string, map[string]string) {
 		t.Helper()
-		id := e.mustSh(t, login, "login", asUser(`sbatch --parsable --chdir=/tmp --output=/tmp/gpu-%j.out `)+gres+` --wrap '`+strings.ReplaceAll(openAll, "'", `'\''`)+`'`)
+		id := e.mustSh(t, login, "login", testenv.AsUser(`sbatch --parsable --chdir=/tmp --output=/tmp/gpu-%j.out `)+gres+` --wrap '`+strings.ReplaceAll(openAll, "'", `'\''`)+`'`)
 		if state, exit, _ := e.jobEnd(t, login, id, 3*time.Minute); state != "COMPLETED" {
 			t.Fatalf("job %s (%s): %s (exit %s)", id, gres, state, exit)
 		}

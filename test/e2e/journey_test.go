@@ -178,8 +178,8 @@ func (h *helmEnv) upgrades(t *testing.T, run docRun, login string) (held string)
 		return s
 	}
 	certBefore := secret()
-	running := strings.TrimSpace(h.mustSh(t, login, asUser("sbatch --parsable -J across-upgrades --wrap 'sleep 45'")))
-	held = strings.TrimSpace(h.mustSh(t, login, asUser("sbatch --parsable --hold -J held --wrap true")))
+	running := strings.TrimSpace(h.mustSh(t, login, testenv.AsUser("sbatch --parsable -J across-upgrades --wrap 'sleep 45'")))
+	held = strings.TrimSpace(h.mustSh(t, login, testenv.AsUser("sbatch --parsable --hold -J held --wrap true")))
 	poll(t, 2*time.Minute, "job "+running+" running", func() error { return h.jobIs(t, login, running, "RUNNING") })
 	ctld := h.podOf(t, h.slurmRelease, wellknown.ComponentController)
 
@@ -326,7 +326,7 @@ func (h *helmEnv) restores(t *testing.T, run docRun, keys map[string]corev1.Secr
 // namespaces' removal leaves nothing behind.
 func (h *helmEnv) uninstallWaitsForAJob(t *testing.T, run docRun, login string, readShared func(string) string) {
 	t.Helper()
-	job := strings.TrimSpace(h.mustSh(t, login, "chmod 755 /shared && mkdir -p -m 1777 /shared/scratch && "+asUser("sbatch --parsable -J uninstall-waits -o /shared/scratch/uninstall-waits.out --wrap 'sleep 25; date +%s'")))
+	job := strings.TrimSpace(h.mustSh(t, login, "chmod 755 /shared && mkdir -p -m 1777 /shared/scratch && "+testenv.AsUser("sbatch --parsable -J uninstall-waits -o /shared/scratch/uninstall-waits.out --wrap 'sleep 25; date +%s'")))
 	poll(t, 2*time.Minute, "job "+job+" running", func() error { return h.jobIs(t, login, job, "RUNNING") })
 	volumes := h.claimedVolumes(t)
 	blocks := docSection(t, userGuide, "## 8. Uninstalling")

@@ -21,6 +21,7 @@ import (
 	"sunk.dev/sunk/internal/slurmconn"
 	"sunk.dev/sunk/pkg/slurm"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // TestJWTKeyRotation rotates a cluster's JWT key the documented way (docs/security.md,
@@ -121,7 +122,7 @@ func (e *operatorEnv) rotationBed(t *testing.T, name string, spec sunkv1.SlurmCl
 func (b *rotationBed) afterRotation(t *testing.T) {
 	t.Helper()
 	e := b.e
-	id := strings.TrimSpace(e.mustSh(t, b.login, "login", asUser("sbatch --parsable --chdir=/tmp --output=/dev/null --wrap true")))
+	id := strings.TrimSpace(e.mustSh(t, b.login, "login", testenv.AsUser("sbatch --parsable --chdir=/tmp --output=/dev/null --wrap true")))
 	if state, exit, _ := e.jobEnd(t, b.login, id, 3*time.Minute); state != "COMPLETED" {
 		t.Fatalf("a job after the rotation: %s (exit %s)", state, exit)
 	}

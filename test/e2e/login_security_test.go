@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // keyFiles lists the key files under / that the caller can read; /proc and /sys are skipped
@@ -64,7 +65,7 @@ func (e *operatorEnv) loginHoldsNoKey(t *testing.T, cluster string) {
 
 	// A normal user's job still runs: sackd signs for the uid the kernel reports.
 	e.waitIdle(t, login, 4*time.Minute, "cpu-0 idle", "cpu-0")
-	id := must("login", asUser(`sbatch --parsable --chdir=/tmp --output=/dev/null --wrap 'test "$(id -un)" = nobody'`))
+	id := must("login", testenv.AsUser(`sbatch --parsable --chdir=/tmp --output=/dev/null --wrap 'test "$(id -un)" = nobody'`))
 	if state, exit, _ := e.jobEnd(t, login, id, 3*time.Minute); state != "COMPLETED" {
 		t.Fatalf("nobody's job %s: %s (exit %s), want COMPLETED", id, state, exit)
 	}

@@ -62,7 +62,7 @@ func TestSeveralMachines(t *testing.T) {
 	for _, n := range nodes {
 		e.copyPMI2Probe(t, member(n), "slurmd", "/tmp/pmi2probe")
 	}
-	out, err := e.sh(t, login, "login", asUser("srun -N3 --ntasks-per-node=1 --mpi=pmi2 -D /tmp /tmp/pmi2probe 2>&1"))
+	out, err := e.sh(t, login, "login", testenv.AsUser("srun -N3 --ntasks-per-node=1 --mpi=pmi2 -D /tmp /tmp/pmi2probe 2>&1"))
 	t.Logf("srun -N3 --mpi=pmi2 printed:\n%s", out)
 	if err != nil {
 		t.Fatalf("srun -N3 --mpi=pmi2: %v", err)

@@ -105,7 +105,7 @@ nodeSets: [{name: compute, mode: Replicas, replicas: 3}]
 	}
 	h.promHas(t, p, fmt.Sprintf(`sum(slurm_jobs{%s,state="completed"})`, cluster), 1, "the job counted completed")
 
-	held := strings.TrimSpace(h.mustSh(t, login, asUser("sbatch --parsable --hold -J mon-held --wrap true")))
+	held := strings.TrimSpace(h.mustSh(t, login, testenv.AsUser("sbatch --parsable --hold -J mon-held --wrap true")))
 	t.Cleanup(func() { _, _ = h.sh(t, login, "login", "scancel "+held) })
 	h.promHas(t, p, fmt.Sprintf(`sum(slurm_jobs_pending{%s,reason=~"JobHeld.*"})`, cluster), 1, "the held job counted pending, with its reason")
 

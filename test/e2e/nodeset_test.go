@@ -19,6 +19,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // memberPods returns the live pods of a NodeSet by name.
@@ -131,16 +132,10 @@ func (e *operatorEnv) jobEnd(t testing.TB, login, id string, timeout time.Durati
 	return state, exit, end
 }
 
-// asUser is a shell command line that runs cmdline's first command as nobody, in /tmp (which
-// every pod has, writable by all, so a job's default output file lands): sunk's clusters refuse
-// root's jobs (DisableRootJobs=YES), and root in a login pod is Slurm's admin. Slurm commands
-// an admin runs (scontrol update, scancel of anyone's job) stay root's.
-func asUser(cmdline string) string { return "cd /tmp && runuser -u nobody -- " + cmdline }
-
-// sbatch submits a job as nobody (asUser) and waits until it runs.
+// sbatch submits a job as nobody (testenv.AsUser) and waits until it runs.
 func (e *operatorEnv) sbatch(t testing.TB, login, args string) string {
 	t.Helper()
-	out, err := e.sh(t, login, "login", asUser("sbatch --parsable "+args))
+	out, err := e.sh(t, login, "login", testenv.AsUser("sbatch --parsable "+args))
 	if err != nil {
 		t.Fatalf("sbatch %s: %v\n%s", args, err, out)
 	}
@@ -241,7 +236,7 @@ func TestNodeSetReplicasNeverKillAJob(t *testing.T) {
 	poll(t, 4*time.Minute, "3 idle nodes", allIdle(names))
 	t.Logf("NodeSet creation → 3 IDLE Slurm nodes: %s", time.Since(start).Round(time.Second))
 
-	out, err := e.sh(t, login, "login", asUser("srun -N3 hostname | sort"))
+	out, err := e.sh(t, login, "login", testenv.AsUser("srun -N3 hostname | sort"))
 	if err != nil || strings.Fields(out) == nil || strings.Join(strings.Fields(out), " ") != strings.Join(names, " ") {
 		t.Fatalf("srun -N3 hostname: %v\n%s", err, out)
 	}

@@ -17,6 +17,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // slurmImage2605 is Slurm 26.05 from Debian sid (hack/images.sh), the operator's image of
@@ -77,7 +78,7 @@ func TestSlurm2605Cluster(t *testing.T) {
 		t.Fatalf("scontrol show node compute-0: %v\n%s", err, out)
 	}
 
-	out, err = e.sh(t, login, "login", asUser(`srun -N1 -J e2e-2605 sh -c 'echo job=$SLURM_JOB_ID'`))
+	out, err = e.sh(t, login, "login", testenv.AsUser(`srun -N1 -J e2e-2605 sh -c 'echo job=$SLURM_JOB_ID'`))
 	m := regexp.MustCompile(`job=(\d+)`).FindStringSubmatch(out)
 	if err != nil || m == nil {
 		t.Fatalf("srun: %v\n%s", err, out)

@@ -438,7 +438,7 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 	}
 	// As a plain user: the script, which slurmctld runs beside the cluster's keys, reaches
 	// neither files nor commands nor slurmctld's globals; Slurm refuses the job as it says.
-	out, _ = e.sh(t, login, "login", asUser("sbatch -J lua-sandbox --wrap true 2>&1"))
+	out, _ = e.sh(t, login, "login", testenv.AsUser("sbatch -J lua-sandbox --wrap true 2>&1"))
 	if !strings.Contains(out, "lua sandbox reached [], clock number") {
 		t.Fatalf("job_submit.lua's sandbox in slurmctld: sbatch said\n%s", out)
 	}
@@ -457,7 +457,7 @@ func TestSlurmClusterOnTheLocalCluster(t *testing.T) {
 		}
 		return nil
 	})
-	out, err = e.sh(t, login, "login", asUser(`srun -N1 -J e2e-prolog sh -c 'echo job=$SLURM_JOB_ID; cat /tmp/sunk-prolog-$SLURM_JOB_ID'`))
+	out, err = e.sh(t, login, "login", testenv.AsUser(`srun -N1 -J e2e-prolog sh -c 'echo job=$SLURM_JOB_ID; cat /tmp/sunk-prolog-$SLURM_JOB_ID'`))
 	if err != nil {
 		t.Fatalf("srun: %v\n%s", err, out)
 	}

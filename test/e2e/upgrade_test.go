@@ -19,6 +19,7 @@ import (
 
 	sunkv1 "sunk.dev/sunk/api/v1alpha1"
 	"sunk.dev/sunk/pkg/wellknown"
+	"sunk.dev/sunk/test/testenv"
 )
 
 // TestUpgrade2411To2605 upgrades a running 24.11 cluster with managed accounting by raising
@@ -72,13 +73,13 @@ func TestUpgrade2411To2605(t *testing.T) {
 	if out, err := login("srun --help"); err != nil || !strings.Contains(out, "--container-image") {
 		t.Errorf("srun --help on 24.11 does not offer the container plugin's --container-image: %v\n%s", err, out)
 	}
-	out, err := login(asUser(`srun -J before-upgrade sh -c 'echo job=$SLURM_JOB_ID'`))
+	out, err := login(testenv.AsUser(`srun -J before-upgrade sh -c 'echo job=$SLURM_JOB_ID'`))
 	m := regexp.MustCompile(`job=(\d+)`).FindStringSubmatch(out)
 	if err != nil || m == nil {
 		t.Fatalf("srun: %v\n%s", err, out)
 	}
 	before := m[1]
-	out, err = login(asUser("sbatch --parsable -J across-upgrade --wrap '" + heldScript + "'"))
+	out, err = login(testenv.AsUser("sbatch --parsable -J across-upgrade --wrap '" + heldScript + "'"))
 	running := strings.TrimSpace(out)
 	if err != nil || !regexp.MustCompile(`^\d+$`).MatchString(running) {
 		t.Fatalf("sbatch: %v %q", err, out)

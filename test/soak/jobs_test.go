@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"sunk.dev/sunk/test/testenv"
 )
 
 // jobStream submits a job every few seconds from the login pod, round robin: a batch job
@@ -84,10 +86,10 @@ func (s *soak) resumeDuplicateJobidDrains() {
 
 var leadingID = regexp.MustCompile(`^(\d+)`)
 
-// submit runs a job's sbatch or srun line as nobody, from /tmp: the cluster refuses root's
-// jobs (DisableRootJobs=YES), as sunk's clusters do by default.
+// submit runs a job's sbatch or srun line as a user (testenv.AsUser): the cluster refuses
+// root's jobs (DisableRootJobs=YES), as sunk's clusters do by default.
 func (s *soak) submit(ctx context.Context, kind, script string) {
-	out, err := s.loginCtx(ctx, 6*time.Minute, "cd /tmp && runuser -u nobody -- "+script)
+	out, err := s.loginCtx(ctx, 6*time.Minute, testenv.AsUser(script))
 	m := leadingID.FindStringSubmatch(strings.TrimSpace(out))
 	s.mu.Lock()
 	defer s.mu.Unlock()
