@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"iter"
 	"reflect"
 	"sync"
 	"time"
@@ -352,6 +353,21 @@ func (i *Informer[K, T]) List() []T {
 		out = append(out, v)
 	}
 	return out
+}
+
+// All yields every stored object, in no particular order, copying none (List copies the whole
+// table, which a caller asking per request at thousands of nodes pays for): the loop's body
+// runs under the cache's read lock, so it must not call the informer, and a poll waits for it.
+func (i *Informer[K, T]) All() iter.Seq[T] {
+	return func(yield func(T) bool) {
+		i.mu.RLock()
+		defer i.mu.RUnlock()
+		for _, v := range i.items {
+			if !yield(v) {
+				return
+			}
+		}
+	}
 }
 
 // ListWhere is List of the objects whose keys keep accepts, copying no other: keep runs under

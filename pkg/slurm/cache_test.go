@@ -34,6 +34,14 @@ func TestInformerEventsAndFailClosed(t *testing.T) {
 	if got := inf.ListWhere(func(name string) bool { return name == "b" }); len(got) != 1 || got[0].Name != "b" {
 		t.Fatalf("ListWhere(b) = %+v", got)
 	}
+	var seen []string
+	for n := range inf.All() {
+		seen = append(seen, n.Name)
+		break // a loop left early releases the read lock: the poll below would hang otherwise
+	}
+	if len(seen) != 1 {
+		t.Fatalf("All, left after one: %v", seen)
+	}
 	time.Sleep(time.Millisecond)
 	if res, err := inf.Poll(ctx); err != nil || !res.NotModified {
 		t.Fatalf("unchanged: %+v %v", res, err)

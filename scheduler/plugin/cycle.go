@@ -176,7 +176,7 @@ func (p *Plugin) slurmNodeFor(pod *v1.Pod, job *slurm.Job, spec *podSpec) (strin
 // excludedNodes are the Slurm nodes a job may not use: every one not in allowed.
 func (p *Plugin) excludedNodes(allowed sets.Set[string]) []string {
 	var excluded []string
-	for _, n := range p.nodes.List() {
+	for n := range p.nodes.All() {
 		if !allowed.Has(n.Name) {
 			excluded = append(excluded, n.Name)
 		}

@@ -49,7 +49,7 @@ var (
 	allocations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sunk_scheduler_allocations_total",
 		Help: "Immediate allocations asked of Slurm for placeholder jobs, by result: started (the job runs, no batch job needed), " +
-			"refused (Slurm could not start it at once), error (Slurm did not answer; tried again later), held (not sent: the node view showed no room, see viewRoom); " +
+			"refused (Slurm could not start it at once), error (Slurm did not answer; tried again later), held (not sent: the node view showed no room, see viewHasRoom); " +
 			"code is Slurm's error number of a refusal " +
 			"(2016 resources busy, 2013 a job of higher priority waits, 2014/2015 never satisfiable).",
 	}, []string{"result", "code"})

@@ -3,22 +3,23 @@
 package plugin
 
 import (
-	"fmt"
+	"iter"
 	"slices"
 
 	"sunk.dev/sunk/pkg/slurm"
 )
 
-// viewRoom says whether the node view (the node informer's table) shows room for an immediate
-// allocation of js: at least as many nodes as it asks for that Slurm could give it now. "" when
-// it does, else why not. It looks only at what makes slurmctld refuse an immediate allocation as
-// busy (error 2016) whatever else holds: a job completing on the node (slurmctld places no job
-// on a node where one completes, cg_node_bitmap in node_scheduler.c: in a burst of short pods
-// most refusals), a node down, drained or not responding, its memory taken, and for an exclusive
-// job any allocation on it. Not its CPUs: a partition with OverSubscribe hands allocated CPUs out
-// again, and a node record does not say whether its partitions do. The view lags Slurm by a
-// poll, so it decides only whether to ask now; Slurm stays the judge of every request sent.
-func viewRoom(nodes []slurm.Node, js *slurm.JobSubmit) string {
+// viewHasRoom says whether the node view (the node informer's table) shows room for an
+// immediate allocation of js: at least as many nodes as it asks for that Slurm could give it now.
+// It looks only at what makes slurmctld refuse an immediate allocation as busy (error 2016)
+// whatever else holds: a job completing on the node (slurmctld places no job on a node where one
+// completes, cg_node_bitmap in node_scheduler.c: in a burst of short pods most refusals), a node
+// down, drained or not responding, its memory taken, and for an exclusive job any allocation on
+// it. Not its CPUs: a partition with OverSubscribe hands allocated CPUs out again, and a node
+// record does not say whether its partitions do. The view lags Slurm by a poll, so it decides
+// only whether to ask now; Slurm stays the judge of every request sent. A view with no node of
+// the job's partitions (or not listed yet) has nothing to judge by: Slurm answers.
+func viewHasRoom(nodes iter.Seq[slurm.Node], js *slurm.JobSubmit) bool {
 	want := max(js.MinNodes, 1)
 	mem := js.MemoryPerNodeMB
 	if mem == 0 {
@@ -26,33 +27,18 @@ func viewRoom(nodes []slurm.Node, js *slurm.JobSubmit) string {
 	}
 	partitions := splitList(js.Partition)
 	have, considered := 0, 0
-	why := map[string]int{}
-	for i := range nodes {
-		n := &nodes[i]
-		if slices.Contains(js.ExcludedNodes, n.Name) || !inPartitions(n, partitions) {
+	for n := range nodes {
+		if slices.Contains(js.ExcludedNodes, n.Name) || !inPartitions(&n, partitions) {
 			continue
 		}
 		considered++
-		if r := nodeRefuses(n, js.Exclusive, mem); r != "" {
-			why[r]++
-			continue
-		}
-		if have++; have >= want {
-			return ""
+		if nodeRefuses(&n, js.Exclusive, mem) == "" {
+			if have++; have >= want {
+				return true
+			}
 		}
 	}
-	if considered == 0 {
-		// Nothing in the view to judge by (no node of the partition in it, or a view not
-		// listed yet): Slurm answers.
-		return ""
-	}
-	msg := fmt.Sprintf("%d of %d nodes free, %d wanted", have, considered, want)
-	for _, r := range []string{"completing", "unavailable", "memory", "allocated"} {
-		if why[r] > 0 {
-			msg += fmt.Sprintf(", %d %s", why[r], r)
-		}
-	}
-	return msg
+	return considered == 0
 }
 
 // nodeRefuses is why Slurm would not place a job (exclusive, needing memMB on the node) on n now:

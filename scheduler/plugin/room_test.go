@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,9 +66,8 @@ func TestViewRoom(t *testing.T) {
 		{"no memory in the node record", []slurm.Node{node("a", mixed, 0, 0, 1, "bench")}, small, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			why := viewRoom(tc.nodes, &tc.job)
-			if (why == "") != tc.room {
-				t.Fatalf("viewRoom = %q, want room %v", why, tc.room)
+			if got := viewHasRoom(slices.Values(tc.nodes), &tc.job); got != tc.room {
+				t.Fatalf("viewHasRoom = %v, want %v", got, tc.room)
 			}
 		})
 	}

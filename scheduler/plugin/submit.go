@@ -181,7 +181,7 @@ func (p *Plugin) place(ctx context.Context, js slurm.JobSubmit) (*slurm.SubmitRe
 // can never satisfy (slurm.Unsatisfiable) is answered with its refusal: a batch job of it would
 // be refused too, and leave one more FAILED record.
 //
-// A request the node view shows no room for (viewRoom) is not sent: it waits its turn as a
+// A request the node view shows no room for (viewHasRoom) is not sent: it waits its turn as a
 // refused one does, and the view's opening (a node done completing, memory freed: nodeOpened)
 // lets it ask. Each "nodes busy" refusal is a REST round trip, a FAILED job record read back
 // and, as slurmrestd closes the connection on every error answer, a new connection
@@ -216,7 +216,7 @@ func (p *Plugin) allocate(ctx context.Context, js slurm.JobSubmit) (res *slurm.S
 			return nil, fmt.Errorf("slurm POST /job/allocate: %w: %w", slurm.ErrUnavailable, ctx.Err()), true
 		}
 		last := asked+1 >= busyTries || stalls >= notTopTries-1 || time.Since(since) >= maxAllocationWait
-		if !last && viewRoom(p.nodes.List(), &js) != "" {
+		if !last && !viewHasRoom(p.nodes.All(), &js) {
 			allocations.WithLabelValues("held", "").Inc()
 			if admitted {
 				p.allocationQueue.held()
