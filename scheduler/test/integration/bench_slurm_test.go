@@ -13,8 +13,10 @@ import (
 
 // slurmOnly is the benchmark's Slurm-side peer: n allocations like the plugin's placeholders
 // (one CPU, 10 MB, partition bench, not exclusive), asked for at once through slurmrestd (POST
-// /job/allocate, as the plugin asks) by 8 goroutines, each cancelled as soon as Slurm answers it,
-// as the benchmark deletes a pod as soon as it is bound. No Kubernetes is involved: its rate,
+// /job/allocate, as the plugin asks) by 8 goroutines, each read back (GET /job/{id}: slurmrestd's
+// answer names the job alone, and where it runs is what a pod's binding needs) and cancelled at
+// once, as the benchmark deletes a pod as soon as it is bound. The three calls are issue 42's
+// floor: allocate, read back, cancel with completion. No Kubernetes is involved: its rate,
 // and its daemons' CPU per job, are what Slurm and slurmrestd cost on this machine for one job
 // per pod, the floor sunk-scheduler is read against. At most as many allocations are held at
 // once as the partition has CPUs, so that Slurm is not asked for what it cannot give; one
@@ -70,6 +72,11 @@ func (e *env) slurmOnly(n int) (benchResult, int64) {
 					e.t.Errorf("slurm-only allocate: %v", err)
 					<-held
 					continue
+				}
+				if j, err := e.sc.GetJob(e.ctx, res.JobID); err != nil {
+					e.t.Errorf("slurm-only: reading back allocation %d: %v", res.JobID, err)
+				} else if j.Nodes == "" {
+					e.t.Errorf("slurm-only: allocation %d read back with no nodes", res.JobID)
 				}
 				mu.Lock()
 				latencies = append(latencies, time.Since(t0))

@@ -124,7 +124,8 @@ func sides(perPod map[string]float64) (kube, slurm float64) {
 // measured (issue 42): a pod through Slurm costs at least the default scheduler's Kubernetes-side
 // CPU per pod (Kubernetes' floor; the Slurm daemons' CPU in that phase is sunk-scheduler's
 // informers polling, which its own phase has too) plus Slurm's daemons' CPU per allocation when
-// allocations come straight through slurmrestd (Slurm's floor, the slurm-only phase); with every
+// allocations come straight through slurmrestd, each asked for, read back and cancelled (Slurm's
+// floor, the slurm-only phase); with every
 // core busy, the ceiling is the cores' milliseconds per second over that sum. share is sunk's
 // rate over the ceiling; kube_ratio and slurm_ratio are sunk's own CPU per pod on each side over
 // that side's floor.
