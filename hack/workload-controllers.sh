@@ -4,14 +4,17 @@
 # pkg/wellknown/workloads.go reads, run on the test bed as users run them: as pods, from each
 # project's own Helm chart, with webhooks.
 #
-#   build      each manager binary from its Go module at the pinned version, built with that
-#              module's own go.mod (every dependency as upstream's release build has it),
-#              static, into $SUNK_CACHE/build/workloads/<name>-<version>/manager, and packed as
+#   build      each manager binary from its Go module at the pinned version, static, into $SUNK_CACHE/build/workloads/<name>-<version>/manager, and packed as
 #              the release's image name (registry.k8s.io/jobset/jobset:v0.10.1, ...) into
 #              $SUNK_IMAGES, from where hack/env-kube.sh pushes it to the test bed's registry
 #              and every node pulls it, as it does sunk's own images. Stamped: a warm machine
 #              skips it. hack/provision.sh workloads (and all, and env-kube.sh up cluster)
-#              calls it.
+#              calls it. JobSet builds with its module's own go.mod (every dependency as
+#              upstream's release build has it). LWS builds in sunk-scheduler's module (a tool
+#              directive there): its release is on k8s.io 0.33.3 and controller-runtime v0.21.0,
+#              the scheduler's tree is 0.33.13 with the same controller-runtime, so a patch-level
+#              step lets a cold machine compile 68 packages of its own instead of its whole tree
+#              (about 3 minutes of CPU); the tree's versions are the scheduler's replace blocks.
 #   install    build, ship the images to the running cluster's nodes (hack/env-kube.sh images),
 #              then `helm upgrade --install` each module's own chart (charts/ of the module at
 #              that version, CRDs included) into <name>-system, and wait until its webhooks
@@ -28,7 +31,9 @@ CONTROLLERS=(jobset lws)
 declare -A MODULE=([jobset]=sigs.k8s.io/jobset [lws]=sigs.k8s.io/lws)
 declare -A VERSION=([jobset]=v0.10.1 [lws]=v0.7.0)
 declare -A SUM=([jobset]=h1:u8QKifNsrWVrlRFe6w2ofYTqFT9ma2DRHxfeB2m9xyU= [lws]=h1:qWfzX8+UBak+Hq0+m/PuE3uO0mp/3dmm5q/h/7z31A8=)
-declare -A MAIN=([jobset]=. [lws]=./cmd)
+declare -A MAIN=([jobset]=. [lws]=sigs.k8s.io/lws/cmd)
+# A module of ours to build in instead of the module's own directory (see build above).
+declare -A BUILD_IN=([lws]=scheduler)
 declare -A IMAGE=([jobset]=registry.k8s.io/jobset/jobset [lws]=registry.k8s.io/lws/lws)
 declare -A CHART=([jobset]=charts/jobset [lws]=charts/lws)
 
@@ -60,6 +65,7 @@ build_inputs() { # NAME
   local n=$1
   echo "${MODULE[$n]}@${VERSION[$n]} ${SUM[$n]} ${MAIN[$n]} $(ref_of "$n") $(ldflags "$n") CGO_ENABLED=$CGO_ENABLED GOFLAGS=$GOFLAGS"
   cat "$SUNK_ROOT/hack/mkimage.sh"
+  if [ -n "${BUILD_IN[$n]:-}" ]; then cat "$SUNK_ROOT/${BUILD_IN[$n]}/go.mod" "$SUNK_ROOT/${BUILD_IN[$n]}/go.sum"; fi
 }
 
 build_one() { # NAME
@@ -67,10 +73,11 @@ build_one() { # NAME
   out=$SUNK_CACHE/build/workloads/$n-${VERSION[$n]} tar=$SUNK_IMAGES/$n.tar
   stamp_ok "workload-$n" <(build_inputs "$n") && [ -x "$out/manager" ] && [ -f "$tar" ] && return 0
   dir=$(module_dir "$n")
+  [ -z "${BUILD_IN[$n]:-}" ] || dir=$SUNK_ROOT/${BUILD_IN[$n]}
   log "building the $n controller ${VERSION[$n]} from ${MODULE[$n]} (cold: minutes; cached afterwards)"
   rm -rf "$out.tmp" && mkdir -p "$out.tmp"
-  # In the module's own directory: its go.mod and go.sum, not a module of ours, choose every
-  # dependency. The module cache is read-only, which a build does not mind.
+  # In the module's own directory its go.mod and go.sum choose every dependency (the module cache
+  # is read-only, which a build does not mind); in BUILD_IN's, that module's do.
   (cd "$dir" && go build -ldflags "$(ldflags "$n")" -o "$out.tmp/manager" "${MAIN[$n]}")
   # The release images are distroless/static with /manager, user 65532 (the charts run it so).
   "$SUNK_ROOT/hack/mkimage.sh" "$out.tmp" "$(ref_of "$n")" "$tar" '["/manager"]'
