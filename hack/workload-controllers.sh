@@ -4,7 +4,8 @@
 # pkg/wellknown/workloads.go reads, run on the test bed as users run them: as pods, from each
 # project's own Helm chart, with webhooks.
 #
-#   build      each manager binary from its Go module at the pinned version, static, into $SUNK_CACHE/build/workloads/<name>-<version>/manager, and packed as
+#   build      each manager binary from its Go module at the pinned version, static, into
+#              $SUNK_CACHE/build/workloads/<name>-<version>/manager, and packed as
 #              the release's image name (registry.k8s.io/jobset/jobset:v0.10.1, ...) into
 #              $SUNK_IMAGES, from where hack/env-kube.sh pushes it to the test bed's registry
 #              and every node pulls it, as it does sunk's own images. Stamped: a warm machine

@@ -32,7 +32,7 @@ func viewHasRoom(nodes iter.Seq[slurm.Node], js *slurm.JobSubmit) bool {
 			continue
 		}
 		considered++
-		if nodeRefuses(&n, js.Exclusive, mem) == "" {
+		if nodeTakes(&n, js.Exclusive, mem) {
 			if have++; have >= want {
 				return true
 			}
@@ -41,21 +41,21 @@ func viewHasRoom(nodes iter.Seq[slurm.Node], js *slurm.JobSubmit) bool {
 	return considered == 0
 }
 
-// nodeRefuses is why Slurm would not place a job (exclusive, needing memMB on the node) on n now:
-// "completing", "unavailable", "memory" or "allocated" (an exclusive job on a node with jobs);
-// "" if nothing in the view rules it out.
-func nodeRefuses(n *slurm.Node, exclusive bool, memMB int64) string {
+// nodeTakes says whether the view rules nothing out for a job (exclusive, needing memMB on the
+// node) on n now. It rules out a node completing a job, one down, future, drained or not
+// responding, one without memMB free, and for an exclusive job one with any allocation.
+func nodeTakes(n *slurm.Node, exclusive bool, memMB int64) bool {
 	switch {
 	case n.HasState("COMPLETING"):
-		return "completing"
+		return false
 	case n.BaseState() == "DOWN", n.BaseState() == "FUTURE", n.Drained(), n.HasState("NOT_RESPONDING"):
-		return "unavailable"
+		return false
 	case memMB > 0 && n.RealMemoryMB > 0 && n.RealMemoryMB-n.AllocMemoryMB < memMB:
-		return "memory"
+		return false
 	case exclusive && (n.AllocCPUs > 0 || n.AllocMemoryMB > 0 || n.BaseState() == "ALLOCATED" || n.BaseState() == "MIXED"):
-		return "allocated"
+		return false
 	}
-	return ""
+	return true
 }
 
 // inPartitions: the node is in one of the job's partitions, or the job names none (the
@@ -76,10 +76,10 @@ func inPartitions(n *slurm.Node, partitions []string) bool {
 // through: the node can take jobs now, and before it could not (completing, unavailable) or it
 // held more memory or CPUs.
 func nodeOpened(old, cur *slurm.Node) bool {
-	if nodeRefuses(cur, false, 0) != "" {
+	if !nodeTakes(cur, false, 0) {
 		return false
 	}
-	return old == nil || nodeRefuses(old, false, 0) != "" || cur.AllocMemoryMB < old.AllocMemoryMB || cur.AllocCPUs < old.AllocCPUs
+	return old == nil || !nodeTakes(old, false, 0) || cur.AllocMemoryMB < old.AllocMemoryMB || cur.AllocCPUs < old.AllocCPUs
 }
 
 // watchNodeRoom lets the allocations held by the node view ask when it opens.
