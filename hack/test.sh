@@ -35,11 +35,14 @@ stage() {
 }
 # failed_tests prints each failed test of the stage logs with the last lines it logged (its
 # t.Fatal message comes last): the end of a failed run is often all of it that is read (CI keeps
-# its tail), and the message that says why may be thousands of lines above.
+# its tail), and the message that says why may be thousands of lines above. A test's lines stop
+# counting at the e2e tests' "[diagnostics]" marker (dumpNamespaceOf), which a failed test's
+# cleanup logs after its failure, followed by events and logs that would push the message out.
 failed_tests() {
   awk '
     /^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
-    /^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / && cur != "" { n[cur]++; last[cur, n[cur] % 3] = substr($0, 1, 400); next }
+    /^ +[A-Za-z0-9_]+_test\.go:[0-9]+: \[diagnostics\] / && cur != "" { done[cur] = 1; next }
+    /^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / && cur != "" && !done[cur] { n[cur]++; last[cur, n[cur] % 3] = substr($0, 1, 400); next }
     /^ *--- FAIL: / {
       t = $3; from = FILENAME; sub(/.*\//, "", from); sub(/\.log$/, "", from)
       printf "  %s (%s)\n", t, from

@@ -220,7 +220,10 @@ func (e *operatorEnv) onePoolOfGPUs(t *testing.T, login, member string) {
 	submitted := time.Now()
 	job := e.sbatchHeld(t, login, "--gres=gpu:2 -J take-back")
 	takenBack := time.Since(submitted)
-	poll(t, time.Minute, "the GPU pod preempted", func() error {
+	// The job runs (sbatchHeld waits for it), so the compute pod holds the GPUs; the preempted
+	// pod's object goes once kubelet has reported its containers stopped: seconds on a quiet
+	// machine, a minute or more on a loaded CI host.
+	poll(t, 3*time.Minute, "the GPU pod preempted", func() error {
 		p := &corev1.Pod{}
 		if err := e.c.Get(ctx, client.ObjectKeyFromObject(inference), p); apierrors.IsNotFound(err) {
 			return nil
@@ -230,7 +233,7 @@ func (e *operatorEnv) onePoolOfGPUs(t *testing.T, login, member string) {
 		return fmt.Errorf("the GPU pod is still there: %s", p.Status.Phase)
 	})
 	e.release(t, login, job)
-	if state, exit, _ := e.jobEnd(t, login, job, 2*time.Minute); state != "COMPLETED" {
+	if state, exit, _ := e.jobEnd(t, login, job, 3*time.Minute); state != "COMPLETED" {
 		t.Fatalf("the job that took the machine back: %s (exit %s)", state, exit)
 	}
 	e.hasEvent(t, "gpu", sunkv1.ReasonScaledDown, member+" idle for")

@@ -217,9 +217,12 @@ func (e *operatorEnv) removeNamespace(t testing.TB, ns string) {
 		}
 		return nil
 	}); err != nil {
-		// A deletion that hangs is a failure of its own, after the test body passed: show why.
+		// A deletion that hangs is a failure of its own, after the test body passed: say so
+		// before the diagnostics (the run's report shows a failed test's lines up to them), then
+		// show why.
+		t.Errorf("Slurm pods of %s gone: not within %v: %v", ns, podsGoneWithin, err)
 		e.dumpNamespaceOf(t, ns)
-		t.Fatalf("Slurm pods of %s gone: not within %v: %v", ns, podsGoneWithin, err)
+		t.FailNow()
 	}
 	if err := e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
 		t.Errorf("deleting namespace %s: %v", ns, err)
@@ -237,11 +240,18 @@ func (e *operatorEnv) removeNamespace(t testing.TB, ns string) {
 
 func (e *operatorEnv) dumpNamespace(t testing.TB) { e.dumpNamespaceOf(t, e.ns) }
 
+// diagnosticsMarker begins the lines dumpNamespaceOf logs; hack/test.sh's failed_tests looks
+// for it.
+const diagnosticsMarker = "[diagnostics] what explains the failure above, in namespace "
+
 // dumpNamespaceOf logs what explains a failure in ns: its pods (with their finalizers and
 // deletion, for a deletion that hangs), their containers' logs, SlurmClusters, NodeSets and
 // events.
 func (e *operatorEnv) dumpNamespaceOf(t testing.TB, ns string) {
 	ctx := context.Background()
+	// hack/test.sh's report of a failed run shows each failed test's last lines before this
+	// marker: the failure's message, not the tail of the diagnostics or of the cleanup after it.
+	t.Log(diagnosticsMarker + ns)
 	var pods corev1.PodList
 	_ = e.c.List(ctx, &pods, client.InNamespace(ns))
 	for _, p := range pods.Items {
