@@ -319,7 +319,11 @@ func (e *operatorEnv) createReady(t testing.TB, sc *sunkv1.SlurmCluster) {
 		return err
 	})
 	start := time.Now()
-	poll(t, 6*time.Minute, "SlurmCluster Ready", func() error {
+	// 40-65 s on a quiet 2-core machine, three clusters starting at once. CI's host has run the
+	// tests 3-6x slower (TestLDAPUserJobAndAccounting 895 s against 150, 2026-12-02), where
+	// TestAuthKeyRotation failed at 428 s: about this wait's former 6 minutes plus the cleanup.
+	// The Ready condition in the failure message tells a slow host from a stuck cluster.
+	poll(t, 10*time.Minute, "SlurmCluster Ready", func() error {
 		c := meta.FindStatusCondition(e.cluster(t, sc.Name).Status.Conditions, sunkv1.ConditionReady)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("Ready = %+v", c)
