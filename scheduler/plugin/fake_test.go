@@ -91,6 +91,7 @@ func (b *testBed) newPlugin(client slurm.Client, args Args) *Plugin {
 	nodes := slurm.NewNodeInformer(client, slurm.InformerOptions{Interval: args.PollInterval.Duration})
 	p := pluginOn(b.h, args, "sunk-scheduler", client, jobs, nodes, b.h.inf.Core().V1().Pods().Lister(), testMarker, staticPolicy{&testPolicy})
 	p.allocationRetry = 0 // a refused allocation asks again at once unless a test sets a wait
+	p.shapes.watch(p.nodes)
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
 		OnAdd:    func(j slurm.Job) { p.index(&j, true) },
 		OnUpdate: func(_, j slurm.Job) { p.index(&j, true) },

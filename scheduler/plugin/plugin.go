@@ -92,6 +92,8 @@ type Plugin struct {
 	computes  labels.Selector
 	// topo is where the compute pods run (topology.go).
 	topo topologyCache
+	// shapes is the digest of the Slurm nodes' shapes that refusalAsk includes (shapes.go).
+	shapes nodeShapes
 	// mark signs the comments of the jobs this scheduler submits; untrusted are the jobs with
 	// a placeholder comment that fail the trust check (trust.go), reported once each.
 	mark      marker
@@ -257,6 +259,7 @@ func newPlugin(ctx context.Context, h framework.Handle, args Args, c slurm.Clien
 		klog.FromContext(ctx).WithName(Name).Error(err, "watching Jobs; pods seen before their JobSet Job wait for the queue's retry")
 	}
 	p.watchNodeRoom()
+	p.shapes.watch(p.nodes)
 	p.jobs.AddHandler(slurm.Handler[slurm.Job]{
 		OnAdd: func(j slurm.Job) {
 			p.index(&j, true)

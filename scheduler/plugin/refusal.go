@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"sort"
 	"strings"
 	"time"
 
@@ -47,7 +46,7 @@ func (r refusal) standing(ask string, now time.Time) bool {
 // Slurm node (CPUs, memory, GRES, partitions, features; not their state, which changes with
 // every job and does not make an impossible request possible). A node that registers, leaves
 // or changes its GRES, a taint lifted, a changed annotation: any of these gives the pod
-// another try.
+// another try. The nodes' shapes are one digest, kept until a shape changes (nodeShapes).
 func (p *Plugin) refusalAsk(pod *v1.Pod, spec *podSpec, topo *topology) string {
 	job := spec.Job
 	job.Comment, job.ExcludedNodes = "", nil
@@ -59,12 +58,8 @@ func (p *Plugin) refusalAsk(pod *v1.Pod, spec *podSpec, topo *topology) string {
 	h.Write(b)
 	allowed := sets.List(p.allowedSlurmNodes(pod, topo))
 	fmt.Fprintf(h, "\nallowed=%s\n", strings.Join(allowed, ","))
-	nodes := p.nodes.List()
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	for _, n := range nodes {
-		fmt.Fprintf(h, "%s cpus=%d mem=%d gres=%s partitions=%s features=%s\n", n.Name, n.CPUs, n.RealMemoryMB, n.Gres,
-			strings.Join(n.Partitions, ","), strings.Join(n.Features, ","))
-	}
+	shapes := p.shapes.digest(p.nodes.All())
+	h.Write(shapes[:])
 	return hex.EncodeToString(h.Sum(nil))
 }
 
