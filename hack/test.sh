@@ -40,9 +40,12 @@ stage() {
 # cleanup logs after its failure, followed by events and logs that would push the message out.
 failed_tests() {
   awk '
+    # A message of several lines goes on in lines indented by 8 spaces: up to 5 of them are kept.
+    cont != "" && /^        / && k < 5 { last[cont, n[cont] % 3] = last[cont, n[cont] % 3] "\n    " substr($0, 1, 200); k++; next }
+    { cont = "" }
     /^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
     /^ +[A-Za-z0-9_]+_test\.go:[0-9]+: \[diagnostics\] / && cur != "" { done[cur] = 1; next }
-    /^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / && cur != "" && !done[cur] { n[cur]++; last[cur, n[cur] % 3] = substr($0, 1, 400); next }
+    /^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / && cur != "" && !done[cur] { n[cur]++; last[cur, n[cur] % 3] = substr($0, 1, 400); cont = cur; k = 0; next }
     /^ *--- FAIL: / {
       t = $3; from = FILENAME; sub(/.*\//, "", from); sub(/\.log$/, "", from)
       printf "  %s (%s)\n", t, from
