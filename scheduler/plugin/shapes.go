@@ -36,7 +36,7 @@ func (s *nodeShapes) watch(nodes *slurm.Informer[string, slurm.Node]) {
 	nodes.AddHandler(slurm.Handler[slurm.Node]{
 		OnAdd: func(slurm.Node) { s.changes.Add(1) },
 		OnUpdate: func(old, n slurm.Node) {
-			if !sameShape(&old, &n) {
+			if shapeOf(&old) != shapeOf(&n) {
 				s.changes.Add(1)
 			}
 		},
@@ -66,15 +66,23 @@ func (s *nodeShapes) digest(nodes iter.Seq[slurm.Node]) [sha256.Size]byte {
 	return s.sum
 }
 
-// shapeLine is one node's shape, as the digest reads it.
-func shapeLine(n *slurm.Node) string {
-	return fmt.Sprintf("%s cpus=%d mem=%d gres=%s partitions=%s features=%s\n", n.Name, n.CPUs, n.RealMemoryMB, n.Gres,
-		strings.Join(n.Partitions, ","), strings.Join(n.Features, ","))
+// nodeShape is what the digest reads of a node: the one list of its fields, which both the
+// digest's line and the handlers' comparison use.
+type nodeShape struct {
+	name, gres, partitions, features string
+	cpus                             int
+	memMB                            int64
 }
 
-// sameShape says whether two records of a node have the same shapeLine, without formatting
-// either: the handlers compare every node update.
-func sameShape(a, b *slurm.Node) bool {
-	return a.Name == b.Name && a.CPUs == b.CPUs && a.RealMemoryMB == b.RealMemoryMB && a.Gres == b.Gres &&
-		slices.Equal(a.Partitions, b.Partitions) && slices.Equal(a.Features, b.Features)
+// shapeOf is n's shape. The joins allocate only for nodes in several partitions or with several
+// features, so comparing two shapes stays cheap for the handlers, which compare every update.
+func shapeOf(n *slurm.Node) nodeShape {
+	return nodeShape{name: n.Name, gres: n.Gres, partitions: strings.Join(n.Partitions, ","), features: strings.Join(n.Features, ","),
+		cpus: n.CPUs, memMB: n.RealMemoryMB}
+}
+
+// shapeLine is one node's shape, as the digest reads it.
+func shapeLine(n *slurm.Node) string {
+	s := shapeOf(n)
+	return fmt.Sprintf("%s cpus=%d mem=%d gres=%s partitions=%s features=%s\n", s.name, s.cpus, s.memMB, s.gres, s.partitions, s.features)
 }
