@@ -240,8 +240,9 @@ func (e *operatorEnv) removeNamespace(t testing.TB, ns string) {
 
 func (e *operatorEnv) dumpNamespace(t testing.TB) { e.dumpNamespaceOf(t, e.ns) }
 
-// diagnosticsMarker begins the lines dumpNamespaceOf logs; hack/test.sh's failed_tests looks
-// for it.
+// diagnosticsMarker begins the lines dumpNamespaceOf logs. hack/test.sh's report of a failed
+// run shows each failed test's last lines before it: the failure's message, not the tail of the
+// diagnostics or of the cleanup after them.
 const diagnosticsMarker = "[diagnostics] what explains the failure above, in namespace "
 
 // dumpNamespaceOf logs what explains a failure in ns: its pods (with their finalizers and
@@ -249,8 +250,6 @@ const diagnosticsMarker = "[diagnostics] what explains the failure above, in nam
 // events.
 func (e *operatorEnv) dumpNamespaceOf(t testing.TB, ns string) {
 	ctx := context.Background()
-	// hack/test.sh's report of a failed run shows each failed test's last lines before this
-	// marker: the failure's message, not the tail of the diagnostics or of the cleanup after it.
 	t.Log(diagnosticsMarker + ns)
 	var pods corev1.PodList
 	_ = e.c.List(ctx, &pods, client.InNamespace(ns))
